@@ -1,0 +1,268 @@
+import { EnvHttpProxyAgent, request, type Dispatcher } from 'undici';
+import { AuthError, NotFoundError, RefusedError, UnreachableError, WxError } from '../errors.js';
+import { formatDuration } from '../util/duration.js';
+import { redact } from '../util/redact.js';
+import { userAgent } from '../version.js';
+import type { Credentials } from './credentials.js';
+
+export type Method = 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE';
+
+export interface HttpClientOptions {
+  baseUrl: string;
+  credentials: Credentials;
+  /** The deadline for one call, retries included. */
+  timeoutMs: number;
+  /** Receives one line per attempt when set (`--verbose`). Already redacted. */
+  log?: (line: string) => void;
+  /** How many times a GET is retried (default 3). */
+  maxRetries?: number;
+  /** The first retry delay; later ones grow (default 250 ms). */
+  retryBaseMs?: number;
+  dispatcher?: Dispatcher;
+}
+
+export interface RequestOptions {
+  query?: Record<string, string | number | boolean | undefined>;
+  body?: unknown;
+  /** What a 404 means, for the message: "webhook 42". */
+  subject?: string;
+  /** The hint a failed write carries (check the state before repeating it). */
+  writeHint?: string;
+}
+
+export interface HttpResponse<T = unknown> {
+  status: number;
+  data: T;
+  attempts: number;
+}
+
+const RETRYABLE_STATUS = new Set([502, 503, 504]);
+const MAX_RETRY_AFTER_MS = 60_000;
+
+let sharedDispatcher: Dispatcher | undefined;
+/** One keep-alive agent per process; honours HTTP(S)_PROXY and NO_PROXY. */
+export function defaultDispatcher(): Dispatcher {
+  sharedDispatcher ??= new EnvHttpProxyAgent();
+  return sharedDispatcher;
+}
+
+class AttemptTimeout extends Error {}
+
+/** The service's own words from an error body: its message, error or detail field, else the start of the body. */
+export function describeErrorBody(text: string): string {
+  const trimmed = text.trim();
+  if (!trimmed) return '';
+  try {
+    const parsed = JSON.parse(trimmed) as unknown;
+    const found = pickMessage(parsed);
+    if (found) return oneLine(found);
+  } catch {
+    // not JSON: fall through to the start of the body
+  }
+  return oneLine(trimmed.startsWith('<') ? trimmed.replace(/<[^>]*>/g, ' ') : trimmed);
+}
+
+function pickMessage(value: unknown, depth = 0): string | undefined {
+  if (depth > 3 || value === null || value === undefined) return undefined;
+  if (typeof value === 'string') return value;
+  if (Array.isArray(value)) {
+    const parts = value.map((v) => pickMessage(v, depth + 1)).filter(Boolean);
+    return parts.length ? parts.join('; ') : undefined;
+  }
+  if (typeof value === 'object') {
+    const o = value as Record<string, unknown>;
+    for (const key of ['message', 'error', 'detail', 'msg', 'error_description', 'title']) {
+      const found = pickMessage(o[key], depth + 1);
+      if (found) {
+        const loc = Array.isArray(o.loc) ? ` (${o.loc.join('.')})` : '';
+        return found + loc;
+      }
+    }
+  }
+  return undefined;
+}
+
+function oneLine(text: string, max = 300): string {
+  const flat = text.replace(/\s+/g, ' ').trim();
+  return flat.length > max ? `${flat.slice(0, max)}…` : flat;
+}
+
+/** `Retry-After` as milliseconds (seconds or an HTTP date), or undefined. */
+export function parseRetryAfter(value: string | string[] | undefined, now = Date.now()): number | undefined {
+  const text = Array.isArray(value) ? value[0] : value;
+  if (!text) return undefined;
+  if (/^\d+$/.test(text.trim())) return Number(text.trim()) * 1000;
+  const date = Date.parse(text);
+  return Number.isNaN(date) ? undefined : Math.max(0, date - now);
+}
+
+function connectionReason(err: unknown): string {
+  const e = err as { code?: string; message?: string; cause?: { code?: string } };
+  const code = e.code ?? e.cause?.code;
+  switch (code) {
+    case 'ECONNREFUSED':
+      return 'connection refused';
+    case 'ENOTFOUND':
+    case 'EAI_AGAIN':
+      return 'host not found';
+    case 'ECONNRESET':
+    case 'UND_ERR_SOCKET':
+      return 'the connection was closed';
+    case 'UND_ERR_CONNECT_TIMEOUT':
+      return 'the connection timed out';
+    case 'EHOSTUNREACH':
+    case 'ENETUNREACH':
+      return 'no route to host';
+    default:
+      return code ? `${code}: ${e.message ?? ''}`.trim() : (e.message ?? String(err));
+  }
+}
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+/** The service client's transport: auth, timeouts, retries for GET, errors as typed exceptions. */
+export class HttpClient {
+  readonly baseUrl: string;
+  private readonly o: HttpClientOptions;
+
+  constructor(options: HttpClientOptions) {
+    this.o = options;
+    this.baseUrl = options.baseUrl;
+  }
+
+  private log(text: string): void {
+    this.o.log?.(redact(text, [this.o.credentials.key, this.o.credentials.authorization]));
+  }
+
+  url(path: string, query?: RequestOptions['query']): string {
+    const u = new URL(this.baseUrl + path);
+    for (const [k, v] of Object.entries(query ?? {})) {
+      if (v !== undefined) u.searchParams.set(k, String(v));
+    }
+    return u.toString();
+  }
+
+  async request<T = unknown>(method: Method, path: string, options: RequestOptions = {}): Promise<HttpResponse<T>> {
+    const url = this.url(path, options.query);
+    const deadline = Date.now() + this.o.timeoutMs;
+    const retries = method === 'GET' ? (this.o.maxRetries ?? 3) : 0;
+    const headers: Record<string, string> = {
+      authorization: this.o.credentials.authorization,
+      'user-agent': userAgent(),
+      accept: 'application/json',
+    };
+    let body: string | undefined;
+    if (options.body !== undefined) {
+      body = JSON.stringify(options.body);
+      headers['content-type'] = 'application/json';
+    }
+
+    let attempt = 0;
+    for (;;) {
+      attempt++;
+      const started = Date.now();
+      const remaining = deadline - started;
+      const controller = new AbortController();
+      const timer = setTimeout(() => controller.abort(new AttemptTimeout()), Math.max(1, remaining));
+      let status: number | undefined;
+      let text = '';
+      let responseHeaders: Record<string, string | string[] | undefined> = {};
+      let failure: unknown;
+      try {
+        this.log(`→ ${method} ${url}  (attempt ${attempt}, Authorization: ${this.o.credentials.scheme === 'bearer' ? 'Bearer' : 'Basic'} ***)`);
+        const res = await request(url, {
+          method,
+          headers,
+          body,
+          signal: controller.signal,
+          dispatcher: this.o.dispatcher ?? defaultDispatcher(),
+        });
+        status = res.statusCode;
+        responseHeaders = res.headers;
+        text = await res.body.text();
+      } catch (err) {
+        failure = err;
+      } finally {
+        clearTimeout(timer);
+      }
+      const took = Date.now() - started;
+      const timedOut = controller.signal.aborted;
+
+      if (failure === undefined && status !== undefined) {
+        this.log(`← ${status} ${method} ${url}  (${formatDuration(took)})`);
+        if (status >= 200 && status < 300) {
+          return { status, data: parseBody(text) as T, attempts: attempt };
+        }
+        if (!(RETRYABLE_STATUS.has(status) && attempt <= retries)) {
+          throw this.statusError(method, url, status, text, attempt, options);
+        }
+      } else {
+        this.log(`✗ ${method} ${url}  ${timedOut ? 'timed out' : connectionReason(failure)}  (${formatDuration(took)})`);
+        if (attempt > retries || Date.now() >= deadline) {
+          throw this.transportError(method, failure, timedOut, attempt, options);
+        }
+      }
+
+      const retryAfter = status === undefined ? undefined : parseRetryAfter(responseHeaders['retry-after']);
+      const backoff = (this.o.retryBaseMs ?? 250) * 2 ** (attempt - 1);
+      const delay = Math.min(retryAfter ?? backoff * (0.5 + Math.random()), MAX_RETRY_AFTER_MS);
+      if (Date.now() + delay >= deadline) {
+        if (status !== undefined) throw this.statusError(method, url, status, text, attempt, options);
+        throw this.transportError(method, failure, timedOut, attempt, options);
+      }
+      this.log(`  retrying in ${formatDuration(delay)}`);
+      await sleep(delay);
+    }
+  }
+
+  private statusError(method: Method, url: string, status: number, text: string, attempts: number, options: RequestOptions): WxError {
+    const said = describeErrorBody(text);
+    const saying = said ? `: ${said}` : '';
+    const tries = attempts > 1 ? ` after ${attempts} attempts` : '';
+    if (status === 401 || status === 403) {
+      return new AuthError(`The service refused the credentials (${status})${saying}`, {
+        status,
+        hint: 'Check WX_API_KEY (and WX_CLIENT_ID with --auth basic), and that --base-url points at the service the key belongs to.',
+      });
+    }
+    if (status === 404) {
+      return new NotFoundError(`${options.subject ? `Not found: ${options.subject}` : `Not found: ${method} ${url}`} (404)${saying}`, {
+        status,
+        hint: options.subject?.startsWith('webhook') ? 'List what exists with `wxhooks webhook list`.' : undefined,
+      });
+    }
+    if (status >= 500) {
+      return new UnreachableError(`The service answered ${status}${tries}${saying}`, {
+        status,
+        hint: method === 'GET' ? 'The service is having trouble; try again later.' : options.writeHint ?? WRITE_HINT,
+      });
+    }
+    return new RefusedError(`The service refused the request (${status})${saying}`, { status });
+  }
+
+  private transportError(method: Method, failure: unknown, timedOut: boolean, attempts: number, options: RequestOptions): WxError {
+    const tries = attempts > 1 ? ` (${attempts} attempts)` : '';
+    const what = timedOut
+      ? `The service at ${this.baseUrl} did not answer within ${formatDuration(this.o.timeoutMs)}${tries}.`
+      : `Could not reach the service at ${this.baseUrl}: ${connectionReason(failure)}${tries}.`;
+    const hint =
+      method !== 'GET'
+        ? (options.writeHint ?? WRITE_HINT)
+        : timedOut
+          ? 'Try again, or allow more time with --timeout.'
+          : 'Check --base-url or WX_BASE_URL. To work offline, start a local copy of the service with `wxhooks emulator`.';
+    return new UnreachableError(what, { hint, cause: failure });
+  }
+}
+
+const WRITE_HINT =
+  'The change may have been applied anyway, and writes are never retried: check the webhook\'s state with `wxhooks webhook list` or `wxhooks webhook get ID` before trying again.';
+
+function parseBody(text: string): unknown {
+  if (!text.trim()) return null;
+  try {
+    return JSON.parse(text);
+  } catch {
+    return text;
+  }
+}

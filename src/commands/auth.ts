@@ -1,0 +1,45 @@
+import type { Command } from 'commander';
+import type { Act } from '../cli.js';
+import { line, type Context } from '../context.js';
+
+export function registerAuth(program: Command, act: Act): void {
+  const auth = program.command('auth').description('check the API key');
+  auth
+    .command('status')
+    .description('check WX_API_KEY against the service (GET /debug/v1/auth_status); exit 0 only when it is accepted')
+    .addHelpText(
+      'after',
+      `
+Examples:
+  $ export WX_API_KEY=...            # the key is only ever read from the environment
+  $ wxhooks auth status
+  $ wxhooks auth status --auth basic  # legacy Basic: WX_CLIENT_ID + key, or a combined wb_ key
+  $ wxhooks auth status --json | jq .client_id`,
+    )
+    .action(act(runAuthStatus));
+}
+
+export async function runAuthStatus(ctx: Context): Promise<void> {
+  const { serviceFor } = await import('./shared.js');
+  const { AuthError } = await import('../errors.js');
+  const { service, base, scheme } = await serviceFor(ctx);
+  const { withSpinner } = await import('../output/spinner.js');
+  const status = await withSpinner(ctx, `Checking credentials with ${base.url}`, () => service.authStatus());
+  if (ctx.global.json) {
+    const { printJson } = await import('../output/render.js');
+    printJson(ctx.stdout, status);
+  }
+  if (!status.authed) {
+    throw new AuthError(`The service at ${base.url} does not accept these credentials (authed: false).`, {
+      hint: 'Check WX_API_KEY (and WX_CLIENT_ID with --auth basic); a key belongs to one service, so check --base-url too.',
+    });
+  }
+  if (ctx.global.json) return;
+  const { styleFor } = await import('../output/style.js');
+  const c = styleFor(ctx, ctx.stdout);
+  const source = { flag: '--base-url', env: 'WX_BASE_URL', setting: 'the base-url setting' }[base.source];
+  line(ctx.stdout, `${c.green('✓')} Authenticated with ${c.bold(base.url)}`);
+  line(ctx.stdout, `  Client ID:  ${status.client_id ?? '(not given)'}`);
+  line(ctx.stdout, `  Scheme:     ${scheme === 'bearer' ? 'Bearer (WX_API_KEY)' : 'Basic (legacy: client id and WX_API_KEY)'}`);
+  line(ctx.stdout, `  Base URL:   ${base.url} (from ${source})`);
+}

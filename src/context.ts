@@ -1,0 +1,33 @@
+/**
+ * What a command needs from the outside world, passed in rather than read
+ * from `process`, so commands can be driven with other streams and variables.
+ */
+export interface Out {
+  write(text: string): unknown;
+  isTTY?: boolean;
+}
+
+export type AuthScheme = 'bearer' | 'basic';
+
+export interface GlobalOptions {
+  baseUrl?: string;
+  auth?: AuthScheme;
+  json: boolean;
+  verbose: boolean;
+  timeoutMs: number;
+  color: boolean;
+}
+
+export interface Context {
+  env: Record<string, string | undefined>;
+  stdout: Out;
+  stderr: Out;
+  stdin: NodeJS.ReadableStream & { isTTY?: boolean };
+  global: GlobalOptions;
+  /** Resolves when the user presses Ctrl-C (for long-running commands). */
+  interrupted: Promise<void>;
+}
+
+export function line(out: Out, text = ''): void {
+  out.write(text.endsWith('\n') ? text : `${text}\n`);
+}

@@ -1,0 +1,63 @@
+import { spawn } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+
+export const BIN = resolve(import.meta.dirname, '../../bin/wxhooks.js');
+
+export interface CliResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+  ms: number;
+}
+
+export interface CliOptions {
+  env?: Record<string, string | undefined>;
+  stdin?: string | Buffer;
+  timeoutMs?: number;
+}
+
+export function tempDir(prefix = 'wxhooks-test-'): string {
+  return mkdtempSync(join(tmpdir(), prefix));
+}
+
+/** The environment a test starts from: the machine's, without anything of ours or a proxy. */
+export function cleanEnv(extra: Record<string, string | undefined> = {}): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const [k, v] of Object.entries(process.env)) {
+    if (v === undefined) continue;
+    if (/^(WX_|WXHOOKS_)/.test(k) || /_proxy$/i.test(k) || k === 'FORCE_COLOR' || k === 'NO_COLOR') continue;
+    env[k] = v;
+  }
+  for (const [k, v] of Object.entries(extra)) {
+    if (v === undefined) delete env[k];
+    else env[k] = v;
+  }
+  return env;
+}
+
+/** Runs the built binary, as a user would, and collects what it printed. */
+export function runCli(args: string[], options: CliOptions = {}): Promise<CliResult> {
+  const started = Date.now();
+  const env = cleanEnv({ WXHOOKS_CONFIG_DIR: tempDir('wxhooks-cfg-'), ...options.env });
+  return new Promise((resolvePromise, reject) => {
+    const child = spawn(process.execPath, [BIN, ...args], { env, stdio: ['pipe', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`wxhooks ${args.join(' ')} did not finish within ${options.timeoutMs ?? 20_000} ms\nstdout: ${stdout}\nstderr: ${stderr}`));
+    }, options.timeoutMs ?? 20_000);
+    child.on('error', reject);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolvePromise({ code, stdout, stderr, ms: Date.now() - started });
+    });
+    child.stdin.on('error', () => undefined);
+    if (options.stdin !== undefined) child.stdin.end(options.stdin);
+    else child.stdin.end();
+  });
+}
