@@ -6,6 +6,10 @@ import { version } from './version.js';
 import { registerAuth } from './commands/auth.js';
 import { registerCompletion } from './commands/completion.js';
 import { registerConfig } from './commands/config.js';
+import { registerPing } from './commands/ping.js';
+import { registerSecret } from './commands/secret.js';
+import { registerSubscription } from './commands/subscription.js';
+import { registerWebhook } from './commands/webhook.js';
 
 /** A command's run function: the context first, then commander's arguments (positionals, then options). */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -22,6 +26,7 @@ interface GlobalFlags {
 }
 
 let interruptHandler: (() => void) | undefined;
+let recoveryHint: string | undefined;
 
 function makeContext(flags: GlobalFlags, longRunning: boolean): Context {
   const interrupted = new Promise<void>((resolve) => {
@@ -43,6 +48,9 @@ function makeContext(flags: GlobalFlags, longRunning: boolean): Context {
       color: flags.color,
     },
     interrupted,
+    setRecoveryHint(hint: string) {
+      recoveryHint = hint;
+    },
   };
 }
 
@@ -82,6 +90,10 @@ Exit codes: 0 done, 1 bug, 2 usage, 3 credentials, 4 not found, 5 refused, 6 unr
     );
 
   registerAuth(program, act);
+  registerWebhook(program, act);
+  registerSubscription(program, act);
+  registerPing(program, act);
+  registerSecret(program, act);
   registerConfig(program, act);
   registerCompletion(program, act);
   return program;
@@ -133,6 +145,11 @@ export async function run(): Promise<void> {
     interrupts++;
     if (interruptHandler && interrupts === 1) interruptHandler();
     else process.exit(ExitCode.INTERRUPTED);
+  });
+  process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+    // A closed pipe (`| head`): what was not printed is lost, so say how to get it back.
+    if (recoveryHint) process.stderr.write(`wxhooks: the output was cut short (${err.code ?? err.message}); ${recoveryHint}\n`);
+    process.exit(err.code === 'EPIPE' ? ExitCode.OK : ExitCode.UNEXPECTED);
   });
   const code = await main();
   const flush = (s: NodeJS.WriteStream) => new Promise<void>((resolve) => (s.writableLength ? s.write('', () => resolve()) : resolve()));

@@ -26,6 +26,8 @@ export interface Context {
   global: GlobalOptions;
   /** Resolves when the user presses Ctrl-C (for long-running commands). */
   interrupted: Promise<void>;
+  /** What to tell the user if stdout closes before everything was printed (e.g. how to recover a secret). */
+  setRecoveryHint(hint: string): void;
 }
 
 export function line(out: Out, text = ''): void {

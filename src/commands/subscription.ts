@@ -1,0 +1,145 @@
+import type { Command } from 'commander';
+import type { Act } from '../cli.js';
+import type { SubscriptionFlags } from '../api/requests.js';
+import { line, type Context } from '../context.js';
+
+const collect = (value: string, previous: string[] = []) => [...previous, value];
+
+function filterFlags(cmd: Command): Command {
+  return cmd
+    .option('--model <model>', 'only this model, such as wm-6 (repeatable)', collect)
+    .option('--hours <H:MM,...>', 'only runs initialised at these hours of day, such as 0:00,12:00 (repeatable)', collect)
+    .option('--event-type <type>', 'events.available only: atmospheric_river, heatwave, coldwave, front (repeatable)', collect)
+    .option('--response <type>', 'include an API response of this type: gridded, interpolated_point_forecast, event_context, ...')
+    .option('--response-option <k=v>', 'an option of the response, such as coordinates=37.77,-122.42 (repeatable)', collect)
+    .option('--note <note>', 'a free-text note');
+}
+
+export function registerSubscription(program: Command, act: Act): void {
+  const sub = program.command('subscription').description("add, change, remove and list a webhook's subscriptions");
+
+  filterFlags(
+    sub
+      .command('add')
+      .description('add one subscription to a webhook (at most one of each type)')
+      .argument('<webhook-id>', 'the webhook id')
+      .argument('<type>', 'forecast_hour.available, initialization_time.available, degree_days.available, tropical_cyclones.available, events.available'),
+  )
+    .addHelpText(
+      'after',
+      `
+Examples:
+  $ wxhooks subscription add 7 forecast_hour.available --model wm-6 --hours 0:00,12:00 --response gridded
+  $ wxhooks subscription add 7 events.available --event-type heatwave --event-type coldwave \\
+      --response event_context --response-option 'coordinates=35,-129;40.7,-74.0'`,
+    )
+    .action(act(runSubscriptionAdd));
+
+  filterFlags(
+    sub
+      .command('update')
+      .description('change a subscription: what is omitted is kept')
+      .argument('<webhook-id>', 'the webhook id')
+      .argument('<subscription-id>', 'the subscription id'),
+  )
+    .option('--clear-filters', 'remove every filter (sends filters: {})')
+    .option('--no-response', 'stop including an API response (sends response_options: null)')
+    .option('--clear-note', 'remove the note (sends note: null)')
+    .addHelpText(
+      'after',
+      `
+Filter flags replace the whole filter set; --response replaces the response options.
+
+Examples:
+  $ wxhooks subscription update 7 12 --hours 0:00,6:00,12:00,18:00
+  $ wxhooks subscription update 7 12 --clear-filters --no-response`,
+    )
+    .action(act(runSubscriptionUpdate));
+
+  sub
+    .command('remove')
+    .description('remove one subscription')
+    .argument('<webhook-id>', 'the webhook id')
+    .argument('<subscription-id>', 'the subscription id')
+    .option('-y, --yes', 'do not ask (required when not in a terminal)')
+    .addHelpText('after', '\nExamples:\n  $ wxhooks subscription remove 7 12 --yes')
+    .action(act(runSubscriptionRemove));
+
+  sub
+    .command('list')
+    .description("a webhook's subscriptions as a table")
+    .argument('<webhook-id>', 'the webhook id')
+    .addHelpText('after', '\nExamples:\n  $ wxhooks subscription list 7\n  $ wxhooks subscription list 7 --json | jq -r \'.[].id\'')
+    .action(act(runSubscriptionList));
+}
+
+async function show(ctx: Context, json: unknown, text: string): Promise<void> {
+  if (ctx.global.json) {
+    const { printJson } = await import('../output/render.js');
+    printJson(ctx.stdout, json);
+  } else {
+    const { styleFor } = await import('../output/style.js');
+    line(ctx.stdout, `${styleFor(ctx, ctx.stdout).green('✓')} ${text}`);
+  }
+}
+
+export async function runSubscriptionAdd(ctx: Context, webhookId: string, type: string, flags: SubscriptionFlags): Promise<void> {
+  const { pathId } = await import('../api/ids.js');
+  const { addSubscriptionBody, isKnownType, SUBSCRIPTION_TYPES } = await import('../api/requests.js');
+  pathId(webhookId, 'webhook id');
+  const body = addSubscriptionBody(type, flags);
+  if (!isKnownType(type)) line(ctx.stderr, `warning: "${type}" is not a subscription type wxhooks knows (${SUBSCRIPTION_TYPES.join(', ')}); sending it anyway.`);
+  const { serviceFor } = await import('./shared.js');
+  const { service } = await serviceFor(ctx);
+  const hook = await service.addSubscription(webhookId, body);
+  const added = hook.subscriptions.find((s) => s.type === type);
+  await show(ctx, added ?? hook, `Added ${type} to webhook ${hook.id || webhookId}${added?.id ? ` (subscription ${added.id})` : ''}`);
+}
+
+export async function runSubscriptionUpdate(ctx: Context, webhookId: string, subscriptionId: string, flags: SubscriptionFlags): Promise<void> {
+  const { pathId } = await import('../api/ids.js');
+  const { updateSubscriptionBody } = await import('../api/requests.js');
+  pathId(webhookId, 'webhook id');
+  pathId(subscriptionId, 'subscription id');
+  const body = updateSubscriptionBody(flags);
+  const { serviceFor } = await import('./shared.js');
+  const { service } = await serviceFor(ctx);
+  const hook = await service.updateSubscription(webhookId, subscriptionId, body);
+  const updated = hook.subscriptions.find((s) => s.id === subscriptionId);
+  await show(ctx, updated ?? hook, `Updated subscription ${subscriptionId} of webhook ${webhookId}: ${Object.keys(body).join(', ')}`);
+}
+
+export async function runSubscriptionRemove(ctx: Context, webhookId: string, subscriptionId: string, opts: { yes?: boolean }): Promise<void> {
+  const { pathId } = await import('../api/ids.js');
+  pathId(webhookId, 'webhook id');
+  pathId(subscriptionId, 'subscription id');
+  const { confirm } = await import('../output/prompt.js');
+  const { serviceFor } = await import('./shared.js');
+  const { service } = await serviceFor(ctx);
+  const question = `Remove subscription ${subscriptionId} from webhook ${webhookId}?`;
+  if (!(await confirm(ctx, question, opts.yes, `wxhooks subscription remove ${webhookId} ${subscriptionId} --yes`))) {
+    line(ctx.stderr, 'Nothing removed.');
+    return;
+  }
+  await service.removeSubscription(webhookId, subscriptionId);
+  await show(ctx, { removed: true, webhook_id: webhookId, subscription_id: subscriptionId }, `Removed subscription ${subscriptionId} from webhook ${webhookId}`);
+}
+
+export async function runSubscriptionList(ctx: Context, webhookId: string): Promise<void> {
+  const { pathId } = await import('../api/ids.js');
+  pathId(webhookId, 'webhook id');
+  const { serviceFor } = await import('./shared.js');
+  const { service } = await serviceFor(ctx);
+  const hook = await service.getWebhook(webhookId);
+  if (ctx.global.json) {
+    const { printJson } = await import('../output/render.js');
+    printJson(ctx.stdout, hook.subscriptions);
+    return;
+  }
+  if (hook.subscriptions.length === 0) {
+    line(ctx.stderr, `Webhook ${webhookId} has no subscriptions; add one with \`wxhooks subscription add ${webhookId} TYPE\`.`);
+    return;
+  }
+  const { subscriptionsTable } = await import('../output/webhooks.js');
+  ctx.stdout.write(subscriptionsTable(hook.subscriptions, Boolean(ctx.stdout.isTTY)));
+}

@@ -1,0 +1,46 @@
+import { readFile } from 'node:fs/promises';
+import { createInterface } from 'node:readline';
+import type { Context } from '../context.js';
+import { UsageError } from '../errors.js';
+
+export const interactive = (ctx: Context) => Boolean(ctx.stdin.isTTY && ctx.stderr.isTTY);
+
+/** Asks a yes/no question on the terminal; without one, `--yes` is required. */
+export async function confirm(ctx: Context, question: string, yes: boolean | undefined, flagHint: string): Promise<boolean> {
+  if (yes) return true;
+  if (!interactive(ctx)) {
+    throw new UsageError(`${question.replace(/\?$/, '')}: needs --yes when not run in a terminal.`, { hint: `Add --yes: ${flagHint}` });
+  }
+  const rl = createInterface({ input: ctx.stdin, output: process.stderr });
+  try {
+    const answer = await new Promise<string>((resolve) => rl.question(`${question} [y/N] `, resolve));
+    return /^y(es)?$/i.test(answer.trim());
+  } finally {
+    rl.close();
+  }
+}
+
+export async function readStdin(ctx: Context): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of ctx.stdin) chunks.push(Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk as string));
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+/** A file's text, or standard input for `-`. */
+export async function readInput(ctx: Context, path: string, what: string): Promise<string> {
+  if (path === '-') return readStdin(ctx);
+  try {
+    return await readFile(path, 'utf8');
+  } catch (err) {
+    throw new UsageError(`Cannot read ${what} "${path}": ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}.`);
+  }
+}
+
+export async function readJsonInput(ctx: Context, path: string, what: string): Promise<unknown> {
+  const text = await readInput(ctx, path, what);
+  try {
+    return JSON.parse(text);
+  } catch (err) {
+    throw new UsageError(`${what} "${path}" is not valid JSON: ${(err as Error).message}.`);
+  }
+}
