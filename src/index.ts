@@ -3,3 +3,19 @@ export { HttpClient, type HttpClientOptions } from './api/http.js';
 export { Service } from './api/service.js';
 export { resolveCredentials, type Credentials } from './api/credentials.js';
 export type { Webhook, Subscription, WebhookPage, AuthStatus } from './api/normalize.js';
+export {
+  verifyDelivery,
+  signDelivery,
+  generateSecret,
+  Verifier,
+  LAYOUT_NAMES,
+  type LayoutName,
+  type Scheme,
+  type VerifyOptions,
+  type VerifyResult,
+  type VerifySuccess,
+  type VerifyFailure,
+  type VerifyFailureReason,
+  type SignOptions,
+  type SignedHeaders,
+} from './signing/index.js';

@@ -1,0 +1,245 @@
+import { timingSafeEqual } from 'node:crypto';
+import { LAYOUTS, hmac, type Layout, type LayoutName } from './layouts.js';
+import { parseTimestamp } from './timestamp.js';
+
+export type HeaderSource = Record<string, string | string[] | undefined> | { get(name: string): string | null };
+
+export type Scheme = 'auto' | LayoutName;
+
+export interface VerifyOptions {
+  /** The webhook's secret, or several during a rotation (any one may match). */
+  secret: string | readonly string[];
+  headers: HeaderSource;
+  /** The raw body as received. A string is taken as its UTF-8 bytes; prefer the bytes. */
+  body: Uint8Array | string;
+  /** `auto` (default) tries every layout that signs the timestamp; a name pins one. */
+  scheme?: Scheme;
+  /** Seconds a timestamp may be off the clock, past or future (default 300). */
+  tolerance?: number;
+  /** The clock, in milliseconds (default `Date.now()`). */
+  now?: number | Date;
+}
+
+export type VerifyFailureReason =
+  | 'missing_header'
+  | 'invalid_timestamp'
+  | 'timestamp_out_of_window'
+  | 'malformed_signature'
+  | 'no_match'
+  | 'body_reformatted'
+  | 'not_json_object';
+
+export interface VerifySuccess {
+  ok: true;
+  /** The layout whose signature matched. */
+  layout: LayoutName;
+  triggerId: string;
+  /** Seconds since the epoch. */
+  timestamp: number;
+  /** The body, parsed: always a JSON object. */
+  payload: Record<string, unknown>;
+  /** Which of the secrets matched (0 for a single secret). */
+  secretIndex: number;
+  /** Set when the layout does not protect against replays (`hex-body`). */
+  warning?: string;
+}
+
+export interface VerifyFailure {
+  ok: false;
+  reason: VerifyFailureReason;
+  /** What went wrong, in words a person can act on. */
+  message: string;
+  /** What to do about it. */
+  hint?: string;
+  /** The header at fault, when one is. */
+  header?: string;
+  /** For `timestamp_out_of_window`: local clock minus the timestamp, in seconds. */
+  skewSeconds?: number;
+}
+
+export type VerifyResult = VerifySuccess | VerifyFailure;
+
+export const MAX_SIGNATURE_HEADER = 4096;
+const AUTO_ROWS = Object.values(LAYOUTS).filter((l) => l.signsTimestamp);
+
+export function headerValue(headers: HeaderSource, name: string): string | undefined {
+  if (typeof (headers as { get?: unknown }).get === 'function') {
+    return (headers as { get(n: string): string | null }).get(name) ?? undefined;
+  }
+  const record = headers as Record<string, string | string[] | undefined>;
+  let v = record[name] ?? record[name.toLowerCase()];
+  if (v === undefined) {
+    const lower = name.toLowerCase();
+    for (const [k, value] of Object.entries(record)) if (k.toLowerCase() === lower) v = value;
+  }
+  return Array.isArray(v) ? v.join(', ') : v;
+}
+
+function fail(reason: VerifyFailureReason, message: string, extra: Partial<VerifyFailure> = {}): VerifyFailure {
+  return { ok: false, reason, message, ...extra };
+}
+
+function matches(row: Layout, secrets: readonly string[], signatures: Buffer[], id: string, ts: string, body: Buffer): number {
+  for (let i = 0; i < secrets.length; i++) {
+    for (const key of row.keys(secrets[i]!)) {
+      const expected = hmac(key, row.content(id, ts, body));
+      // Every comparison is constant-time, over equal-length buffers only.
+      if (signatures.some((s) => s.length === expected.length && timingSafeEqual(s, expected))) return i;
+    }
+  }
+  return -1;
+}
+
+/** Other ways the same JSON might have been written before something re-serialised it. */
+function reformattings(body: Buffer): Buffer[] {
+  try {
+    const parsed = JSON.parse(body.toString('utf8')) as unknown;
+    return [JSON.stringify(parsed), JSON.stringify(parsed, null, 2), JSON.stringify(parsed, null, 4)]
+      .map((t) => Buffer.from(t, 'utf8'))
+      .filter((b) => !b.equals(body));
+  } catch {
+    return [];
+  }
+}
+
+/**
+ * Verifies one delivery, in a fixed order: headers present, timestamp
+ * well-formed and within the window (past or future), an HMAC over the raw
+ * bytes compared in constant time, then the body a JSON object.
+ */
+export function verifyDelivery(options: VerifyOptions): VerifyResult {
+  const secrets = (typeof options.secret === 'string' ? [options.secret] : [...options.secret]).filter((s) => s.length > 0);
+  if (!secrets.length) throw new TypeError('verifyDelivery needs a non-empty secret');
+  const scheme = options.scheme ?? 'auto';
+  const tolerance = options.tolerance ?? 300;
+  const nowMs = options.now === undefined ? Date.now() : +options.now;
+  const body = typeof options.body === 'string' ? Buffer.from(options.body, 'utf8') : Buffer.from(options.body.buffer, options.body.byteOffset, options.body.byteLength);
+
+  const values: Record<string, string> = {};
+  for (const name of ['Trigger-Id', 'Webhook-Timestamp', 'Webhook-Signature']) {
+    const v = headerValue(options.headers, name);
+    if (v === undefined || v.trim() === '') {
+      return fail('missing_header', `The ${name} header is ${v === undefined ? 'missing' : 'empty'}.`, {
+        header: name,
+        hint: 'Every delivery of the service carries Trigger-Id, Webhook-Timestamp and Webhook-Signature; a proxy in between may have dropped it.',
+      });
+    }
+    values[name] = v;
+  }
+  const id = values['Trigger-Id']!;
+  const ts = values['Webhook-Timestamp']!;
+  const sigHeader = values['Webhook-Signature']!;
+
+  const seconds = parseTimestamp(ts);
+  if (seconds === undefined) {
+    return fail('invalid_timestamp', `Webhook-Timestamp "${ts.slice(0, 40)}" is not a Unix time (10 to 13 ASCII digits, nothing else).`, {
+      header: 'Webhook-Timestamp',
+    });
+  }
+  const skew = Math.floor(nowMs / 1000) - seconds;
+  if (Math.abs(skew) > tolerance) {
+    const off = skew > 0 ? `${skew} s old` : `${-skew} s in the future`;
+    return fail('timestamp_out_of_window', `The timestamp is ${off}; at most ${tolerance} s either way is accepted.`, {
+      header: 'Webhook-Timestamp',
+      skewSeconds: skew,
+      hint:
+        Math.abs(skew) < 3600
+          ? "A replayed or long-delayed delivery, or a clock that is off: check this machine's clock (and the sender's)."
+          : 'Far outside the window: a replayed capture, or a timestamp in the wrong unit.',
+    });
+  }
+
+  if (sigHeader.length > MAX_SIGNATURE_HEADER) {
+    return fail('malformed_signature', `The Webhook-Signature header is ${sigHeader.length} bytes long (at most ${MAX_SIGNATURE_HEADER} are read).`, {
+      header: 'Webhook-Signature',
+    });
+  }
+
+  const rows = scheme === 'auto' ? AUTO_ROWS : [LAYOUTS[scheme]];
+  if (!rows[0]) throw new TypeError(`unknown signature scheme "${scheme}"`);
+  const problems: string[] = [];
+  const parsedRows: { row: Layout; signatures: Buffer[] }[] = [];
+  for (const row of rows) {
+    const parsed = row.parse(sigHeader);
+    problems.push(...parsed.problems);
+    if (!parsed.signatures.length) continue;
+    if (parsed.timestamp !== undefined && parsed.timestamp !== ts) {
+      problems.push(`its t=${parsed.timestamp.slice(0, 20)} is not the Webhook-Timestamp`);
+      continue;
+    }
+    parsedRows.push({ row, signatures: parsed.signatures });
+    const index = matches(row, secrets, parsed.signatures, id, ts, body);
+    if (index !== -1) return accept(row, id, seconds, body, index);
+  }
+
+  if (!parsedRows.length) {
+    return fail('malformed_signature', `The Webhook-Signature header is malformed: ${problems[0] ?? `it is not in the ${rows.map((r) => r.name).join(', ')} layout${rows.length > 1 ? 's' : ''}`}.`, {
+      header: 'Webhook-Signature',
+      hint: 'The service writes it as "v1,<base64>" (several separated by spaces during a key rotation).',
+    });
+  }
+  for (const candidate of reformattings(body)) {
+    for (const { row, signatures } of parsedRows) {
+      if (matches(row, secrets, signatures, id, ts, candidate) !== -1) {
+        return fail('body_reformatted', 'The signature matches the same JSON written differently: something between the service and here parsed the body and re-serialised it.', {
+          hint: 'Verify the raw bytes as received: a framework\'s JSON body parser (or a forwarder) must not touch the body before verification.',
+        });
+      }
+    }
+  }
+  if (scheme === 'auto') {
+    const { row } = parsedRows[0]!;
+    if (row.name === 'hex-timestamp' && matches(LAYOUTS['hex-body'], secrets, parsedRows[0]!.signatures, id, ts, body) !== -1) {
+      return fail('no_match', 'The signature covers the body alone (layout hex-body): it does not sign the timestamp or Trigger-Id, so a captured delivery could be replayed.', {
+        hint: 'wxhooks accepts it only when pinned: --scheme hex-body.',
+      });
+    }
+  }
+  const whitespace = secrets.some((s) => s !== s.trim());
+  return fail('no_match', `No signature matched with ${secrets.length > 1 ? 'these secrets' : 'this secret'} (tried ${parsedRows.map((p) => p.row.name).join(', ')}).`, {
+    header: 'Webhook-Signature',
+    hint: whitespace
+      ? 'The secret has leading or trailing whitespace; remove it.'
+      : "Is it the secret of the webhook that sent this (wxhooks secret show ID)? A re-created webhook has a new secret. Or the body, the timestamp or the Trigger-Id was changed on the way.",
+  });
+}
+
+function accept(row: Layout, triggerId: string, timestamp: number, body: Buffer, secretIndex: number): VerifyResult {
+  let payload: unknown;
+  try {
+    payload = JSON.parse(body.toString('utf8'));
+  } catch {
+    payload = undefined;
+  }
+  if (typeof payload !== 'object' || payload === null || Array.isArray(payload)) {
+    return fail('not_json_object', 'The signature is valid, but the body is not a JSON object.');
+  }
+  const result: VerifySuccess = { ok: true, layout: row.name, triggerId, timestamp, payload: payload as Record<string, unknown>, secretIndex };
+  if (!row.signsTimestamp) result.warning = `layout ${row.name} does not sign the timestamp or Trigger-Id: a captured delivery can be replayed.`;
+  return result;
+}
+
+/**
+ * Verification for a session (`listen`): with `auto`, the first layout that
+ * matches is pinned for every later delivery.
+ */
+export class Verifier {
+  pinned?: LayoutName;
+
+  constructor(private readonly options: Omit<VerifyOptions, 'headers' | 'body' | 'now'>) {
+    if (options.scheme && options.scheme !== 'auto') this.pinned = options.scheme;
+  }
+
+  get scheme(): Scheme {
+    return this.options.scheme ?? 'auto';
+  }
+
+  verify(headers: HeaderSource, body: Uint8Array, now?: number): VerifyResult & { pinnedNow?: boolean } {
+    const result = verifyDelivery({ ...this.options, scheme: this.pinned ?? 'auto', headers, body, now });
+    if (result.ok && !this.pinned) {
+      this.pinned = result.layout;
+      return { ...result, pinnedNow: true };
+    }
+    return result;
+  }
+}
