@@ -6,6 +6,8 @@ import { version } from './version.js';
 import { registerAuth } from './commands/auth.js';
 import { registerCompletion } from './commands/completion.js';
 import { registerConfig } from './commands/config.js';
+import { registerEmulator } from './commands/emulator.js';
+import { registerTrigger } from './commands/trigger.js';
 import { registerPing } from './commands/ping.js';
 import { registerSecret } from './commands/secret.js';
 import { registerSubscription } from './commands/subscription.js';
@@ -25,11 +27,11 @@ interface GlobalFlags {
   color: boolean;
 }
 
-let interruptHandler: (() => void) | undefined;
+let interruptHandler: ((signal: NodeJS.Signals) => void) | undefined;
 let recoveryHint: string | undefined;
 
 function makeContext(flags: GlobalFlags, longRunning: boolean): Context {
-  const interrupted = new Promise<void>((resolve) => {
+  const interrupted = new Promise<NodeJS.Signals>((resolve) => {
     if (longRunning) interruptHandler = resolve;
   });
   return {
@@ -94,6 +96,8 @@ Exit codes: 0 done, 1 bug, 2 usage, 3 credentials, 4 not found, 5 refused, 6 unr
   registerSubscription(program, act);
   registerPing(program, act);
   registerSecret(program, act);
+  registerEmulator(program, act);
+  registerTrigger(program, act);
   registerConfig(program, act);
   registerCompletion(program, act);
   return program;
@@ -106,6 +110,7 @@ async function printError(err: unknown, verbose: boolean): Promise<number> {
   const c = new Chalk({ level: tty ? 1 : 0 });
   const write = (text: string) => process.stderr.write(`${redact(text, [process.env.WX_API_KEY])}\n`);
   if (err instanceof WxError) {
+    if (err.exitCode === ExitCode.INTERRUPTED) return err.exitCode;
     if (err.exitCode === ExitCode.SECRET_NOT_SAVED) {
       const e = err as import('./errors.js').SecretNotSavedError;
       // The one place a secret is printed outside `secret show`: it would be lost otherwise.
@@ -141,11 +146,13 @@ export async function main(argv: string[] = process.argv): Promise<number> {
 /** The binary's entry: Ctrl-C handling, then exit with main's code once output is flushed. */
 export async function run(): Promise<void> {
   let interrupts = 0;
-  process.on('SIGINT', () => {
+  const onSignal = (signal: NodeJS.Signals) => {
     interrupts++;
-    if (interruptHandler && interrupts === 1) interruptHandler();
-    else process.exit(ExitCode.INTERRUPTED);
-  });
+    if (interruptHandler && interrupts === 1) interruptHandler(signal);
+    else process.exit(signal === 'SIGINT' ? ExitCode.INTERRUPTED : 128 + 15);
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
   process.stdout.on('error', (err: NodeJS.ErrnoException) => {
     // A closed pipe (`| head`): what was not printed is lost, so say how to get it back.
     if (recoveryHint) process.stderr.write(`wxhooks: the output was cut short (${err.code ?? err.message}); ${recoveryHint}\n`);

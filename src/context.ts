@@ -24,8 +24,8 @@ export interface Context {
   stderr: Out;
   stdin: NodeJS.ReadableStream & { isTTY?: boolean };
   global: GlobalOptions;
-  /** Resolves when the user presses Ctrl-C (for long-running commands). */
-  interrupted: Promise<void>;
+  /** Resolves with the signal when the user presses Ctrl-C or the process is told to stop (long-running commands only). */
+  interrupted: Promise<NodeJS.Signals>;
   /** What to tell the user if stdout closes before everything was printed (e.g. how to recover a secret). */
   setRecoveryHint(hint: string): void;
 }

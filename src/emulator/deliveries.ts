@@ -1,0 +1,166 @@
+import { randomBytes } from 'node:crypto';
+import { Agent, request } from 'undici';
+import { signDelivery } from '../signing/sign.js';
+import { syntheticResponse, type EventData } from './responses.js';
+import type { DeliveryAttempt, EmuSubscription, EmuWebhook, EmulatorState } from './state.js';
+
+export interface PublishedEvent extends EventData {
+  type: string;
+}
+
+export interface Notification {
+  webhook: EmuWebhook;
+  subscription: EmuSubscription;
+  triggerId: string;
+  body: Buffer;
+  test: boolean;
+}
+
+export interface SchedulerOptions {
+  /** Delays before the retries (three by default: 5 s, 30 s, 2 min). */
+  retryDelays: number[];
+  /** An attempt with no answer by then has failed (10 s). */
+  attemptTimeoutMs?: number;
+}
+
+/** `trg_` + 26 characters, time-ordered like a ULID. */
+export function newTriggerId(): string {
+  const time = Date.now().toString(36).padStart(10, '0');
+  return `trg_${time}${randomBytes(10).toString('hex').slice(0, 16)}`;
+}
+
+function hourOfDay(iso: string): string {
+  const d = new Date(iso);
+  return `${d.getUTCHours()}:${String(d.getUTCMinutes()).padStart(2, '0')}`;
+}
+
+const asList = (v: unknown): string[] => (Array.isArray(v) ? v.map(String) : v === undefined || v === null ? [] : [String(v)]);
+
+/** Whether a subscription's filters let an event through (model, initialization_time_hours, event_type). */
+export function filtersMatch(filters: Record<string, unknown>, event: PublishedEvent): boolean {
+  const models = asList(filters.model);
+  if (models.length && !models.includes(event.model)) return false;
+  const hours = asList(filters.initialization_time_hours).map((h) => h.replace(/^0(\d):/, '$1:'));
+  if (hours.length && !hours.includes(hourOfDay(event.initialization_time))) return false;
+  const events = asList(filters.event_type);
+  if (events.length && (!event.event_type || !events.includes(event.event_type))) return false;
+  return true;
+}
+
+export function payloadFor(hook: EmuWebhook, sub: EmuSubscription, event: PublishedEvent, triggerId: string, test: boolean): Buffer {
+  const data: Record<string, unknown> = { model: event.model, initialization_time: event.initialization_time };
+  if (event.forecast_hour !== undefined) data.forecast_hour = event.forecast_hour;
+  if (event.event_type !== undefined) data.event_type = event.event_type;
+  if (sub.response_options) data.response = syntheticResponse(sub.response_options, event, triggerId);
+  return Buffer.from(
+    JSON.stringify({
+      type: event.type,
+      webhook_id: hook.id,
+      subscription_id: sub.id,
+      trigger_id: triggerId,
+      created_at: new Date().toISOString().replace(/\.\d{3}Z$/, 'Z'),
+      test,
+      data,
+    }),
+  );
+}
+
+/** Sends notifications: each attempt signed afresh, failures retried with growing delays, every attempt recorded. */
+export class DeliveryScheduler {
+  private readonly agent = new Agent({ keepAliveTimeout: 4_000, connections: 256 });
+  private readonly timers = new Set<NodeJS.Timeout>();
+  private closed = false;
+
+  constructor(
+    private readonly state: EmulatorState,
+    private readonly options: SchedulerOptions,
+  ) {}
+
+  /** Every active subscription of the event's type whose filters match: one notification each, one trigger id for all. */
+  notificationsFor(event: PublishedEvent): Notification[] {
+    const triggerId = newTriggerId();
+    const out: Notification[] = [];
+    for (const hook of this.state.webhooks.values()) {
+      if (!hook.active) continue;
+      for (const sub of hook.subscriptions) {
+        if (sub.type !== event.type || !filtersMatch(sub.filters, event)) continue;
+        out.push({ webhook: hook, subscription: sub, triggerId, body: payloadFor(hook, sub, event, triggerId, false), test: false });
+      }
+    }
+    return out;
+  }
+
+  /** One attempt: POST the bytes with fresh signature headers; never throws. */
+  async attempt(n: Notification, attemptNo: number): Promise<Omit<DeliveryAttempt, 'id'>> {
+    const started = Date.now();
+    const headers = {
+      'content-type': 'application/json',
+      'user-agent': 'wxhooks-emulator',
+      ...signDelivery({ secret: n.webhook.secret, body: n.body, triggerId: n.triggerId }),
+    };
+    const base = {
+      webhook_id: n.webhook.id,
+      subscription_id: n.subscription.id,
+      trigger_id: n.triggerId,
+      type: JSON.parse(n.body.toString('utf8')).type as string,
+      test: n.test,
+      attempt: attemptNo,
+      url: n.webhook.url,
+      started_at: new Date(started).toISOString(),
+    };
+    const timeout = this.options.attemptTimeoutMs ?? 10_000;
+    try {
+      const res = await request(n.webhook.url, {
+        method: 'POST',
+        headers,
+        body: n.body,
+        dispatcher: this.agent,
+        signal: AbortSignal.timeout(timeout),
+        headersTimeout: timeout,
+        bodyTimeout: timeout,
+      });
+      const text = (await res.body.text()).slice(0, 200);
+      const ok = res.statusCode >= 200 && res.statusCode < 300;
+      return { ...base, duration_ms: Date.now() - started, outcome: ok ? 'delivered' : 'failed', status: res.statusCode, response: text };
+    } catch (err) {
+      const e = err as { name?: string; code?: string; message?: string };
+      const reason =
+        e.name === 'TimeoutError' || e.name === 'AbortError' || e.code === 'UND_ERR_HEADERS_TIMEOUT'
+          ? `no answer within ${timeout / 1000} s`
+          : e.code === 'ECONNREFUSED'
+            ? 'connection refused'
+            : `${e.code ?? e.name ?? 'error'}: ${e.message ?? ''}`.trim();
+      return { ...base, duration_ms: Date.now() - started, outcome: 'failed', error: reason };
+    }
+  }
+
+  /**
+   * Delivers a notification: the first attempt now (its result returned), then
+   * up to three retries in the background with the configured delays.
+   */
+  async deliver(n: Notification, attemptNo = 1): Promise<DeliveryAttempt> {
+    const result = await this.attempt(n, attemptNo);
+    const retryIndex = attemptNo - 1;
+    const delay = this.options.retryDelays[retryIndex];
+    const retry = !n.test && result.outcome === 'failed' && delay !== undefined && !this.closed;
+    const recorded = this.state.record(retry ? { ...result, next_attempt_at: new Date(Date.now() + delay).toISOString() } : result);
+    if (retry) {
+      const timer = setTimeout(() => {
+        this.timers.delete(timer);
+        // the webhook may have been deleted or switched off meanwhile
+        const hook = this.state.webhooks.get(n.webhook.id);
+        if (!hook?.active || !hook.subscriptions.some((s) => s.id === n.subscription.id)) return;
+        void this.deliver({ ...n, webhook: hook }, attemptNo + 1);
+      }, delay);
+      this.timers.add(timer);
+    }
+    return recorded;
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    for (const t of this.timers) clearTimeout(t);
+    this.timers.clear();
+    await this.agent.close().catch(() => undefined);
+  }
+}

@@ -1,0 +1,372 @@
+import { timingSafeEqual } from 'node:crypto';
+import { SUBSCRIPTION_TYPES } from '../api/requests.js';
+import { newTriggerId, payloadFor, type DeliveryScheduler, type PublishedEvent } from './deliveries.js';
+import type { EmuSubscription, EmuWebhook, EmulatorState } from './state.js';
+
+/** Which field names the emulator answers with: the documentation's (default) or the live service's. */
+export type Shape = 'documented' | 'live';
+
+export interface EmuRequest {
+  method: string;
+  path: string;
+  query: URLSearchParams;
+  headers: Record<string, string | string[] | undefined>;
+  /** The parsed JSON body; undefined when there was none. */
+  body: unknown;
+}
+
+export interface EmuResponse {
+  status: number;
+  body?: unknown;
+  headers?: Record<string, string>;
+}
+
+export interface RouterOptions {
+  apiKey: string;
+  clientId: string;
+  shape: Shape;
+}
+
+class HttpError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(message);
+  }
+}
+
+export function errorBody(code: string, message: string) {
+  return { error: { code, message } };
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+function bad(message: string): never {
+  throw new HttpError(400, 'invalid_request', message);
+}
+
+function checkUrl(v: unknown): string {
+  if (typeof v !== 'string') bad('url must be a string');
+  try {
+    const u = new URL(v);
+    if (u.protocol !== 'http:' && u.protocol !== 'https:') bad('url must be an http or https URL');
+  } catch (err) {
+    if (err instanceof HttpError) throw err;
+    bad(`url is not a valid URL: ${JSON.stringify(v)}`);
+  }
+  return v;
+}
+
+function optionalText(v: unknown, field: string): string | null | undefined {
+  if (v === undefined || v === null) return v;
+  if (typeof v !== 'string') bad(`${field} must be a string or null`);
+  return v;
+}
+
+function checkFilters(v: unknown): Record<string, unknown> | undefined {
+  if (v === undefined) return undefined;
+  if (!isObject(v)) bad('filters must be an object');
+  const hours = v.initialization_time_hours;
+  if (hours !== undefined) {
+    if (!Array.isArray(hours)) bad('filters.initialization_time_hours must be a list of H:MM strings');
+    for (const h of hours) {
+      const m = typeof h === 'string' ? /^(\d{1,2}):(\d{2})$/.exec(h) : null;
+      if (!m || Number(m[1]) > 23 || Number(m[2]) > 59) bad(`filters.initialization_time_hours: "${String(h)}" is not H:MM`);
+    }
+  }
+  if (v.model !== undefined && typeof v.model !== 'string' && !(Array.isArray(v.model) && v.model.every((m) => typeof m === 'string'))) {
+    bad('filters.model must be a string or a list of strings');
+  }
+  if (v.event_type !== undefined && !(Array.isArray(v.event_type) && v.event_type.every((m) => typeof m === 'string'))) {
+    bad('filters.event_type must be a list of strings');
+  }
+  return v;
+}
+
+function checkResponseOptions(v: unknown): Record<string, unknown> | null | undefined {
+  if (v === undefined || v === null) return v;
+  if (!isObject(v) || typeof v.type !== 'string' || !v.type) bad('response_options must be an object with a "type"');
+  return v;
+}
+
+function checkType(v: unknown): string {
+  if (typeof v !== 'string' || !(SUBSCRIPTION_TYPES as readonly string[]).includes(v)) {
+    bad(`unknown subscription type ${JSON.stringify(v)}; known: ${SUBSCRIPTION_TYPES.join(', ')}`);
+  }
+  return v;
+}
+
+/** The HTTP API of the service, over the emulator's state. */
+export class EmulatorRouter {
+  constructor(
+    private readonly state: EmulatorState,
+    private readonly scheduler: DeliveryScheduler,
+    private readonly options: RouterOptions,
+  ) {}
+
+  render(hook: EmuWebhook, withSecret = false): Record<string, unknown> {
+    const live = this.options.shape === 'live';
+    const subscriptionOf = (s: EmuSubscription) =>
+      live
+        ? { id: Number(s.id), subscription_type: s.type, note: s.note, filters: s.filters, response_options: s.response_options }
+        : { subscription_id: s.id, note: s.note, filters: s.filters, response_options: s.response_options };
+    const out: Record<string, unknown> = {
+      ...(live ? { id: Number(hook.id) } : { webhook_id: hook.id }),
+      url: hook.url,
+      name: hook.name,
+      note: hook.note,
+      active: hook.active,
+      created_at: hook.created_at,
+      updated_at: hook.updated_at,
+      subscriptions: live ? hook.subscriptions.map(subscriptionOf) : Object.fromEntries(hook.subscriptions.map((s) => [s.type, subscriptionOf(s)])),
+    };
+    if (withSecret) out[live ? 'signing_secret' : 'secret'] = hook.secret;
+    return out;
+  }
+
+  private authorized(headers: EmuRequest['headers']): boolean {
+    const value = headers.authorization;
+    const auth = Array.isArray(value) ? value[0] : value;
+    if (!auth) return false;
+    const same = (a: string, b: string) => a.length === b.length && timingSafeEqual(Buffer.from(a), Buffer.from(b));
+    if (auth.startsWith('Bearer ')) return same(auth.slice(7), this.options.apiKey);
+    if (auth.startsWith('Basic ')) {
+      const decoded = Buffer.from(auth.slice(6), 'base64').toString('utf8');
+      return same(decoded, `${this.options.clientId}:${this.options.apiKey}`);
+    }
+    return false;
+  }
+
+  private hook(id: string): EmuWebhook {
+    const hook = this.state.webhooks.get(id);
+    if (!hook) throw new HttpError(404, 'not_found', `webhook ${id} not found`);
+    return hook;
+  }
+
+  private subscription(hook: EmuWebhook, sid: string): EmuSubscription {
+    const sub = hook.subscriptions.find((s) => s.id === sid);
+    if (!sub) throw new HttpError(404, 'not_found', `subscription ${sid} of webhook ${hook.id} not found`);
+    return sub;
+  }
+
+  async handle(req: EmuRequest): Promise<EmuResponse> {
+    try {
+      return await this.route(req);
+    } catch (err) {
+      if (err instanceof HttpError) return { status: err.status, body: errorBody(err.code, err.message), headers: err.headers };
+      return { status: 500, body: errorBody('internal', (err as Error).message) };
+    }
+  }
+
+  private async route(req: EmuRequest): Promise<EmuResponse> {
+    const parts = req.path.split('/').filter(Boolean).map((p) => {
+      try {
+        return decodeURIComponent(p);
+      } catch {
+        return p;
+      }
+    });
+    const route = this.match(req, parts);
+    if (!route) throw new HttpError(404, 'not_found', `no route for ${req.path}`);
+    if (!this.authorized(req.headers)) {
+      throw new HttpError(401, 'unauthorized', 'missing or invalid credentials: send Authorization: Bearer <API key>', { 'www-authenticate': 'Bearer' });
+    }
+    return route();
+  }
+
+  /** The route for a path and method: undefined for an unknown path; 405 for a known path and the wrong method. */
+  private match(req: EmuRequest, p: string[]): (() => Promise<EmuResponse> | EmuResponse) | undefined {
+    const method = req.method;
+    const methods: Record<string, () => Promise<EmuResponse> | EmuResponse> = {};
+    const [a, b, c, d, e, f] = p;
+    if (p.length === 3 && a === 'debug' && b === 'v1' && c === 'auth_status') {
+      methods.GET = () => ({ status: 200, body: { authed: true, client_id: this.options.clientId } });
+    } else if (a === 'webhooks' && b === 'v1') {
+      if (p.length === 2) {
+        methods.GET = () => this.list(req.query);
+        methods.POST = () => this.create(req.body);
+      } else if (p.length === 3) {
+        methods.GET = () => ({ status: 200, body: this.render(this.hook(c!)) });
+        methods.PATCH = () => this.update(c!, req.body);
+        methods.DELETE = () => this.remove(c!);
+      } else if (p.length === 4 && d === 'subscriptions') {
+        methods.PATCH = () => this.addSubscription(c!, req.body);
+      } else if (p.length === 5 && d === 'subscriptions') {
+        methods.PATCH = () => this.updateSubscription(c!, e!, req.body);
+        methods.DELETE = () => this.removeSubscription(c!, e!);
+      } else if (p.length === 6 && d === 'subscriptions' && f === 'ping') {
+        methods.POST = () => this.ping(c!, e!);
+      }
+    } else if (a === 'emulator' && b === 'v1' && p.length === 3) {
+      if (c === 'info') methods.GET = () => ({ status: 200, body: { emulator: true, shape: this.options.shape, client_id: this.options.clientId } });
+      if (c === 'events') methods.POST = () => this.publish(req.body);
+      if (c === 'deliveries') methods.GET = () => this.deliveries(req.query);
+    }
+    if (Object.keys(methods).length === 0) return undefined;
+    const handler = methods[method];
+    if (handler) return handler;
+    const allow = Object.keys(methods).join(', ');
+    return () => {
+      throw new HttpError(405, 'method_not_allowed', `${method} is not allowed here; use ${allow}`, { allow });
+    };
+  }
+
+  private list(q: URLSearchParams): EmuResponse {
+    const int = (name: string, def: number, max: number) => {
+      const v = q.get(name);
+      if (v === null) return def;
+      if (!/^\d+$/.test(v) || Number(v) < 1 || Number(v) > max) bad(`${name} must be a whole number from 1 to ${max}`);
+      return Number(v);
+    };
+    const page = int('page', 1, 1_000_000);
+    const pageSize = int('page_size', 20, 100);
+    const active = q.get('active');
+    if (active !== null && active !== 'true' && active !== 'false') bad('active must be true or false');
+    const url = q.get('url');
+    const type = q.get('subscription_type');
+    const all = [...this.state.webhooks.values()].filter(
+      (h) =>
+        (active === null || h.active === (active === 'true')) &&
+        (url === null || h.url === url) &&
+        (type === null || h.subscriptions.some((s) => s.type === type)),
+    );
+    const slice = all.slice((page - 1) * pageSize, page * pageSize);
+    return { status: 200, body: { webhooks: slice.map((h) => this.render(h)), page, page_size: pageSize, total: all.length } };
+  }
+
+  private async create(body: unknown): Promise<EmuResponse> {
+    if (!isObject(body)) bad('the body must be a JSON object');
+    const url = checkUrl(body.url);
+    const name = optionalText(body.name, 'name');
+    const note = optionalText(body.note, 'note');
+    if (body.active !== undefined && typeof body.active !== 'boolean') bad('active must be true or false');
+    const subs = body.subscriptions ?? {};
+    if (!isObject(subs)) bad('subscriptions must be an object keyed by subscription type');
+    const configs = Object.entries(subs).map(([type, config]) => {
+      checkType(type);
+      if (!isObject(config)) bad(`subscriptions.${type} must be an object`);
+      return {
+        type,
+        note: optionalText(config.note, `subscriptions.${type}.note`),
+        filters: checkFilters(config.filters),
+        response_options: checkResponseOptions(config.response_options),
+      };
+    });
+    const hook = this.state.createWebhook({ url, name, note, active: body.active as boolean | undefined });
+    for (const c of configs) this.state.addSubscription(hook, c.type, c);
+    await this.state.persist();
+    return { status: 201, body: this.render(hook, true) };
+  }
+
+  private async update(id: string, body: unknown): Promise<EmuResponse> {
+    const hook = this.hook(id);
+    if (!isObject(body)) bad('the body must be a JSON object');
+    if ('url' in body) hook.url = checkUrl(body.url);
+    if ('name' in body) hook.name = optionalText(body.name, 'name') ?? null;
+    if ('note' in body) hook.note = optionalText(body.note, 'note') ?? null;
+    if ('active' in body) {
+      if (typeof body.active !== 'boolean') bad('active must be true or false');
+      hook.active = body.active;
+    }
+    hook.updated_at = new Date().toISOString();
+    await this.state.persist();
+    return { status: 200, body: this.render(hook) };
+  }
+
+  private async remove(id: string): Promise<EmuResponse> {
+    this.hook(id);
+    this.state.webhooks.delete(id);
+    await this.state.persist();
+    return { status: 204 };
+  }
+
+  private async addSubscription(id: string, body: unknown): Promise<EmuResponse> {
+    const hook = this.hook(id);
+    if (!isObject(body)) bad('the body must be a JSON object');
+    const type = checkType(body.subscription_type);
+    if (hook.subscriptions.some((s) => s.type === type)) {
+      throw new HttpError(409, 'conflict', `webhook ${id} already has a ${type} subscription`);
+    }
+    this.state.addSubscription(hook, type, {
+      note: optionalText(body.note, 'note'),
+      filters: checkFilters(body.filters),
+      response_options: checkResponseOptions(body.response_options),
+    });
+    await this.state.persist();
+    return { status: 200, body: this.render(hook) };
+  }
+
+  private async updateSubscription(id: string, sid: string, body: unknown): Promise<EmuResponse> {
+    const hook = this.hook(id);
+    const sub = this.subscription(hook, sid);
+    if (!isObject(body)) bad('the body must be a JSON object');
+    if ('note' in body) sub.note = optionalText(body.note, 'note') ?? null;
+    if ('filters' in body) sub.filters = checkFilters(body.filters) ?? {};
+    if ('response_options' in body) sub.response_options = checkResponseOptions(body.response_options) ?? null;
+    hook.updated_at = new Date().toISOString();
+    await this.state.persist();
+    return { status: 200, body: this.render(hook) };
+  }
+
+  private async removeSubscription(id: string, sid: string): Promise<EmuResponse> {
+    const hook = this.hook(id);
+    this.subscription(hook, sid);
+    hook.subscriptions = hook.subscriptions.filter((s) => s.id !== sid);
+    await this.state.persist();
+    return { status: 204 };
+  }
+
+  private async ping(id: string, sid: string): Promise<EmuResponse> {
+    const hook = this.hook(id);
+    const sub = this.subscription(hook, sid);
+    const triggerId = newTriggerId();
+    const now = new Date();
+    now.setUTCMinutes(0, 0, 0);
+    const event: PublishedEvent = { type: sub.type, model: 'wm-6', initialization_time: now.toISOString().replace('.000Z', 'Z'), forecast_hour: 0 };
+    const body = payloadFor(hook, sub, event, triggerId, true);
+    const attempt = await this.scheduler.deliver({ webhook: hook, subscription: sub, triggerId, body, test: true });
+    if (attempt.outcome === 'delivered') return { status: 204 };
+    const said = attempt.status !== undefined ? `the receiver answered ${attempt.status}${attempt.response ? `: ${attempt.response.slice(0, 120)}` : ''}` : `the receiver could not be reached: ${attempt.error}`;
+    throw new HttpError(502, 'ping_failed', `test delivery to ${hook.url} failed: ${said}`);
+  }
+
+  private async publish(body: unknown): Promise<EmuResponse> {
+    if (!isObject(body)) bad('the body must be a JSON object');
+    const type = checkType(body.type);
+    const model = body.model === undefined ? 'wm-6' : body.model;
+    if (typeof model !== 'string' || !model) bad('model must be a string');
+    let init = body.initialization_time;
+    if (init === undefined) {
+      const d = new Date();
+      d.setUTCHours(Math.floor(d.getUTCHours() / 6) * 6, 0, 0, 0);
+      init = d.toISOString().replace('.000Z', 'Z');
+    }
+    if (typeof init !== 'string' || Number.isNaN(Date.parse(init))) bad('initialization_time must be an ISO 8601 time');
+    const fh = body.forecast_hour;
+    if (fh !== undefined && (typeof fh !== 'number' || !Number.isInteger(fh) || fh < 0)) bad('forecast_hour must be a whole number of hours');
+    if (body.event_type !== undefined && typeof body.event_type !== 'string') bad('event_type must be a string');
+    const event: PublishedEvent = {
+      type,
+      model,
+      initialization_time: new Date(init).toISOString().replace('.000Z', 'Z'),
+      ...(fh !== undefined ? { forecast_hour: fh as number } : type === 'forecast_hour.available' ? { forecast_hour: 0 } : {}),
+      ...(typeof body.event_type === 'string' ? { event_type: body.event_type } : {}),
+    };
+    const notifications = this.scheduler.notificationsFor(event);
+    const first = await Promise.all(notifications.map((n) => this.scheduler.deliver(n)));
+    return {
+      status: 202,
+      body: { event, trigger_id: notifications[0]?.triggerId ?? null, notifications: notifications.length, deliveries: first },
+    };
+  }
+
+  private deliveries(q: URLSearchParams): EmuResponse {
+    const hook = q.get('webhook_id');
+    const trigger = q.get('trigger_id');
+    const list = this.state.deliveries.filter((d) => (hook === null || d.webhook_id === hook) && (trigger === null || d.trigger_id === trigger));
+    return { status: 200, body: { deliveries: list } };
+  }
+}

@@ -1,0 +1,137 @@
+import { randomBytes } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { DeliveryScheduler } from './deliveries.js';
+import { EmulatorRouter, errorBody, type EmuResponse, type Shape } from './routes.js';
+import { EmulatorState } from './state.js';
+
+export interface EmulatorOptions {
+  port?: number;
+  host?: string;
+  apiKey?: string;
+  clientId?: string;
+  /** Delays before each retry of a failed delivery, in ms (default 5 s, 30 s, 2 min). */
+  retryDelays?: number[];
+  dataFile?: string;
+  shape?: Shape;
+  /** Called once per request, for a log. */
+  onRequest?: (line: { method: string; path: string; status: number; ms: number }) => void;
+}
+
+export interface RunningEmulator {
+  url: string;
+  port: number;
+  host: string;
+  apiKey: string;
+  clientId: string;
+  state: EmulatorState;
+  close(): Promise<void>;
+}
+
+export const MAX_REQUEST_BODY = 1024 * 1024;
+
+function send(res: ServerResponse, r: EmuResponse): void {
+  if (res.headersSent) return;
+  const headers: Record<string, string> = { ...r.headers };
+  if (r.status === 204 || r.body === undefined) {
+    res.writeHead(r.status, headers).end();
+    return;
+  }
+  const text = JSON.stringify(r.body);
+  headers['content-type'] = 'application/json';
+  res.writeHead(r.status, headers).end(text);
+}
+
+function readBody(req: IncomingMessage): Promise<Buffer | 'too-large'> {
+  return new Promise((resolve, reject) => {
+    const declared = Number(req.headers['content-length']);
+    if (Number.isFinite(declared) && declared > MAX_REQUEST_BODY) {
+      resolve('too-large');
+      return;
+    }
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on('data', (c: Buffer) => {
+      size += c.length;
+      if (size > MAX_REQUEST_BODY) {
+        req.removeAllListeners('data');
+        resolve('too-large');
+        return;
+      }
+      chunks.push(c);
+    });
+    req.on('end', () => resolve(Buffer.concat(chunks)));
+    req.on('error', reject);
+  });
+}
+
+/** Starts the emulator's HTTP server; binds 127.0.0.1 unless told otherwise. */
+export async function startEmulator(options: EmulatorOptions = {}): Promise<RunningEmulator> {
+  const state = new EmulatorState(options.dataFile);
+  const scheduler = new DeliveryScheduler(state, { retryDelays: options.retryDelays ?? [5_000, 30_000, 120_000] });
+  const apiKey = options.apiKey ?? `emu_${randomBytes(12).toString('hex')}`;
+  const clientId = options.clientId ?? 'emulator';
+  const router = new EmulatorRouter(state, scheduler, { apiKey, clientId, shape: options.shape ?? 'documented' });
+
+  const server: Server = createServer(async (req, res) => {
+    const started = Date.now();
+    const u = new URL(req.url ?? '/', 'http://emulator');
+    let response: EmuResponse;
+    try {
+      const raw = await readBody(req);
+      if (raw === 'too-large') {
+        response = { status: 413, body: errorBody('payload_too_large', `request bodies are limited to ${MAX_REQUEST_BODY} bytes`), headers: { connection: 'close' } };
+      } else {
+        let body: unknown;
+        let malformed = false;
+        if (raw.length) {
+          try {
+            body = JSON.parse(raw.toString('utf8'));
+          } catch {
+            malformed = true;
+          }
+        }
+        response = malformed
+          ? { status: 400, body: errorBody('invalid_json', 'the request body is not valid JSON') }
+          : await router.handle({ method: req.method ?? 'GET', path: u.pathname, query: u.searchParams, headers: req.headers, body });
+      }
+    } catch (err) {
+      response = { status: 500, body: errorBody('internal', (err as Error).message) };
+    }
+    send(res, response);
+    options.onRequest?.({ method: req.method ?? '', path: u.pathname, status: response.status, ms: Date.now() - started });
+  });
+  server.headersTimeout = 10_000;
+  server.requestTimeout = 60_000;
+  server.on('clientError', (_err, socket) => {
+    if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nconnection: close\r\n\r\n');
+    else socket.destroy();
+  });
+
+  const host = options.host ?? '127.0.0.1';
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port ?? 8788, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const port = (server.address() as AddressInfo).port;
+  const shownHost = host.includes(':') ? `[${host}]` : host === '0.0.0.0' ? '127.0.0.1' : host;
+  return {
+    url: `http://${shownHost}:${port}`,
+    port,
+    host,
+    apiKey,
+    clientId,
+    state,
+    async close() {
+      await scheduler.close();
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      });
+      await state.persist();
+    },
+  };
+}

@@ -1,0 +1,146 @@
+import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { open, rename, rm } from 'node:fs/promises';
+import { generateSecret } from '../signing/sign.js';
+
+export interface EmuSubscription {
+  id: string;
+  type: string;
+  note: string | null;
+  filters: Record<string, unknown>;
+  response_options: Record<string, unknown> | null;
+  created_at: string;
+}
+
+export interface EmuWebhook {
+  id: string;
+  url: string;
+  name: string | null;
+  note: string | null;
+  active: boolean;
+  secret: string;
+  created_at: string;
+  updated_at: string;
+  subscriptions: EmuSubscription[];
+}
+
+export interface DeliveryAttempt {
+  id: number;
+  webhook_id: string;
+  subscription_id: string;
+  trigger_id: string;
+  type: string;
+  test: boolean;
+  attempt: number;
+  url: string;
+  started_at: string;
+  duration_ms: number;
+  outcome: 'delivered' | 'failed';
+  status?: number;
+  error?: string;
+  /** The start of the receiver's answer. */
+  response?: string;
+  /** When the next attempt is due, if one is. */
+  next_attempt_at?: string;
+}
+
+interface Persisted {
+  version: 1;
+  next_webhook_id: number;
+  next_subscription_id: number;
+  webhooks: EmuWebhook[];
+}
+
+/** The emulator's data: in memory, or also in a file written atomically after every change. */
+export class EmulatorState {
+  webhooks = new Map<string, EmuWebhook>();
+  deliveries: DeliveryAttempt[] = [];
+  private nextWebhookId = 1;
+  private nextSubscriptionId = 1;
+  private nextAttemptId = 1;
+  private writing: Promise<void> = Promise.resolve();
+  static readonly MAX_DELIVERIES = 10_000;
+
+  constructor(readonly dataFile?: string) {
+    if (dataFile) this.load(dataFile);
+  }
+
+  private load(file: string): void {
+    let text: string;
+    try {
+      text = readFileSync(file, 'utf8');
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
+      throw err;
+    }
+    const data = JSON.parse(text) as Persisted;
+    this.nextWebhookId = data.next_webhook_id;
+    this.nextSubscriptionId = data.next_subscription_id;
+    for (const w of data.webhooks) this.webhooks.set(w.id, w);
+  }
+
+  /** Writes the file (if any): temp file, fsync, rename; one write at a time. */
+  persist(): Promise<void> {
+    if (!this.dataFile) return Promise.resolve();
+    const file = this.dataFile;
+    const data: Persisted = {
+      version: 1,
+      next_webhook_id: this.nextWebhookId,
+      next_subscription_id: this.nextSubscriptionId,
+      webhooks: [...this.webhooks.values()],
+    };
+    this.writing = this.writing.then(async () => {
+      const tmp = `${file}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
+      const h = await open(tmp, 'wx', 0o600);
+      try {
+        await h.writeFile(JSON.stringify(data, null, 2));
+        await h.sync();
+      } finally {
+        await h.close();
+      }
+      await rename(tmp, file).catch(async (err: unknown) => {
+        await rm(tmp, { force: true });
+        throw err;
+      });
+    });
+    return this.writing;
+  }
+
+  createWebhook(input: { url: string; name?: string | null; note?: string | null; active?: boolean }): EmuWebhook {
+    const now = new Date().toISOString();
+    const hook: EmuWebhook = {
+      id: String(this.nextWebhookId++),
+      url: input.url,
+      name: input.name ?? null,
+      note: input.note ?? null,
+      active: input.active ?? true,
+      secret: generateSecret(),
+      created_at: now,
+      updated_at: now,
+      subscriptions: [],
+    };
+    this.webhooks.set(hook.id, hook);
+    return hook;
+  }
+
+  addSubscription(hook: EmuWebhook, type: string, config: Partial<Pick<EmuSubscription, 'note' | 'filters' | 'response_options'>>): EmuSubscription {
+    const sub: EmuSubscription = {
+      id: String(this.nextSubscriptionId++),
+      type,
+      note: config.note ?? null,
+      filters: config.filters ?? {},
+      response_options: config.response_options ?? null,
+      created_at: new Date().toISOString(),
+    };
+    hook.subscriptions.push(sub);
+    hook.updated_at = sub.created_at;
+    return sub;
+  }
+
+  record(attempt: Omit<DeliveryAttempt, 'id'>): DeliveryAttempt {
+    const full = { id: this.nextAttemptId++, ...attempt };
+    this.deliveries.push(full);
+    if (this.deliveries.length > EmulatorState.MAX_DELIVERIES) this.deliveries.splice(0, this.deliveries.length - EmulatorState.MAX_DELIVERIES);
+    return full;
+  }
+}
