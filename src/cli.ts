@@ -7,6 +7,7 @@ import { registerAuth } from './commands/auth.js';
 import { registerCompletion } from './commands/completion.js';
 import { registerConfig } from './commands/config.js';
 import { registerEmulator } from './commands/emulator.js';
+import { registerListen } from './commands/listen.js';
 import { registerTrigger } from './commands/trigger.js';
 import { registerPing } from './commands/ping.js';
 import { registerSecret } from './commands/secret.js';
@@ -95,6 +96,7 @@ Exit codes: 0 done, 1 bug, 2 usage, 3 credentials, 4 not found, 5 refused, 6 unr
   registerWebhook(program, act);
   registerSubscription(program, act);
   registerPing(program, act);
+  registerListen(program, act);
   registerSecret(program, act);
   registerEmulator(program, act);
   registerTrigger(program, act);

@@ -42,3 +42,54 @@ export async function serviceFor(ctx: Context): Promise<{ service: Service; base
 export function secretStoreFor(ctx: Context): SecretStore {
   return new SecretStore(configDir(ctx.env));
 }
+
+export interface SecretSource {
+  webhook?: string;
+  secretEnv?: string;
+}
+
+/**
+ * The secret(s) to verify or sign with: from the store (`--webhook ID`), from
+ * an environment variable (`--secret-env VAR`), or from stdin; never a flag.
+ * Several secrets (a rotation) may be given separated by spaces or commas.
+ */
+export async function resolveSecrets(ctx: Context, source: SecretSource): Promise<{ secrets: string[]; from: string }> {
+  const { NotFoundError, UsageError } = await import('../errors.js');
+  const split = (text: string) => text.split(/[\s,]+/).filter(Boolean);
+  if (source.webhook !== undefined && source.secretEnv !== undefined) {
+    throw new UsageError('Give either --webhook or --secret-env, not both.');
+  }
+  if (source.webhook !== undefined) {
+    const { pathId } = await import('../api/ids.js');
+    pathId(source.webhook, 'webhook id');
+    const base = await baseUrlFor(ctx);
+    const entry = await secretStoreFor(ctx).get(base.url, source.webhook);
+    if (!entry) {
+      throw new NotFoundError(`No secret is stored for webhook ${source.webhook} at ${base.url}.`, {
+        hint: `\`wxhooks secret list\` shows what is stored; store one with \`wxhooks secret set ${source.webhook}\`, or use --secret-env VAR.`,
+      });
+    }
+    return { secrets: [entry.secret], from: `the stored secret of webhook ${source.webhook}` };
+  }
+  if (source.secretEnv !== undefined) {
+    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(source.secretEnv)) {
+      throw new UsageError(`--secret-env takes the NAME of an environment variable, not "${source.secretEnv.slice(0, 12)}…".`, {
+        hint: 'For example: export WX_WEBHOOK_SECRET=whsec_... then --secret-env WX_WEBHOOK_SECRET',
+      });
+    }
+    const value = ctx.env[source.secretEnv];
+    if (!value?.trim()) throw new UsageError(`The environment variable ${source.secretEnv} is ${value === undefined ? 'not set' : 'empty'}.`);
+    return { secrets: split(value), from: `$${source.secretEnv}` };
+  }
+  if (ctx.stdin.isTTY) {
+    throw new UsageError('A secret is needed: --webhook ID (from the store), --secret-env VAR, or pipe it on stdin.', {
+      hint: 'For example: wxhooks secret show 7 | wxhooks listen',
+    });
+  }
+  const { readStdin } = await import('../output/prompt.js');
+  const secrets = split(await readStdin(ctx));
+  if (!secrets.length) {
+    throw new UsageError('No secret was given: stdin was empty.', { hint: 'Use --webhook ID (from the store) or --secret-env VAR, or pipe the secret on stdin.' });
+  }
+  return { secrets, from: 'stdin' };
+}

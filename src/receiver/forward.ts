@@ -1,0 +1,53 @@
+import { request, type Dispatcher } from 'undici';
+
+export interface ForwardResult {
+  ok: boolean;
+  status?: number;
+  /** The start of the app's answer. */
+  body?: string;
+  error?: string;
+  ms: number;
+}
+
+const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'upgrade', 'te', 'trailer', 'host', 'content-length', 'expect']);
+
+/** Posts the exact bytes and original headers to the user's app; the app's own Host, the original in X-Forwarded-Host. */
+export async function forwardDelivery(
+  target: string,
+  headers: Record<string, string | string[] | undefined>,
+  body: Buffer,
+  timeoutMs: number,
+  dispatcher: Dispatcher,
+): Promise<ForwardResult> {
+  const started = Date.now();
+  const out: Record<string, string | string[]> = {};
+  for (const [k, v] of Object.entries(headers)) if (v !== undefined && !HOP_BY_HOP.has(k.toLowerCase())) out[k] = v;
+  if (headers.host) out['x-forwarded-host'] = String(headers.host);
+  out['x-forwarded-proto'] = 'http';
+  try {
+    const res = await request(target, {
+      method: 'POST',
+      headers: out,
+      body,
+      dispatcher,
+      signal: AbortSignal.timeout(timeoutMs),
+      headersTimeout: timeoutMs,
+      bodyTimeout: timeoutMs,
+    });
+    let text = '';
+    for await (const chunk of res.body) {
+      if (text.length < 300) text += (chunk as Buffer).toString('utf8');
+    }
+    const ok = res.statusCode >= 200 && res.statusCode < 300;
+    return { ok, status: res.statusCode, body: text.replace(/\s+/g, ' ').trim().slice(0, 200), ms: Date.now() - started };
+  } catch (err) {
+    const e = err as { name?: string; code?: string; message?: string };
+    const error =
+      e.name === 'TimeoutError' || e.name === 'AbortError' || e.code === 'UND_ERR_HEADERS_TIMEOUT' || e.code === 'UND_ERR_BODY_TIMEOUT'
+        ? `no answer within ${Math.round(timeoutMs / 100) / 10} s`
+        : e.code === 'ECONNREFUSED'
+          ? 'connection refused (is your app running?)'
+          : `${e.code ?? e.name}: ${e.message}`;
+    return { ok: false, error, ms: Date.now() - started };
+  }
+}

@@ -1,0 +1,268 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Agent } from 'undici';
+import type { Verifier, VerifyFailure } from '../signing/verify.js';
+import type { LayoutName } from '../signing/layouts.js';
+import { forwardDelivery, type ForwardResult } from './forward.js';
+import type { ProcessedPairs } from './pairs.js';
+import { saveDelivery, toSaved } from './saved.js';
+
+export type Outcome =
+  | 'listening'
+  | 'accepted'
+  | 'duplicate'
+  | 'in_progress'
+  | 'forward_failed'
+  | 'refused_by_flag'
+  | 'unverified'
+  | 'bad_request'
+  | 'too_large'
+  | 'method_not_allowed'
+  | 'not_found'
+  | 'error';
+
+/** One line of `listen`'s report: what arrived and what was answered. */
+export interface ReceiverEvent {
+  time: string;
+  outcome: Outcome;
+  status: number;
+  method?: string;
+  path?: string;
+  size?: number;
+  type?: string;
+  webhook_id?: string;
+  subscription_id?: string;
+  trigger_id?: string;
+  model?: string;
+  initialization_time?: string;
+  forecast_hour?: number;
+  test?: boolean;
+  layout?: LayoutName;
+  /** Set on the first match in auto mode: the layout is now pinned. */
+  pinned?: boolean;
+  warning?: string;
+  forward?: ForwardResult;
+  saved_to?: string;
+  reason?: string;
+  message?: string;
+  hint?: string;
+  skew_seconds?: number;
+}
+
+export interface ReceiverOptions {
+  port: number;
+  host: string;
+  path: string;
+  verifier: Verifier;
+  pairs: ProcessedPairs;
+  maxBody: number;
+  forwardTo?: string;
+  forwardTimeoutMs: number;
+  saveDir?: string;
+  respondStatus?: number;
+  /** Headers must arrive, and the body keep arriving, within this (slow-client guard). */
+  readTimeoutMs: number;
+  onEvent: (event: ReceiverEvent) => void;
+}
+
+export interface RunningReceiver {
+  url: string;
+  port: number;
+  close(): Promise<void>;
+}
+
+/** What each verification failure is answered with: 400 for what is not a delivery, 401 for what is not authentic. */
+export function statusForFailure(f: VerifyFailure): number {
+  if (f.reason === 'not_json_object') return 400;
+  if (f.reason === 'missing_header') return f.header === 'Webhook-Signature' ? 401 : 400;
+  return 401;
+}
+
+type BodyResult = { body: Buffer } | { tooLarge: number } | { aborted: true };
+
+/** Reads the body into one buffer (pre-sized from Content-Length), stopping at the limit. */
+function readBody(req: IncomingMessage, max: number): Promise<BodyResult> {
+  return new Promise((resolve) => {
+    const declared = Number(req.headers['content-length']);
+    if (Number.isFinite(declared) && declared > max) {
+      resolve({ tooLarge: declared });
+      return;
+    }
+    let buf: Buffer | undefined = Number.isFinite(declared) && declared >= 0 ? Buffer.allocUnsafe(declared) : undefined;
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let done = false;
+    const finish = (r: BodyResult) => {
+      if (done) return;
+      done = true;
+      resolve(r);
+    };
+    req.on('data', (chunk: Buffer) => {
+      if (done) return;
+      if (size + chunk.length > max) {
+        req.pause();
+        finish({ tooLarge: size + chunk.length });
+        return;
+      }
+      if (buf && size + chunk.length <= buf.length) chunk.copy(buf, size);
+      else {
+        if (buf) {
+          chunks.push(buf.subarray(0, size));
+          buf = undefined;
+        }
+        chunks.push(chunk);
+      }
+      size += chunk.length;
+    });
+    req.on('end', () => finish({ body: buf ? buf.subarray(0, size) : Buffer.concat(chunks, size) }));
+    req.on('aborted', () => finish({ aborted: true }));
+    req.on('error', () => finish({ aborted: true }));
+  });
+}
+
+const str = (v: unknown) => (typeof v === 'string' || typeof v === 'number' ? String(v) : undefined);
+
+/**
+ * The local receiver: reads each delivery's raw bytes, verifies it, skips
+ * pairs already processed, saves and forwards it, and reports every request.
+ */
+export async function startReceiver(o: ReceiverOptions): Promise<RunningReceiver> {
+  const inFlight = new Set<string>();
+  const agent = o.forwardTo ? new Agent({ keepAliveTimeout: 10_000, connections: 64 }) : undefined;
+
+  const answer = (res: ServerResponse, status: number, body: Record<string, unknown>, close = false) => {
+    if (res.headersSent) return;
+    const text = JSON.stringify(body);
+    res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text), ...(close ? { connection: 'close' } : {}) });
+    res.end(text);
+  };
+
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<ReceiverEvent> {
+    const time = new Date();
+    const path = (req.url ?? '/').split('?')[0]!;
+    const base: ReceiverEvent = { time: time.toISOString(), outcome: 'error', status: 500, method: req.method, path };
+    if (path !== o.path) {
+      answer(res, 404, { error: 'not found', hint: `deliveries go to ${o.path}` });
+      req.resume();
+      return { ...base, outcome: 'not_found', status: 404 };
+    }
+    if (req.method !== 'POST') {
+      res.setHeader('allow', 'POST');
+      answer(res, 405, { error: 'only POST is accepted here' });
+      req.resume();
+      return { ...base, outcome: 'method_not_allowed', status: 405 };
+    }
+    const read = await readBody(req, o.maxBody);
+    if ('aborted' in read) return { ...base, outcome: 'bad_request', status: 400, message: 'the client went away before sending the whole body' };
+    if ('tooLarge' in read) {
+      answer(res, 413, { error: `body over ${o.maxBody} bytes` }, true);
+      req.destroy();
+      return { ...base, outcome: 'too_large', status: 413, size: read.tooLarge, message: `${read.tooLarge} bytes or more; --max-body is ${o.maxBody}` };
+    }
+    const body = read.body;
+    base.size = body.length;
+    const result = o.verifier.verify(req.headers, body);
+    if (!result.ok) {
+      const status = statusForFailure(result);
+      answer(res, status, { error: result.message });
+      return {
+        ...base,
+        outcome: status === 400 ? 'bad_request' : 'unverified',
+        status,
+        reason: result.reason,
+        message: result.message,
+        hint: result.hint,
+        skew_seconds: result.skewSeconds,
+        trigger_id: str(req.headers['trigger-id']),
+      };
+    }
+    const p = result.payload;
+    const data = (typeof p.data === 'object' && p.data !== null ? p.data : {}) as Record<string, unknown>;
+    const subscription = str(p.subscription_id) ?? str((p.subscription as Record<string, unknown> | undefined)?.id) ?? '';
+    const trigger = str(p.trigger_id) ?? result.triggerId;
+    const ev: ReceiverEvent = {
+      ...base,
+      type: str(p.type),
+      webhook_id: str(p.webhook_id),
+      subscription_id: subscription || undefined,
+      trigger_id: trigger,
+      model: str(data.model),
+      initialization_time: str(data.initialization_time),
+      forecast_hour: typeof data.forecast_hour === 'number' ? data.forecast_hour : undefined,
+      test: p.test === true ? true : undefined,
+      layout: result.layout,
+      pinned: 'pinnedNow' in result && result.pinnedNow ? true : undefined,
+      warning: result.warning,
+    };
+    if (o.pairs.has(trigger, subscription)) {
+      answer(res, 200, { ok: true, duplicate: true });
+      return { ...ev, outcome: 'duplicate', status: 200 };
+    }
+    const key = `${trigger}\u0000${subscription}`;
+    if (inFlight.has(key)) {
+      answer(res, 409, { error: 'this notification is being processed; try again later' });
+      return { ...ev, outcome: 'in_progress', status: 409 };
+    }
+    inFlight.add(key);
+    try {
+      if (o.saveDir) {
+        ev.saved_to = await saveDelivery(o.saveDir, toSaved(time, req.method ?? 'POST', req.url ?? '/', req.headers, body), `${trigger}-${subscription}`);
+      }
+      let status = 200;
+      if (o.forwardTo && agent) {
+        ev.forward = await forwardDelivery(o.forwardTo, req.headers, body, o.forwardTimeoutMs, agent);
+        if (!ev.forward.ok) {
+          answer(res, 502, { error: `forwarding failed: ${ev.forward.error ?? `your app answered ${ev.forward.status}`}` });
+          return { ...ev, outcome: 'forward_failed', status: 502 };
+        }
+        status = ev.forward.status!;
+      }
+      if (o.respondStatus !== undefined) status = o.respondStatus;
+      const ok = status >= 200 && status < 300;
+      // Only a delivery acknowledged with a 2xx counts as processed; otherwise the service's retry must get through.
+      if (ok) o.pairs.add(trigger, subscription);
+      answer(res, status, ok ? { ok: true } : { error: `answered ${status} (--respond-status)` });
+      return { ...ev, outcome: ok ? 'accepted' : 'refused_by_flag', status };
+    } finally {
+      inFlight.delete(key);
+    }
+  }
+
+  const server: Server = createServer({ connectionsCheckingInterval: Math.min(1000, o.readTimeoutMs), headersTimeout: o.readTimeoutMs, requestTimeout: 0 }, (req, res) => {
+    handle(req, res)
+      .then((event) => o.onEvent(event))
+      .catch((err: Error) => {
+        answer(res, 500, { error: 'internal error in wxhooks listen' });
+        o.onEvent({ time: new Date().toISOString(), outcome: 'error', status: 500, message: err.message });
+      });
+  });
+  // An idle socket (a body that stopped arriving) is closed after the read timeout.
+  server.timeout = o.readTimeoutMs;
+  server.keepAliveTimeout = 5_000;
+  server.on('clientError', (_err, socket) => {
+    if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nconnection: close\r\n\r\n');
+    else socket.destroy();
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(o.port, o.host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const port = (server.address() as AddressInfo).port;
+  const host = o.host.includes(':') ? `[${o.host}]` : o.host === '0.0.0.0' ? '127.0.0.1' : o.host;
+  return {
+    url: `http://${host}:${port}${o.path}`,
+    port,
+    async close() {
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeIdleConnections();
+        setTimeout(() => server.closeAllConnections(), 2000).unref();
+      });
+      await agent?.close().catch(() => undefined);
+      o.pairs.close();
+    },
+  };
+}
