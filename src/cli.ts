@@ -11,6 +11,8 @@ import { registerListen } from './commands/listen.js';
 import { registerTrigger } from './commands/trigger.js';
 import { registerPing } from './commands/ping.js';
 import { registerSecret } from './commands/secret.js';
+import { registerSend } from './commands/send.js';
+import { registerVerify } from './commands/verify.js';
 import { registerSubscription } from './commands/subscription.js';
 import { registerWebhook } from './commands/webhook.js';
 
@@ -97,6 +99,8 @@ Exit codes: 0 done, 1 bug, 2 usage, 3 credentials, 4 not found, 5 refused, 6 unr
   registerSubscription(program, act);
   registerPing(program, act);
   registerListen(program, act);
+  registerVerify(program, act);
+  registerSend(program, act);
   registerSecret(program, act);
   registerEmulator(program, act);
   registerTrigger(program, act);

@@ -73,7 +73,7 @@ export async function resolveSecrets(ctx: Context, source: SecretSource): Promis
   }
   if (source.secretEnv !== undefined) {
     if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(source.secretEnv)) {
-      throw new UsageError(`--secret-env takes the NAME of an environment variable, not "${source.secretEnv.slice(0, 12)}…".`, {
+      throw new UsageError('--secret-env takes the NAME of an environment variable (letters, digits and _), not a secret.', {
         hint: 'For example: export WX_WEBHOOK_SECRET=whsec_... then --secret-env WX_WEBHOOK_SECRET',
       });
     }

@@ -1,5 +1,5 @@
-import { randomBytes } from 'node:crypto';
 import { Agent, request } from 'undici';
+import { buildPayload, newTriggerId } from '../signing/payload.js';
 import { signDelivery } from '../signing/sign.js';
 import { syntheticResponse, type EventData } from './responses.js';
 import type { DeliveryAttempt, EmuSubscription, EmuWebhook, EmulatorState } from './state.js';
@@ -23,11 +23,6 @@ export interface SchedulerOptions {
   attemptTimeoutMs?: number;
 }
 
-/** `trg_` + 26 characters, time-ordered like a ULID. */
-export function newTriggerId(): string {
-  const time = Date.now().toString(36).padStart(10, '0');
-  return `trg_${time}${randomBytes(10).toString('hex').slice(0, 16)}`;
-}
 
 function hourOfDay(iso: string): string {
   const d = new Date(iso);
@@ -52,17 +47,7 @@ export function payloadFor(hook: EmuWebhook, sub: EmuSubscription, event: Publis
   if (event.forecast_hour !== undefined) data.forecast_hour = event.forecast_hour;
   if (event.event_type !== undefined) data.event_type = event.event_type;
   if (sub.response_options) data.response = syntheticResponse(sub.response_options, event, triggerId);
-  return Buffer.from(
-    JSON.stringify({
-      type: event.type,
-      webhook_id: hook.id,
-      subscription_id: sub.id,
-      trigger_id: triggerId,
-      created_at: new Date().toISOString().replace(/\.\d{3}Z$/, 'Z'),
-      test,
-      data,
-    }),
-  );
+  return buildPayload({ type: event.type, webhookId: hook.id, subscriptionId: sub.id, triggerId, test, data });
 }
 
 /** Sends notifications: each attempt signed afresh, failures retried with growing delays, every attempt recorded. */

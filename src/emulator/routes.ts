@@ -1,6 +1,7 @@
 import { timingSafeEqual } from 'node:crypto';
 import { SUBSCRIPTION_TYPES } from '../api/requests.js';
-import { newTriggerId, payloadFor, type DeliveryScheduler, type PublishedEvent } from './deliveries.js';
+import { newTriggerId } from '../signing/payload.js';
+import { payloadFor, type DeliveryScheduler, type PublishedEvent } from './deliveries.js';
 import type { EmuSubscription, EmuWebhook, EmulatorState } from './state.js';
 
 /** Which field names the emulator answers with: the documentation's (default) or the live service's. */

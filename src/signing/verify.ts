@@ -240,6 +240,9 @@ export class Verifier {
       this.pinned = result.layout;
       return { ...result, pinnedNow: true };
     }
+    if (!result.ok && this.pinned && this.scheme === 'auto' && (result.reason === 'malformed_signature' || result.reason === 'no_match')) {
+      return { ...result, hint: `${result.hint ? `${result.hint} ` : ''}This session is pinned to the ${this.pinned} layout, which the first verified delivery used.` };
+    }
     return result;
   }
 }

@@ -1,0 +1,55 @@
+import { request } from 'node:http';
+import { connect } from 'node:net';
+
+export interface PostResult {
+  status: number;
+  body: string;
+}
+
+/** A plain HTTP POST with exactly these headers and bytes. */
+export function post(url: string, headers: Record<string, string | undefined>, body: Buffer | string): Promise<PostResult> {
+  const u = new URL(url);
+  const clean: Record<string, string> = {};
+  for (const [k, v] of Object.entries(headers)) if (v !== undefined) clean[k] = v;
+  return new Promise((resolve, reject) => {
+    const req = request({ host: u.hostname, port: u.port, path: u.pathname + u.search, method: 'POST', headers: { 'content-type': 'application/json', ...clean } }, (res) => {
+      let text = '';
+      res.setEncoding('utf8').on('data', (d: string) => (text += d));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text }));
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+export function get(url: string, method = 'GET'): Promise<PostResult> {
+  const u = new URL(url);
+  return new Promise((resolve, reject) => {
+    const req = request({ host: u.hostname, port: u.port, path: u.pathname, method }, (res) => {
+      let text = '';
+      res.setEncoding('utf8').on('data', (d: string) => (text += d));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text }));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+/** Sends raw bytes on a TCP connection and resolves when the server closes it, with what it answered. */
+export function rawExchange(port: number, data: string, maxMs: number): Promise<{ answer: string; closedAfterMs: number }> {
+  return new Promise((resolve, reject) => {
+    const started = Date.now();
+    const socket = connect(port, '127.0.0.1', () => socket.write(data));
+    let answer = '';
+    socket.setEncoding('utf8').on('data', (d: string) => (answer += d));
+    const timer = setTimeout(() => {
+      socket.destroy();
+      reject(new Error(`the server kept a stalled connection open for ${maxMs} ms`));
+    }, maxMs);
+    socket.on('close', () => {
+      clearTimeout(timer);
+      resolve({ answer, closedAfterMs: Date.now() - started });
+    });
+    socket.on('error', () => undefined);
+  });
+}
