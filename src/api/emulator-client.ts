@@ -14,10 +14,11 @@ export interface AttemptSummary {
   subscription_id: string;
   trigger_id: string;
   attempt: number;
-  outcome: 'delivered' | 'failed';
+  /** `pending`: still waiting for the receiver when the emulator answered. */
+  outcome: 'delivered' | 'failed' | 'pending';
   status?: number;
   error?: string;
-  duration_ms: number;
+  duration_ms?: number;
   url: string;
   next_attempt_at?: string;
   response?: string;

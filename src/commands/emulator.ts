@@ -12,6 +12,7 @@ export function registerEmulator(program: Command, act: Act): void {
     .option('--api-key <key>', 'the API key it accepts (default: a new random one, printed)')
     .option('--client-id <id>', 'the client id it reports, and accepts with Basic auth', 'emulator')
     .option('--retry-delays <list>', 'delays before the (up to 3) retries of a failed delivery', '5s,30s,2m')
+    .option('--attempt-timeout <duration>', 'a delivery with no answer by then has failed', '10s')
     .option('--data-file <file>', 'keep webhooks in this file, so they survive a restart')
     .addOption(new Option('--shape <shape>', "answer with the documentation's field names or the live service's").choices(['documented', 'live']).default('documented'))
     .addHelpText(
@@ -31,6 +32,7 @@ export interface EmulatorCommandOptions {
   apiKey?: string;
   clientId: string;
   retryDelays: string;
+  attemptTimeout: string;
   dataFile?: string;
   shape: 'documented' | 'live';
 }
@@ -51,6 +53,7 @@ export async function runEmulator(ctx: Context, opts: EmulatorCommandOptions): P
       apiKey: opts.apiKey,
       clientId: opts.clientId,
       retryDelays: delays,
+      attemptTimeoutMs: parseDuration(opts.attemptTimeout, '--attempt-timeout'),
       dataFile: opts.dataFile,
       shape: opts.shape,
       onRequest: ctx.global.verbose ? (r) => line(ctx.stderr, `${r.method} ${r.path} → ${r.status} (${r.ms} ms)`) : undefined,
@@ -62,8 +65,8 @@ export async function runEmulator(ctx: Context, opts: EmulatorCommandOptions): P
     throw err;
   }
   if (ctx.global.json) {
-    const { printJson } = await import('../output/render.js');
-    printJson(ctx.stdout, { base_url: emu.url, api_key: emu.apiKey, client_id: emu.clientId, shape: opts.shape, data_file: opts.dataFile ?? null });
+    // one line, so a script can read it while the emulator keeps running
+    line(ctx.stdout, JSON.stringify({ base_url: emu.url, api_key: emu.apiKey, client_id: emu.clientId, shape: opts.shape, data_file: opts.dataFile ?? null }));
   } else {
     const { styleFor } = await import('../output/style.js');
     const c = styleFor(ctx, ctx.stdout);

@@ -64,6 +64,7 @@ async function emulatorClient(ctx: Context) {
 }
 
 function describeAttempt(a: AttemptSummary): string {
+  if (a.outcome === 'pending') return `  webhook ${a.webhook_id} subscription ${a.subscription_id} → ${a.url}: still waiting for the receiver (see \`GET /emulator/v1/deliveries\`)`;
   const what = a.outcome === 'delivered' ? `delivered (${a.status})` : a.status !== undefined ? `failed: the receiver answered ${a.status}` : `failed: ${a.error}`;
   const retry = a.next_attempt_at ? `; retry at ${a.next_attempt_at.slice(11, 19)}` : '';
   return `  webhook ${a.webhook_id} subscription ${a.subscription_id} → ${a.url}: ${what} in ${a.duration_ms} ms${retry}`;

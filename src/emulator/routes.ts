@@ -26,6 +26,8 @@ export interface RouterOptions {
   apiKey: string;
   clientId: string;
   shape: Shape;
+  /** How long `POST /emulator/v1/events` waits for the first attempts before answering (3 s). */
+  publishWaitMs?: number;
 }
 
 class HttpError extends Error {
@@ -357,7 +359,24 @@ export class EmulatorRouter {
       ...(typeof body.event_type === 'string' ? { event_type: body.event_type } : {}),
     };
     const notifications = this.scheduler.notificationsFor(event);
-    const first = await Promise.all(notifications.map((n) => this.scheduler.deliver(n)));
+    // Every notification is sent at once; the answer waits for the first attempts a little while, so a
+    // receiver that hangs delays neither the others nor the caller beyond that.
+    const waitMs = this.options.publishWaitMs ?? 3_000;
+    const first = await Promise.all(
+      notifications.map((n) => {
+        const pending = {
+          webhook_id: n.webhook.id,
+          subscription_id: n.subscription.id,
+          trigger_id: n.triggerId,
+          attempt: 1,
+          url: n.webhook.url,
+          outcome: 'pending' as const,
+        };
+        let timer: NodeJS.Timeout | undefined;
+        const wait = new Promise<typeof pending>((resolve) => (timer = setTimeout(() => resolve(pending), waitMs)));
+        return Promise.race([this.scheduler.deliver(n), wait]).finally(() => clearTimeout(timer));
+      }),
+    );
     return {
       status: 202,
       body: { event, trigger_id: notifications[0]?.triggerId ?? null, notifications: notifications.length, deliveries: first },

@@ -14,6 +14,8 @@ export interface EmulatorOptions {
   retryDelays?: number[];
   dataFile?: string;
   shape?: Shape;
+  /** An attempt with no answer by then has failed (default 10 s). */
+  attemptTimeoutMs?: number;
   /** Called once per request, for a log. */
   onRequest?: (line: { method: string; path: string; status: number; ms: number }) => void;
 }
@@ -68,7 +70,10 @@ function readBody(req: IncomingMessage): Promise<Buffer | 'too-large'> {
 /** Starts the emulator's HTTP server; binds 127.0.0.1 unless told otherwise. */
 export async function startEmulator(options: EmulatorOptions = {}): Promise<RunningEmulator> {
   const state = new EmulatorState(options.dataFile);
-  const scheduler = new DeliveryScheduler(state, { retryDelays: options.retryDelays ?? [5_000, 30_000, 120_000] });
+  const scheduler = new DeliveryScheduler(state, {
+    retryDelays: options.retryDelays ?? [5_000, 30_000, 120_000],
+    attemptTimeoutMs: options.attemptTimeoutMs,
+  });
   const apiKey = options.apiKey ?? `emu_${randomBytes(12).toString('hex')}`;
   const clientId = options.clientId ?? 'emulator';
   const router = new EmulatorRouter(state, scheduler, { apiKey, clientId, shape: options.shape ?? 'documented' });

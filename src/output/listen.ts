@@ -9,7 +9,7 @@ function size(n: number | undefined): string {
 }
 
 function run(e: ReceiverEvent): string {
-  const parts = [e.model, e.initialization_time?.replace(':00:00Z', 'Z'), e.forecast_hour !== undefined ? `+${e.forecast_hour}h` : undefined];
+  const parts = [e.model, e.initialization_time?.replace(':00:00Z', ':00Z'), e.forecast_hour !== undefined ? `+${e.forecast_hour}h` : undefined];
   return parts.filter(Boolean).join(' ');
 }
 
@@ -42,7 +42,7 @@ export function formatEvent(e: ReceiverEvent, c: ChalkInstance): string {
     case 'in_progress':
       return `${time} ${c.yellow('…')} ${status}  ${e.type ?? ''} ${ids} is still being processed; answered 409 so the service retries`;
     case 'forward_failed':
-      return `${time} ${c.red('✗')} ${status}  ${c.bold(e.type ?? '')}  ${ids}  ${c.red(forward(e))}\n         ${c.dim('not marked processed: the service will retry it')}`;
+      return `${time} ${c.red('✗')} ${status}  ${[c.bold(e.type ?? ''), ids, run(e), size(e.size), c.dim(e.layout ?? '')].filter(Boolean).join('  ')}  ${c.red(forward(e))}\n         ${c.dim('not marked processed: the service will retry it')}`;
     case 'unverified':
     case 'bad_request':
       return `${time} ${c.red('✗')} ${status}  ${c.red(e.message ?? e.reason ?? 'rejected')}${e.size !== undefined ? c.dim(`  ${size(e.size)}`) : ''}${e.hint ? `\n         ${c.dim(e.hint)}` : ''}`;
