@@ -1,4 +1,4 @@
 #!/usr/bin/env node
-import { run } from '../dist/cli.js';
+import { run } from '../dist/bin/cli.js';
 
 await run();

@@ -1,20 +1,8 @@
-import { Command, CommanderError, Option } from 'commander';
+import type { Command } from 'commander';
 import type { AuthScheme, Context } from './context.js';
 import { ExitCode, WxError } from './errors.js';
 import { parseDuration } from './util/duration.js';
 import { version } from './version.js';
-import { registerAuth } from './commands/auth.js';
-import { registerCompletion } from './commands/completion.js';
-import { registerConfig } from './commands/config.js';
-import { registerEmulator } from './commands/emulator.js';
-import { registerListen } from './commands/listen.js';
-import { registerTrigger } from './commands/trigger.js';
-import { registerPing } from './commands/ping.js';
-import { registerSecret } from './commands/secret.js';
-import { registerSend } from './commands/send.js';
-import { registerVerify } from './commands/verify.js';
-import { registerSubscription } from './commands/subscription.js';
-import { registerWebhook } from './commands/webhook.js';
 
 /** A command's run function: the context first, then commander's arguments (positionals, then options). */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -66,7 +54,53 @@ const act: Act = (run, options = {}) =>
     await run(ctx, ...args.slice(0, -1));
   };
 
-export function buildProgram(): Command {
+type Register = (cmd: Command, act: Act) => void;
+
+/** Every command group, one line each: its name, its summary, and the module that declares and runs it. */
+const GROUPS: [name: string, summary: string, load: () => Promise<{ register: Register }>][] = [
+  ['auth', 'check the API key', () => import('./commands/auth.js')],
+  ['webhook', 'create, list, show, change and delete webhooks', () => import('./commands/webhook.js')],
+  ['subscription', "add, change, remove and list a webhook's subscriptions", () => import('./commands/subscription.js')],
+  ['ping', 'ask the service for one test delivery now (never retried); exit 7 if it failed', () => import('./commands/ping.js')],
+  ['listen', 'receive deliveries locally: verify each one, skip duplicates, show it, forward it to your app', () => import('./commands/listen.js')],
+  ['verify', 'check a captured delivery offline: which signature layout matched, or why none did', () => import('./commands/verify.js')],
+  ['send', 'sign and POST one delivery, as the service would, to any receiver (to test your own endpoint)', () => import('./commands/send.js')],
+  ['secret', 'the local store of webhook secrets (keyed by base URL and webhook id)', () => import('./commands/secret.js')],
+  ['emulator', 'run a local copy of the service: the whole API, signed deliveries, retries', () => import('./commands/emulator.js')],
+  ['trigger', 'make the emulator publish an event, or a whole model run (refuses anything but an emulator)', () => import('./commands/trigger.js')],
+  ['config', 'settings kept in the store (the API key is never stored)', () => import('./commands/config.js')],
+  ['completion', 'print a shell completion script', () => import('./commands/completion.js')],
+];
+
+const GLOBAL_WITH_VALUE = new Set(['--base-url', '--auth', '--timeout']);
+
+/** The command group argv names (`help GROUP` included), or undefined; `*` for all (completion needs the whole tree). */
+function requestedGroup(args: string[]): string | undefined {
+  const words: string[] = [];
+  for (let i = 0; i < args.length && words.length < 2; i++) {
+    const a = args[i]!;
+    if (a === '--') break;
+    if (a.startsWith('-')) {
+      if (GLOBAL_WITH_VALUE.has(a)) i++;
+      continue;
+    }
+    words.push(a);
+  }
+  const name = words[0] === 'help' ? words[1] : words[0];
+  return name === 'completion' ? '*' : name;
+}
+
+/**
+ * The commander program. Only the command group being run is loaded and
+ * declared in full; the others are listed by name and summary, which is all
+ * `--help` shows of them.
+ */
+export async function buildProgram(argv: string[] = process.argv): Promise<Command> {
+  const wanted = requestedGroup(argv.slice(2));
+  const [{ Command, Option }, ...loaded] = await Promise.all([
+    import('commander'),
+    ...GROUPS.map(([name, , load]) => (wanted === '*' || wanted === name ? load() : undefined)),
+  ]);
   const program = new Command('wxhooks')
     .description('Manage, receive, verify and emulate the weather forecast service\'s webhooks.')
     .version(version(), '-V, --version', 'print the version')
@@ -94,18 +128,10 @@ Exit codes: 0 done, 1 bug, 2 usage, 3 credentials, 4 not found, 5 refused, 6 unr
             7 ping failed, 8 secret not saved, 9 not verified, 130 interrupted.`,
     );
 
-  registerAuth(program, act);
-  registerWebhook(program, act);
-  registerSubscription(program, act);
-  registerPing(program, act);
-  registerListen(program, act);
-  registerVerify(program, act);
-  registerSend(program, act);
-  registerSecret(program, act);
-  registerEmulator(program, act);
-  registerTrigger(program, act);
-  registerConfig(program, act);
-  registerCompletion(program, act);
+  GROUPS.forEach(([name, summary], i) => {
+    const cmd = program.command(name).description(summary);
+    loaded[i]?.register(cmd, act);
+  });
   return program;
 }
 
@@ -137,13 +163,21 @@ async function printError(err: unknown, verbose: boolean): Promise<number> {
 
 /** Parses argv, runs the command, and returns the exit code. Never exits by itself. */
 export async function main(argv: string[] = process.argv): Promise<number> {
-  const program = buildProgram();
+  const args = argv.slice(2);
+  if (args.length === 1 && (args[0] === '--version' || args[0] === '-V')) {
+    // the fast path: nothing but the version
+    process.stdout.write(`${version()}\n`);
+    return ExitCode.OK;
+  }
   try {
+    const program = await buildProgram(argv);
     await program.parseAsync(argv);
     return ExitCode.OK;
   } catch (err) {
-    if (err instanceof CommanderError) {
-      return err.exitCode === 0 ? ExitCode.OK : ExitCode.USAGE;
+    const code = (err as { code?: unknown }).code;
+    if (typeof code === 'string' && code.startsWith('commander.')) {
+      // commander printed its own message; help and --version exit 0, parse errors are usage errors
+      return (err as { exitCode: number }).exitCode === 0 ? ExitCode.OK : ExitCode.USAGE;
     }
     return printError(err, argv.includes('--verbose'));
   }

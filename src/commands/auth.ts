@@ -2,8 +2,7 @@ import type { Command } from 'commander';
 import type { Act } from '../cli.js';
 import { line, type Context } from '../context.js';
 
-export function registerAuth(program: Command, act: Act): void {
-  const auth = program.command('auth').description('check the API key');
+export function register(auth: Command, act: Act): void {
   auth
     .command('status')
     .description('check WX_API_KEY against the service (GET /debug/v1/auth_status); exit 0 only when it is accepted')

@@ -8,10 +8,8 @@ import type { Context } from '../context.js';
  * drift from the commands. (The completion libraries on npm want a runtime
  * hook in the binary; a static script is faster at every Tab.)
  */
-export function registerCompletion(program: Command, act: Act): void {
-  program
-    .command('completion')
-    .description('print a shell completion script')
+export function register(cmd: Command, act: Act): void {
+  cmd
     .argument('<shell>', 'bash, zsh or fish')
     .addHelpText(
       'after',
@@ -21,7 +19,7 @@ Examples:
   $ wxhooks completion zsh > "\${fpath[1]}/_wxhooks"               # or: source <(wxhooks completion zsh) in ~/.zshrc
   $ wxhooks completion fish > ~/.config/fish/completions/wxhooks.fish`,
     )
-    .action(act(async (ctx: Context, shell: string) => runCompletion(ctx, program, shell)));
+    .action(act(async (ctx: Context, shell: string) => runCompletion(ctx, cmd.parent!, shell)));
 }
 
 interface Node {

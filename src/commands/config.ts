@@ -2,10 +2,8 @@ import type { Command } from 'commander';
 import type { Act } from '../cli.js';
 import { line, type Context } from '../context.js';
 
-export function registerConfig(program: Command, act: Act): void {
-  const config = program
-    .command('config')
-    .description('settings kept in the store (the API key is never stored)')
+export function register(config: Command, act: Act): void {
+  config
     .addHelpText(
       'after',
       `

@@ -3,10 +3,8 @@ import type { Act } from '../cli.js';
 import { line, type Context } from '../context.js';
 import { InterruptedError, UsageError } from '../errors.js';
 
-export function registerEmulator(program: Command, act: Act): void {
-  program
-    .command('emulator')
-    .description('run a local copy of the service: the whole API, signed deliveries, retries')
+export function register(cmd: Command, act: Act): void {
+  cmd
     .option('--port <port>', 'port to listen on (0 picks a free one)', '8788')
     .option('--host <host>', 'address to bind', '127.0.0.1')
     .option('--api-key <key>', 'the API key it accepts (default: a new random one, printed)')

@@ -3,10 +3,8 @@ import type { Act } from '../cli.js';
 import { line, type Context } from '../context.js';
 import { InterruptedError, UsageError, VerifyFailedError } from '../errors.js';
 
-export function registerListen(program: Command, act: Act): void {
-  program
-    .command('listen')
-    .description('receive deliveries locally: verify each one, skip duplicates, show it, forward it to your app')
+export function register(cmd: Command, act: Act): void {
+  cmd
     .option('--port <port>', 'port to listen on (0 picks a free one)', '8787')
     .option('--host <host>', 'address to bind', '127.0.0.1')
     .option('--path <path>', 'the path deliveries are POSTed to', '/')

@@ -2,10 +2,8 @@ import type { Command } from 'commander';
 import type { Act } from '../cli.js';
 import { line, type Context } from '../context.js';
 
-export function registerPing(program: Command, act: Act): void {
-  program
-    .command('ping')
-    .description('ask the service for one test delivery now (never retried); exit 7 if it failed')
+export function register(cmd: Command, act: Act): void {
+  cmd
     .argument('<webhook-id>', 'the webhook id')
     .argument('<subscription-id>', 'the subscription id')
     .addHelpText(

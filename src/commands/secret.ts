@@ -3,10 +3,7 @@ import type { Act } from '../cli.js';
 import { line, type Context } from '../context.js';
 import { NotFoundError, UsageError } from '../errors.js';
 
-export function registerSecret(program: Command, act: Act): void {
-  const secret = program
-    .command('secret')
-    .description('the local store of webhook secrets (keyed by base URL and webhook id)');
+export function register(secret: Command, act: Act): void {
   secret
     .command('list')
     .description('which secrets are stored (never their values)')

@@ -3,10 +3,8 @@ import type { Act } from '../cli.js';
 import { line, type Context } from '../context.js';
 import { PingFailedError, UnreachableError, UsageError } from '../errors.js';
 
-export function registerSend(program: Command, act: Act): void {
-  program
-    .command('send')
-    .description('sign and POST one delivery, as the service would, to any receiver (to test your own endpoint)')
+export function register(cmd: Command, act: Act): void {
+  cmd
     .argument('[saved]', 'a delivery saved by `listen --save-dir`, re-signed now (same body and Trigger-Id)')
     .requiredOption('--to <url>', 'the receiver')
     .option('--webhook <id>', "sign with this webhook's stored secret")

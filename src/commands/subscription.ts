@@ -15,9 +15,7 @@ function filterFlags(cmd: Command): Command {
     .option('--note <note>', 'a free-text note');
 }
 
-export function registerSubscription(program: Command, act: Act): void {
-  const sub = program.command('subscription').description("add, change, remove and list a webhook's subscriptions");
-
+export function register(sub: Command, act: Act): void {
   filterFlags(
     sub
       .command('add')

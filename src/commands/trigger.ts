@@ -4,10 +4,8 @@ import type { AttemptSummary, PublishEvent, PublishResult } from '../api/emulato
 import { line, type Context } from '../context.js';
 import { UsageError } from '../errors.js';
 
-export function registerTrigger(program: Command, act: Act): void {
-  program
-    .command('trigger')
-    .description('make the emulator publish an event, or a whole model run (refuses anything but an emulator)')
+export function register(cmd: Command, act: Act): void {
+  cmd
     .argument('<type>', 'the subscription type to publish (such as forecast_hour.available), or "run" for a whole model run')
     .option('--model <model>', 'the model', 'wm-6')
     .option('--init-time <iso>', 'the run, such as 2026-11-21T00:00:00Z (default: the latest 6-hourly cycle)')

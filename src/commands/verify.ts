@@ -3,10 +3,8 @@ import type { Act } from '../cli.js';
 import { line, type Context } from '../context.js';
 import { UsageError, VerifyFailedError } from '../errors.js';
 
-export function registerVerify(program: Command, act: Act): void {
-  program
-    .command('verify')
-    .description('check a captured delivery offline: which signature layout matched, or why none did')
+export function register(cmd: Command, act: Act): void {
+  cmd
     .argument('[saved]', 'a delivery saved by `listen --save-dir`')
     .option('--headers <file>', 'the headers: a JSON object, or "Name: value" lines (curl -D)')
     .option('--body <file>', 'the raw body, byte for byte')

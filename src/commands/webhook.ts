@@ -5,9 +5,7 @@ import { SecretNotSavedError, UsageError } from '../errors.js';
 
 const collect = (value: string, previous: string[] = []) => [...previous, value];
 
-export function registerWebhook(program: Command, act: Act): void {
-  const webhook = program.command('webhook').description('create, list, show, change and delete webhooks');
-
+export function register(webhook: Command, act: Act): void {
   webhook
     .command('create')
     .description('create a webhook; its one-time secret is stored, then shown once')
