@@ -7,6 +7,7 @@ import { HttpClient, describeErrorBody, parseRetryAfter } from '../src/api/http.
 import { resolveCredentials } from '../src/api/credentials.js';
 import { Service } from '../src/api/service.js';
 import { AuthError, NotFoundError, RefusedError, UnreachableError } from '../src/errors.js';
+import { runCli } from './helpers/cli.js';
 import { sendJson, startServer } from './helpers/server.js';
 
 const credentials = resolveCredentials({ WX_API_KEY: 'k_live_abcdef123456' });
@@ -96,42 +97,66 @@ describe('HttpClient retries', () => {
   });
 });
 
+async function startProxy() {
+  const seen: string[] = [];
+  const proxy = createServer((req, res) => {
+    // plain forward proxy (absolute-form request line)
+    seen.push(`${req.method} ${req.url}`);
+    const up = httpRequest(req.url!, { method: req.method, headers: req.headers }, (r) => {
+      res.writeHead(r.statusCode!, r.headers);
+      r.pipe(res);
+    });
+    req.pipe(up);
+  });
+  proxy.on('connect', (req, socket, head) => {
+    seen.push(`CONNECT ${req.url}`);
+    const [host, port] = req.url!.split(':');
+    const upstream = connect(Number(port), host!, () => {
+      socket.write('HTTP/1.1 200 Connection Established\r\n\r\n');
+      upstream.write(head);
+      upstream.pipe(socket);
+      socket.pipe(upstream);
+    });
+  });
+  await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`,
+    seen,
+    close: () => {
+      proxy.closeAllConnections();
+      proxy.close();
+    },
+  };
+}
+
 describe('HTTP_PROXY', () => {
   const servers: { close(): unknown }[] = [];
   afterAll(() => servers.forEach((s) => s.close()));
 
-  it('sends requests through the proxy the environment names', async () => {
+  it('HttpClient sends through the dispatcher it is given', async () => {
     const target = await startServer((_q, res) => sendJson(res, 200, { authed: true, client_id: 'via-proxy' }));
-    servers.push(target);
-    const seen: string[] = [];
-    const proxy = createServer((req, res) => {
-      // plain forward proxy (absolute-form request line)
-      seen.push(`${req.method} ${req.url}`);
-      const up = httpRequest(req.url!, { method: req.method, headers: req.headers }, (r) => {
-        res.writeHead(r.statusCode!, r.headers);
-        r.pipe(res);
-      });
-      req.pipe(up);
-    });
-    proxy.on('connect', (req, socket, head) => {
-      seen.push(`CONNECT ${req.url}`);
-      const [host, port] = req.url!.split(':');
-      const upstream = connect(Number(port), host!, () => {
-        socket.write('HTTP/1.1 200 Connection Established\r\n\r\n');
-        upstream.write(head);
-        upstream.pipe(socket);
-        socket.pipe(upstream);
-      });
-    });
-    await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
-    servers.push({ close: () => (proxy.closeAllConnections(), proxy.close()) });
-    const proxyUrl = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`;
-    const dispatcher = new EnvHttpProxyAgent({ httpProxy: proxyUrl, noProxy: '' });
+    const proxy = await startProxy();
+    servers.push(target, proxy);
+    const dispatcher = new EnvHttpProxyAgent({ httpProxy: proxy.url, noProxy: '' });
     const status = await new Service(client(target.url, { dispatcher })).authStatus();
     expect(status.client_id).toBe('via-proxy');
-    expect(seen.length).toBe(1);
-    expect(seen[0]).toContain(`127.0.0.1:${target.port}`);
+    expect(proxy.seen).toHaveLength(1);
+    expect(proxy.seen[0]).toContain(`127.0.0.1:${target.port}`);
     await dispatcher.close();
+  });
+
+  it('the CLI honours HTTP_PROXY, and NO_PROXY', async () => {
+    const target = await startServer((_q, res) => sendJson(res, 200, { authed: true, client_id: 'c' }));
+    const proxy = await startProxy();
+    servers.push(target, proxy);
+    const env = { WX_API_KEY: 'k_123456', WX_BASE_URL: target.url, HTTP_PROXY: proxy.url };
+    const via = await runCli(['auth', 'status'], { env });
+    expect(via.code).toBe(0);
+    expect(proxy.seen).toHaveLength(1);
+    const direct = await runCli(['auth', 'status'], { env: { ...env, NO_PROXY: '127.0.0.1' } });
+    expect(direct.code).toBe(0);
+    expect(proxy.seen).toHaveLength(1);
+    expect(target.requests).toHaveLength(2);
   });
 });
 

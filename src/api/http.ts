@@ -1,4 +1,4 @@
-import { EnvHttpProxyAgent, request, type Dispatcher } from 'undici';
+import type { Dispatcher } from 'undici';
 import { AuthError, NotFoundError, RefusedError, UnreachableError, WxError } from '../errors.js';
 import { formatDuration } from '../util/duration.js';
 import { redact } from '../util/redact.js';
@@ -18,7 +18,16 @@ export interface HttpClientOptions {
   maxRetries?: number;
   /** The first retry delay; later ones grow (default 250 ms). */
   retryBaseMs?: number;
+  /**
+   * Send through undici with this dispatcher. Without one, requests go through
+   * node:http(s) with a keep-alive agent, unless `proxy` is set, when undici's
+   * EnvHttpProxyAgent is used. (undici, and Node's fetch, which is undici, compile
+   * a WebAssembly HTTP parser in every new process: 60-80 ms on a 2-core machine,
+   * which a command run hundreds of times a day should not pay.)
+   */
   dispatcher?: Dispatcher;
+  /** HTTP(S)_PROXY is set: route requests through undici's EnvHttpProxyAgent (which honours NO_PROXY). */
+  proxy?: boolean;
 }
 
 export interface RequestOptions {
@@ -39,11 +48,55 @@ export interface HttpResponse<T = unknown> {
 const RETRYABLE_STATUS = new Set([502, 503, 504]);
 const MAX_RETRY_AFTER_MS = 60_000;
 
-let sharedDispatcher: Dispatcher | undefined;
-/** One keep-alive agent per process; honours HTTP(S)_PROXY and NO_PROXY. */
-export function defaultDispatcher(): Dispatcher {
-  sharedDispatcher ??= new EnvHttpProxyAgent();
-  return sharedDispatcher;
+let proxyDispatcher: Promise<Dispatcher> | undefined;
+/** One keep-alive proxy agent per process; honours HTTP(S)_PROXY and NO_PROXY. */
+function envProxyDispatcher(): Promise<Dispatcher> {
+  proxyDispatcher ??= import('undici').then(({ EnvHttpProxyAgent }) => new EnvHttpProxyAgent());
+  return proxyDispatcher;
+}
+
+export function proxyConfigured(env: Record<string, string | undefined>): boolean {
+  return Boolean(env.HTTPS_PROXY || env.https_proxy || env.HTTP_PROXY || env.http_proxy);
+}
+
+interface RawResponse {
+  status: number;
+  retryAfter?: string;
+  text: string;
+}
+
+type Init = { method: string; headers: Record<string, string>; body?: string; signal: AbortSignal };
+
+const keepAlive: Record<string, unknown> = {};
+
+async function nodeExchange(url: string, init: Init): Promise<RawResponse> {
+  const u = new URL(url);
+  const mod = u.protocol === 'https:' ? await import('node:https') : await import('node:http');
+  keepAlive[u.protocol] ??= new mod.Agent({ keepAlive: true });
+  const headers: Record<string, string | number> = { ...init.headers };
+  if (init.body !== undefined) headers['content-length'] = Buffer.byteLength(init.body);
+  return new Promise((resolve, reject) => {
+    const req = mod.request(u, { method: init.method, headers, agent: keepAlive[u.protocol] as import('node:http').Agent, signal: init.signal }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => {
+        const ra = res.headers['retry-after'];
+        resolve({ status: res.statusCode ?? 0, retryAfter: Array.isArray(ra) ? ra[0] : ra, text: Buffer.concat(chunks).toString('utf8') });
+      });
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end(init.body);
+  });
+}
+
+/** One HTTP exchange, through node:http(s) or undici (see HttpClientOptions.dispatcher). */
+async function exchange(url: string, init: Init, dispatcher: Dispatcher | Promise<Dispatcher> | undefined): Promise<RawResponse> {
+  if (dispatcher === undefined) return nodeExchange(url, init);
+  const { request } = await import('undici');
+  const res = await request(url, { ...init, dispatcher: await dispatcher });
+  const ra = res.headers['retry-after'];
+  return { status: res.statusCode, retryAfter: Array.isArray(ra) ? ra[0] : ra, text: await res.body.text() };
 }
 
 class AttemptTimeout extends Error {}
@@ -166,20 +219,18 @@ export class HttpClient {
       const timer = setTimeout(() => controller.abort(new AttemptTimeout()), Math.max(1, remaining));
       let status: number | undefined;
       let text = '';
-      let responseHeaders: Record<string, string | string[] | undefined> = {};
+      let retryAfterHeader: string | undefined;
       let failure: unknown;
       try {
         this.log(`→ ${method} ${url}  (attempt ${attempt}, Authorization: ${this.o.credentials.scheme === 'bearer' ? 'Bearer' : 'Basic'} ***)`);
-        const res = await request(url, {
-          method,
-          headers,
-          body,
-          signal: controller.signal,
-          dispatcher: this.o.dispatcher ?? defaultDispatcher(),
-        });
-        status = res.statusCode;
-        responseHeaders = res.headers;
-        text = await res.body.text();
+        const res = await exchange(
+          url,
+          { method, headers, body, signal: controller.signal },
+          this.o.dispatcher ?? (this.o.proxy ? envProxyDispatcher() : undefined),
+        );
+        status = res.status;
+        retryAfterHeader = res.retryAfter;
+        text = res.text;
       } catch (err) {
         failure = err;
       } finally {
@@ -203,7 +254,7 @@ export class HttpClient {
         }
       }
 
-      const retryAfter = status === undefined ? undefined : parseRetryAfter(responseHeaders['retry-after']);
+      const retryAfter = status === undefined ? undefined : parseRetryAfter(retryAfterHeader);
       const backoff = (this.o.retryBaseMs ?? 250) * 2 ** (attempt - 1);
       const delay = Math.min(retryAfter ?? backoff * (0.5 + Math.random()), MAX_RETRY_AFTER_MS);
       if (Date.now() + delay >= deadline) {

@@ -1,17 +1,23 @@
 import { resolveBaseUrl, type ResolvedBaseUrl } from '../api/base-url.js';
 import { resolveCredentials } from '../api/credentials.js';
-import { HttpClient } from '../api/http.js';
+import { HttpClient, proxyConfigured } from '../api/http.js';
 import { Service } from '../api/service.js';
 import { line, type AuthScheme, type Context } from '../context.js';
 import { configDir } from '../store/paths.js';
 import { SecretStore } from '../store/secrets.js';
 import { addSensitive } from '../util/redact.js';
 
-/** The stored setting, read only when neither the flag nor the variable gave a value. */
+/**
+ * A stored setting, read only when neither the flag nor the variable gave one.
+ * The file is conf's plain JSON; reading it directly spares every command
+ * loading conf (and its schema validator), which only `config` needs to write.
+ */
 async function storedSetting(ctx: Context, key: string): Promise<string | undefined> {
-  const { Settings } = await import('../store/settings.js');
+  const { readFile } = await import('node:fs/promises');
+  const { join } = await import('node:path');
   try {
-    return new Settings(ctx.env).get(key);
+    const value = (JSON.parse(await readFile(join(configDir(ctx.env), 'settings.json'), 'utf8')) as Record<string, unknown>)[key];
+    return typeof value === 'string' ? value : undefined;
   } catch {
     return undefined;
   }
@@ -35,6 +41,7 @@ export async function serviceFor(ctx: Context): Promise<{ service: Service; base
     timeoutMs: ctx.global.timeoutMs,
     log: ctx.global.verbose ? (text) => line(ctx.stderr, text) : undefined,
     retryBaseMs: ctx.env.WXHOOKS_RETRY_BASE_MS ? Number(ctx.env.WXHOOKS_RETRY_BASE_MS) : undefined,
+    proxy: proxyConfigured(ctx.env),
   });
   return { service: new Service(http), base, scheme };
 }

@@ -1,6 +1,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { Agent } from 'undici';
+import type { Dispatcher } from 'undici';
 import type { Verifier, VerifyFailure } from '../signing/verify.js';
 import type { LayoutName } from '../signing/layouts.js';
 import { forwardDelivery, type ForwardResult } from './forward.js';
@@ -128,7 +128,10 @@ const str = (v: unknown) => (typeof v === 'string' || typeof v === 'number' ? St
  */
 export async function startReceiver(o: ReceiverOptions): Promise<RunningReceiver> {
   const inFlight = new Set<string>();
-  const agent = o.forwardTo ? new Agent({ keepAliveTimeout: 10_000, connections: 64 }) : undefined;
+  // undici is loaded only when there is somewhere to forward to
+  const agent: Dispatcher | undefined = o.forwardTo
+    ? new (await import('undici')).Agent({ keepAliveTimeout: 10_000, connections: 64 })
+    : undefined;
 
   const answer = (res: ServerResponse, status: number, body: Record<string, unknown>, close = false) => {
     if (res.headersSent) return;

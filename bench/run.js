@@ -1,0 +1,314 @@
+// `npm run bench`: every figure a median over repeated runs, beside a floor measured in the same run.
+// Not a test: it prints a table (and with --write, BENCHMARKS.md). Loopback only; every loop is bounded.
+import { spawn, spawnSync } from 'node:child_process';
+import { createServer } from 'node:http';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpus, totalmem, tmpdir, release } from 'node:os';
+import { join } from 'node:path';
+import { Pool, request } from 'undici';
+import { Webhook } from 'standardwebhooks';
+import { signDelivery, verifyDelivery, generateSecret } from '../dist/index.js';
+
+const ROOT = new URL('..', import.meta.url).pathname;
+const BIN = join(ROOT, 'bin/wxhooks.js');
+const QUICK = process.argv.includes('--quick');
+const rows = [];
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+const pct = (xs, p) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))];
+const ms = (n) => `${n.toFixed(n < 10 ? 2 : 1)} ms`;
+const log = (t) => process.stderr.write(`${t}\n`);
+const cleanEnv = (extra = {}) => {
+  const env = { ...process.env, ...extra };
+  for (const k of Object.keys(env)) if (/_proxy$/i.test(k)) delete env[k];
+  return env;
+};
+
+function row(area, measure, value, floor, ratio, target) {
+  rows.push({ area, measure, value, floor, ratio: ratio === undefined ? '' : `${ratio.toFixed(2)}×`, target: target ?? '', ok: target ? (target.check(ratio) ? 'yes' : 'NO') : '' });
+}
+const within = (limit) => ({ text: `≤ ${limit}×`, check: (r) => r <= limit });
+const atLeast = (limit) => ({ text: `≥ ${limit}×`, check: (r) => r >= limit });
+
+function spawnTimes(args, n, env) {
+  const times = [];
+  for (let i = 0; i < n; i++) {
+    const t = process.hrtime.bigint();
+    const r = spawnSync(process.execPath, args, { stdio: ['ignore', 'ignore', 'pipe'], env });
+    if (r.status !== 0) throw new Error(`${args.join(' ')} exited ${r.status}: ${r.stderr}`);
+    times.push(Number(process.hrtime.bigint() - t) / 1e6);
+  }
+  return times;
+}
+
+/** Starts a long-running child and resolves with its first stdout line. */
+function startChild(args, env) {
+  const child = spawn(process.execPath, args, { env, stdio: ['ignore', 'pipe', 'inherit'] });
+  return new Promise((resolve, reject) => {
+    let buf = '';
+    const onData = (d) => {
+      buf += d;
+      const nl = buf.indexOf('\n');
+      if (nl !== -1) {
+        child.stdout.off('data', onData);
+        child.stdout.resume(); // keep draining whatever it prints next
+        resolve({ child, first: buf.slice(0, nl) });
+      }
+    };
+    child.stdout.setEncoding('utf8').on('data', onData);
+    child.on('exit', (code) => reject(new Error(`${args.join(' ')} exited ${code} before it was ready`)));
+  });
+}
+const stop = (child) => new Promise((resolve) => (child.exitCode !== null ? resolve() : (child.once('exit', resolve), child.kill('SIGTERM'))));
+
+// ---------------------------------------------------------------- start-up
+async function startup() {
+  const n = QUICK ? 9 : 25;
+  log(`start-up: ${n} runs each`);
+  const env = cleanEnv({ WXHOOKS_CONFIG_DIR: mkdtempSync(join(tmpdir(), 'wxb-')) });
+  const floor = median(spawnTimes(['-e', '0'], n, env));
+  row('start-up', '`node -e 0` (the floor)', ms(floor), '', undefined);
+  for (const [name, args] of [
+    ['`wxhooks --version`', ['--version']],
+    ['`wxhooks --help`', ['--help']],
+    ['`wxhooks webhook --help`', ['webhook', '--help']],
+  ]) {
+    const t = median(spawnTimes([BIN, ...args], n, env));
+    row('start-up', name, ms(t), ms(floor), t / floor, within(1.3));
+  }
+  const { child, first } = await startChild([BIN, 'emulator', '--port', '0', '--json'], env);
+  try {
+    const info = JSON.parse(first);
+    const authEnv = { ...env, WX_BASE_URL: info.base_url, WX_API_KEY: info.api_key };
+    const bare = median(spawnTimes([join(ROOT, 'bench/bare-auth.js'), info.base_url, info.api_key], n, authEnv));
+    const ours = median(spawnTimes([BIN, 'auth', 'status'], n, authEnv));
+    row('start-up', '`wxhooks auth status` against a local emulator', ms(ours), `${ms(bare)} (bare script, same request)`, ours / bare, within(1.5));
+  } finally {
+    await stop(child);
+  }
+}
+
+// ---------------------------------------------------------------- listen throughput
+function deliveries(secret, count, size = 0) {
+  const ts = Math.floor(Date.now() / 1000);
+  const pad = size ? 'x'.repeat(size) : '';
+  return Array.from({ length: count }, (_, i) => {
+    const trigger = `trg_bench_${process.pid}_${Date.now()}_${i}`;
+    const body = Buffer.from(JSON.stringify({ type: 'forecast_hour.available', webhook_id: '1', subscription_id: '1', trigger_id: trigger, test: false, data: { model: 'wm-6', initialization_time: '2026-11-21T00:00:00Z', forecast_hour: i % 48, pad } }));
+    return { body, headers: { 'content-type': 'application/json', ...signDelivery({ secret, body, triggerId: trigger, timestamp: ts }) } };
+  });
+}
+
+async function load(url, items, concurrency) {
+  const u = new URL(url);
+  const pool = new Pool(u.origin, { connections: concurrency, pipelining: 1 });
+  const latencies = [];
+  let next = 0;
+  let failures = 0;
+  const started = process.hrtime.bigint();
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next < items.length) {
+        const item = items[next++];
+        const t = process.hrtime.bigint();
+        const res = await pool.request({ path: u.pathname, method: 'POST', headers: item.headers, body: item.body });
+        await res.body.dump();
+        if (res.statusCode !== 200) failures++;
+        latencies.push(Number(process.hrtime.bigint() - t) / 1e6);
+      }
+    }),
+  );
+  const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+  await pool.close();
+  if (failures) throw new Error(`${failures} of ${items.length} requests failed`);
+  return { rps: items.length / seconds, p50: pct(latencies, 50), p99: pct(latencies, 99) };
+}
+
+async function listenThroughput() {
+  const secret = generateSecret();
+  const env = cleanEnv({ WXHOOKS_CONFIG_DIR: mkdtempSync(join(tmpdir(), 'wxb-')), BENCH_SECRET: secret });
+  const repeats = QUICK ? 1 : 3;
+  for (const [concurrency, count] of [
+    [1, QUICK ? 500 : 2000],
+    [50, QUICK ? 2000 : 10000],
+  ]) {
+    log(`listen: ${count} deliveries at concurrency ${concurrency}, ${repeats} rounds`);
+    const ours = [];
+    const bare = [];
+    for (let r = 0; r < repeats; r++) {
+      const l = await startChild([BIN, 'listen', '--port', '0', '--json', '--secret-env', 'BENCH_SECRET'], env);
+      try {
+        const url = JSON.parse(l.first).url;
+        await load(url, deliveries(secret, 200), concurrency); // warm-up
+        ours.push(await load(url, deliveries(secret, count), concurrency));
+      } finally {
+        await stop(l.child);
+      }
+      const b = await startChild([join(ROOT, 'bench/bare-receiver.js'), secret], env);
+      try {
+        const url = `http://127.0.0.1:${b.first.trim()}/`;
+        await load(url, deliveries(secret, 200), concurrency);
+        bare.push(await load(url, deliveries(secret, count), concurrency));
+      } finally {
+        await stop(b.child);
+      }
+    }
+    const o = { rps: median(ours.map((x) => x.rps)), p50: median(ours.map((x) => x.p50)), p99: median(ours.map((x) => x.p99)) };
+    const f = { rps: median(bare.map((x) => x.rps)), p50: median(bare.map((x) => x.p50)), p99: median(bare.map((x) => x.p99)) };
+    row('listen', `deliveries/s, ${concurrency} client${concurrency > 1 ? 's' : ''} (verify + dedupe file + NDJSON)`, `${Math.round(o.rps)}/s`, `${Math.round(f.rps)}/s (bare node:http + HMAC)`, o.rps / f.rps, atLeast(0.8));
+    row('listen', `p50 latency, ${concurrency} client${concurrency > 1 ? 's' : ''}`, ms(o.p50), ms(f.p50), o.p50 / f.p50);
+    row('listen', `p99 latency, ${concurrency} client${concurrency > 1 ? 's' : ''}`, ms(o.p99), ms(f.p99), o.p99 / f.p99, concurrency === 50 ? { text: '< 10 ms', check: () => o.p99 < 10 } : undefined);
+  }
+}
+
+// ---------------------------------------------------------------- verification alone
+function verification() {
+  const secret = generateSecret();
+  const wh = new Webhook(secret);
+  for (const [label, size, iterations] of [
+    ['1 KB', 1024, QUICK ? 2000 : 20000],
+    ['1 MB', 1024 * 1024, QUICK ? 20 : 100],
+  ]) {
+    log(`verify: ${label} × ${iterations}`);
+    const [d] = deliveries(secret, 1, size - 200);
+    const text = d.body.toString('utf8');
+    const lower = Object.fromEntries(Object.entries(d.headers).map(([k, v]) => [k.toLowerCase(), v]));
+    const swHeaders = { 'webhook-id': lower['trigger-id'], 'webhook-timestamp': lower['webhook-timestamp'], 'webhook-signature': lower['webhook-signature'] };
+    const time = (fn) => {
+      const rounds = [];
+      for (let r = 0; r < 5; r++) {
+        const t = process.hrtime.bigint();
+        for (let i = 0; i < iterations; i++) fn();
+        rounds.push(Number(process.hrtime.bigint() - t) / 1e6 / iterations);
+      }
+      return median(rounds);
+    };
+    const ours = time(() => {
+      if (!verifyDelivery({ secret, headers: lower, body: d.body, scheme: 'standard' }).ok) throw new Error('ours did not verify');
+    });
+    const theirs = time(() => wh.verify(text, swHeaders));
+    const fmt = (x) => (x < 0.1 ? `${(x * 1000).toFixed(1)} µs` : ms(x));
+    row('verify', `one ${label} delivery (verifyDelivery)`, fmt(ours), `${fmt(theirs)} (standardwebhooks)`, ours / theirs, within(1.0));
+  }
+}
+
+// ---------------------------------------------------------------- memory
+async function memory() {
+  log('memory: one 20 MB delivery through listen');
+  const secret = generateSecret();
+  const env = cleanEnv({ WXHOOKS_CONFIG_DIR: mkdtempSync(join(tmpdir(), 'wxb-')), BENCH_SECRET: secret });
+  const size = 20 * 1024 * 1024;
+  const values = [];
+  let approx = 0;
+  while (approx < size - 200) {
+    const v = (270 + ((values.length * 7919) % 3000) / 100).toFixed(2);
+    values.push(Number(v));
+    approx += v.length + 1;
+  }
+  const body = Buffer.from(JSON.stringify({ type: 'forecast_hour.available', webhook_id: '1', subscription_id: '1', trigger_id: 'trg_mem', data: { response: { type: 'gridded', values } } }));
+  const headers = { 'content-type': 'application/json', ...signDelivery({ secret, body, triggerId: 'trg_mem' }) };
+  const l = await startChild([BIN, 'listen', '--port', '0', '--json', '--secret-env', 'BENCH_SECRET'], env);
+  try {
+    const url = JSON.parse(l.first).url;
+    const status = () => readFileSync(`/proc/${l.child.pid}/status`, 'utf8');
+    const kb = (text, field) => Number(new RegExp(`${field}:\\s+(\\d+)`).exec(text)[1]);
+    await new Promise((r) => setTimeout(r, 300));
+    const before = kb(status(), 'VmRSS');
+    const res = await request(url, { method: 'POST', headers, body });
+    await res.body.dump();
+    if (res.statusCode !== 200) throw new Error(`the 20 MB delivery was answered ${res.statusCode}`);
+    const peak = kb(status(), 'VmHWM');
+    const grew = (peak - before) * 1024;
+    row('memory', `listen, one ${(body.length / 1048576).toFixed(1)} MiB delivery: peak RSS growth`, `${(grew / 1048576).toFixed(1)} MiB`, `${(body.length / 1048576).toFixed(1)} MiB (its size)`, grew / body.length, within(3));
+  } finally {
+    await stop(l.child);
+  }
+}
+
+// ---------------------------------------------------------------- emulator fan-out
+async function fanout() {
+  const n = 200;
+  const repeats = QUICK ? 1 : 5;
+  log(`fan-out: one event to ${n} webhooks, ${repeats} rounds`);
+  const env = cleanEnv({ WXHOOKS_CONFIG_DIR: mkdtempSync(join(tmpdir(), 'wxb-')) });
+  let arrivals = 0;
+  let onArrival = () => undefined;
+  const servers = await Promise.all(
+    Array.from({ length: n }, async () => {
+      const s = createServer((req, res) => {
+        req.resume();
+        req.on('end', () => {
+          res.writeHead(200).end();
+          arrivals++;
+          onArrival();
+        });
+      });
+      await new Promise((r) => s.listen(0, '127.0.0.1', r));
+      return s;
+    }),
+  );
+  const { child, first } = await startChild([BIN, 'emulator', '--port', '0', '--json'], env);
+  try {
+    const info = JSON.parse(first);
+    const auth = { authorization: `Bearer ${info.api_key}`, 'content-type': 'application/json' };
+    const secrets = [];
+    for (const s of servers) {
+      const res = await request(`${info.base_url}/webhooks/v1`, { method: 'POST', headers: auth, body: JSON.stringify({ url: `http://127.0.0.1:${s.address().port}/`, subscriptions: { 'forecast_hour.available': {} } }) });
+      secrets.push((await res.body.json()).secret);
+    }
+    const wait = () => new Promise((resolve) => (onArrival = () => arrivals >= n && resolve()));
+    const ours = [];
+    const floor = [];
+    for (let r = 0; r < repeats; r++) {
+      arrivals = 0;
+      let done = wait();
+      let t = process.hrtime.bigint();
+      const res = await request(`${info.base_url}/emulator/v1/events`, { method: 'POST', headers: auth, body: JSON.stringify({ type: 'forecast_hour.available', forecast_hour: r }) });
+      await res.body.dump();
+      await done;
+      ours.push(Number(process.hrtime.bigint() - t) / 1e6);
+      // the floor: the same 200 signed POSTs sent straight from here
+      arrivals = 0;
+      done = wait();
+      t = process.hrtime.bigint();
+      await Promise.all(
+        servers.map(async (s, i) => {
+          const body = Buffer.from(JSON.stringify({ type: 'forecast_hour.available', trigger_id: `trg_f${r}` }));
+          const x = await request(`http://127.0.0.1:${s.address().port}/`, { method: 'POST', headers: signDelivery({ secret: secrets[i], body, triggerId: `trg_f${r}` }), body });
+          await x.body.dump();
+        }),
+      );
+      await done;
+      floor.push(Number(process.hrtime.bigint() - t) / 1e6);
+    }
+    const o = median(ours);
+    const f = median(floor);
+    row('emulator', `one event to ${n} webhooks, all delivered`, ms(o), `${ms(f)} (the same POSTs sent directly)`, o / f, { text: '< 2000 ms', check: () => o < 2000 });
+  } finally {
+    await stop(child);
+    await Promise.all(servers.map((s) => new Promise((r) => s.close(r))));
+  }
+}
+
+function table() {
+  const head = '| Area | Measure | wxhooks | Floor (same run) | Ratio | Target | Met |\n|---|---|---|---|---|---|---|';
+  return [head, ...rows.map((r) => `| ${r.area} | ${r.measure} | ${r.value} | ${r.floor} | ${r.ratio} | ${r.target?.text ?? ''} | ${r.ok} |`)].join('\n');
+}
+
+const started = Date.now();
+await startup();
+await listenThroughput();
+verification();
+await memory();
+await fanout();
+const out = table();
+process.stdout.write(`${out}\n`);
+const cpu = cpus();
+const machine = `${cpu.length} × ${cpu[0]?.model ?? 'unknown CPU'}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB, Linux ${release()}, Node ${process.versions.node}`;
+log(`machine: ${machine}; took ${((Date.now() - started) / 1000).toFixed(0)} s`);
+if (process.argv.includes('--write')) {
+  const doc = readFileSync(join(ROOT, 'BENCHMARKS.md'), 'utf8');
+  const marker = /<!-- bench:start -->[\s\S]*<!-- bench:end -->/;
+  const block = `<!-- bench:start -->\nMeasured ${new Date().toISOString().slice(0, 10)} on ${machine}.\n\n${out}\n<!-- bench:end -->`;
+  writeFileSync(join(ROOT, 'BENCHMARKS.md'), marker.test(doc) ? doc.replace(marker, block) : `${doc}\n${block}\n`);
+  log('BENCHMARKS.md updated');
+}
