@@ -105,9 +105,16 @@ export async function runListen(ctx: Context, o: ListenOptions): Promise<void> {
   let accepted = 0;
   let finish: (why: 'done') => void = () => undefined;
   const finished = new Promise<'done'>((resolve) => (finish = resolve));
+  // Lines are written once per turn of the event loop, so a burst of deliveries costs one write.
+  let pendingOutput = '';
+  const flushOutput = () => {
+    const text = pendingOutput;
+    pendingOutput = '';
+    if (text) ctx.stdout.write(text);
+  };
   const print = (event: { outcome: string; [key: string]: unknown }) => {
-    if (ctx.global.json) ctx.stdout.write(`${JSON.stringify(event)}\n`);
-    else line(ctx.stdout, formatEvent(event as unknown as Parameters<typeof formatEvent>[0], c));
+    if (!pendingOutput) setImmediate(flushOutput);
+    pendingOutput += ctx.global.json ? `${JSON.stringify(event)}\n` : `${formatEvent(event as unknown as Parameters<typeof formatEvent>[0], c)}\n`;
   };
 
   let receiver;
@@ -156,6 +163,7 @@ export async function runListen(ctx: Context, o: ListenOptions): Promise<void> {
   const why = await Promise.race([finished, expired, ctx.interrupted]);
   clearTimeout(timer);
   await receiver.close();
+  flushOutput();
   if (why === 'expired') {
     throw new VerifyFailedError(`No verified ${o.until} delivery arrived within ${o.within}.`, {
       hint: 'Check that the webhook points here, is active and subscribed to that type (`wxhooks webhook get ID`).',

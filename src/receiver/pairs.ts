@@ -10,6 +10,8 @@ import { ensurePrivateDir } from '../store/paths.js';
 export class ProcessedPairs {
   private readonly seen = new Map<string, number>();
   private fd: number | undefined;
+  private pending = '';
+  private flushScheduled = false;
   readonly file: string;
 
   constructor(
@@ -59,7 +61,22 @@ export class ProcessedPairs {
 
   add(triggerId: string, subscriptionId: string, now = Date.now()): void {
     this.seen.set(ProcessedPairs.key(triggerId, subscriptionId), now);
-    if (this.fd !== undefined) writeSync(this.fd, `${JSON.stringify({ t: triggerId, s: subscriptionId, at: now })}\n`);
+    if (this.fd === undefined) return;
+    // Appended once per turn of the event loop rather than once per delivery: a burst costs one write.
+    this.pending += `${JSON.stringify({ t: triggerId, s: subscriptionId, at: now })}\n`;
+    if (!this.flushScheduled) {
+      this.flushScheduled = true;
+      setImmediate(() => this.flush());
+    }
+  }
+
+  /** Writes what was added since the last flush. */
+  flush(): void {
+    this.flushScheduled = false;
+    if (this.fd === undefined || !this.pending) return;
+    const text = this.pending;
+    this.pending = '';
+    writeSync(this.fd, text);
   }
 
   get size(): number {
@@ -69,6 +86,7 @@ export class ProcessedPairs {
   /** Flushes to disk and closes the file. */
   close(): void {
     if (this.fd === undefined) return;
+    this.flush();
     fsyncSync(this.fd);
     closeSync(this.fd);
     this.fd = undefined;

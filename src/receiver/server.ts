@@ -120,6 +120,8 @@ function readBody(req: IncomingMessage, max: number): Promise<BodyResult> {
   });
 }
 
+const OK_BODY = '{"ok":true}';
+const DUPLICATE_BODY = '{"ok":true,"duplicate":true}';
 const str = (v: unknown) => (typeof v === 'string' || typeof v === 'number' ? String(v) : undefined);
 
 /**
@@ -133,10 +135,12 @@ export async function startReceiver(o: ReceiverOptions): Promise<RunningReceiver
     ? new (await import('undici')).Agent({ keepAliveTimeout: 10_000, connections: 64 })
     : undefined;
 
-  const answer = (res: ServerResponse, status: number, body: Record<string, unknown>, close = false) => {
+  const answer = (res: ServerResponse, status: number, body: Record<string, unknown> | string, close = false) => {
     if (res.headersSent) return;
-    const text = JSON.stringify(body);
-    res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text), ...(close ? { connection: 'close' } : {}) });
+    const text = typeof body === 'string' ? body : JSON.stringify(body);
+    const headers: Record<string, string | number> = { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) };
+    if (close) headers.connection = 'close';
+    res.writeHead(status, headers);
     res.end(text);
   };
 
@@ -183,28 +187,30 @@ export async function startReceiver(o: ReceiverOptions): Promise<RunningReceiver
     const data = (typeof p.data === 'object' && p.data !== null ? p.data : {}) as Record<string, unknown>;
     const subscription = str(p.subscription_id) ?? str((p.subscription as Record<string, unknown> | undefined)?.id) ?? '';
     const trigger = str(p.trigger_id) ?? result.triggerId;
-    const ev: ReceiverEvent = {
-      ...base,
-      type: str(p.type),
-      webhook_id: str(p.webhook_id),
-      subscription_id: subscription || undefined,
-      trigger_id: trigger,
-      model: str(data.model),
-      initialization_time: str(data.initialization_time),
-      forecast_hour: typeof data.forecast_hour === 'number' ? data.forecast_hour : undefined,
-      test: p.test === true ? true : undefined,
-      layout: result.layout,
-      pinned: 'pinnedNow' in result && result.pinnedNow ? true : undefined,
-      warning: result.warning,
-    };
+    const ev = base;
+    ev.type = str(p.type);
+    ev.webhook_id = str(p.webhook_id);
+    if (subscription) ev.subscription_id = subscription;
+    ev.trigger_id = trigger;
+    ev.model = str(data.model);
+    ev.initialization_time = str(data.initialization_time);
+    if (typeof data.forecast_hour === 'number') ev.forecast_hour = data.forecast_hour;
+    if (p.test === true) ev.test = true;
+    ev.layout = result.layout;
+    if ('pinnedNow' in result && result.pinnedNow) ev.pinned = true;
+    if (result.warning) ev.warning = result.warning;
     if (o.pairs.has(trigger, subscription)) {
-      answer(res, 200, { ok: true, duplicate: true });
-      return { ...ev, outcome: 'duplicate', status: 200 };
+      answer(res, 200, DUPLICATE_BODY);
+      ev.outcome = 'duplicate';
+      ev.status = 200;
+      return ev;
     }
     const key = `${trigger}\u0000${subscription}`;
     if (inFlight.has(key)) {
       answer(res, 409, { error: 'this notification is being processed; try again later' });
-      return { ...ev, outcome: 'in_progress', status: 409 };
+      ev.outcome = 'in_progress';
+      ev.status = 409;
+      return ev;
     }
     inFlight.add(key);
     try {
@@ -216,7 +222,9 @@ export async function startReceiver(o: ReceiverOptions): Promise<RunningReceiver
         ev.forward = await forwardDelivery(o.forwardTo, req.headers, body, o.forwardTimeoutMs, agent);
         if (!ev.forward.ok) {
           answer(res, 502, { error: `forwarding failed: ${ev.forward.error ?? `your app answered ${ev.forward.status}`}` });
-          return { ...ev, outcome: 'forward_failed', status: 502 };
+          ev.outcome = 'forward_failed';
+          ev.status = 502;
+          return ev;
         }
         status = ev.forward.status!;
       }
@@ -224,8 +232,10 @@ export async function startReceiver(o: ReceiverOptions): Promise<RunningReceiver
       const ok = status >= 200 && status < 300;
       // Only a delivery acknowledged with a 2xx counts as processed; otherwise the service's retry must get through.
       if (ok) o.pairs.add(trigger, subscription);
-      answer(res, status, ok ? { ok: true } : { error: `answered ${status} (--respond-status)` });
-      return { ...ev, outcome: ok ? 'accepted' : 'refused_by_flag', status };
+      answer(res, status, ok ? OK_BODY : { error: `answered ${status} (--respond-status)` });
+      ev.outcome = ok ? 'accepted' : 'refused_by_flag';
+      ev.status = status;
+      return ev;
     } finally {
       inFlight.delete(key);
     }

@@ -67,7 +67,7 @@ export function headerValue(headers: HeaderSource, name: string): string | undef
     return (headers as { get(n: string): string | null }).get(name) ?? undefined;
   }
   const record = headers as Record<string, string | string[] | undefined>;
-  let v = record[name] ?? record[name.toLowerCase()];
+  let v = record[name.toLowerCase()] ?? record[name];
   if (v === undefined) {
     const lower = name.toLowerCase();
     for (const [k, value] of Object.entries(record)) if (k.toLowerCase() === lower) v = value;
@@ -111,13 +111,26 @@ export function verifyDelivery(options: VerifyOptions): VerifyResult {
   const secrets = (typeof options.secret === 'string' ? [options.secret] : [...options.secret]).filter((s) => s.length > 0);
   if (!secrets.length) throw new TypeError('verifyDelivery needs a non-empty secret');
   const scheme = options.scheme ?? 'auto';
-  const tolerance = options.tolerance ?? 300;
+  if (scheme !== 'auto' && !LAYOUTS[scheme]) throw new TypeError(`unknown signature scheme "${scheme}"`);
   const nowMs = options.now === undefined ? Date.now() : +options.now;
   const body = typeof options.body === 'string' ? Buffer.from(options.body, 'utf8') : Buffer.from(options.body.buffer, options.body.byteOffset, options.body.byteLength);
+  return check(secrets, scheme, options.tolerance ?? 300, nowMs, options.headers, body);
+}
 
+const ROWS: Record<Scheme, Layout[]> = {
+  auto: AUTO_ROWS,
+  standard: [LAYOUTS.standard],
+  stripe: [LAYOUTS.stripe],
+  'hex-timestamp': [LAYOUTS['hex-timestamp']],
+  'hex-body': [LAYOUTS['hex-body']],
+};
+const REQUIRED = ['Trigger-Id', 'Webhook-Timestamp', 'Webhook-Signature'] as const;
+
+/** The checks themselves, on normalised inputs (so a session's Verifier pays for normalising once). */
+function check(secrets: readonly string[], scheme: Scheme, tolerance: number, nowMs: number, headers: HeaderSource, body: Buffer): VerifyResult {
   const values: Record<string, string> = {};
-  for (const name of ['Trigger-Id', 'Webhook-Timestamp', 'Webhook-Signature']) {
-    const v = headerValue(options.headers, name);
+  for (const name of REQUIRED) {
+    const v = headerValue(headers, name);
     if (v === undefined || v.trim() === '') {
       return fail('missing_header', `The ${name} header is ${v === undefined ? 'missing' : 'empty'}.`, {
         header: name,
@@ -155,8 +168,7 @@ export function verifyDelivery(options: VerifyOptions): VerifyResult {
     });
   }
 
-  const rows = scheme === 'auto' ? AUTO_ROWS : [LAYOUTS[scheme]];
-  if (!rows[0]) throw new TypeError(`unknown signature scheme "${scheme}"`);
+  const rows = ROWS[scheme];
   const problems: string[] = [];
   const parsedRows: { row: Layout; signatures: Buffer[] }[] = [];
   for (const row of rows) {
@@ -225,17 +237,21 @@ function accept(row: Layout, triggerId: string, timestamp: number, body: Buffer,
  */
 export class Verifier {
   pinned?: LayoutName;
+  readonly scheme: Scheme;
+  private readonly secrets: string[];
+  private readonly tolerance: number;
 
-  constructor(private readonly options: Omit<VerifyOptions, 'headers' | 'body' | 'now'>) {
-    if (options.scheme && options.scheme !== 'auto') this.pinned = options.scheme;
+  constructor(options: Omit<VerifyOptions, 'headers' | 'body' | 'now'>) {
+    this.secrets = (typeof options.secret === 'string' ? [options.secret] : [...options.secret]).filter((s) => s.length > 0);
+    if (!this.secrets.length) throw new TypeError('Verifier needs a non-empty secret');
+    this.scheme = options.scheme ?? 'auto';
+    if (this.scheme !== 'auto' && !LAYOUTS[this.scheme]) throw new TypeError(`unknown signature scheme "${this.scheme}"`);
+    if (this.scheme !== 'auto') this.pinned = this.scheme;
+    this.tolerance = options.tolerance ?? 300;
   }
 
-  get scheme(): Scheme {
-    return this.options.scheme ?? 'auto';
-  }
-
-  verify(headers: HeaderSource, body: Uint8Array, now?: number): VerifyResult & { pinnedNow?: boolean } {
-    const result = verifyDelivery({ ...this.options, scheme: this.pinned ?? 'auto', headers, body, now });
+  verify(headers: HeaderSource, body: Buffer, now = Date.now()): VerifyResult & { pinnedNow?: boolean } {
+    const result = check(this.secrets, this.pinned ?? 'auto', this.tolerance, now, headers, body);
     if (result.ok && !this.pinned) {
       this.pinned = result.layout;
       return { ...result, pinnedNow: true };
