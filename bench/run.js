@@ -2,7 +2,7 @@
 // Not a test: it prints a table (and with --write, BENCHMARKS.md). Loopback only; every loop is bounded.
 import { spawn, spawnSync } from 'node:child_process';
 import { createServer } from 'node:http';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem, tmpdir, release } from 'node:os';
 import { join } from 'node:path';
 import { Pool, request } from 'undici';
@@ -58,6 +58,32 @@ function startChild(args, env) {
     child.on('exit', (code) => reject(new Error(`${args.join(' ')} exited ${code} before it was ready`)));
   });
 }
+async function freePort() {
+  const s = createServer();
+  await new Promise((r) => s.listen(0, '127.0.0.1', r));
+  const { port } = s.address();
+  await new Promise((r) => s.close(r));
+  return port;
+}
+
+/** Starts `listen` with its NDJSON going to a file (as a person's terminal or log would take it), not to the load generator. */
+async function startListen(env, dir) {
+  const port = await freePort();
+  const out = openSync(join(dir, `listen-${port}.ndjson`), 'w');
+  const child = spawn(process.execPath, [BIN, 'listen', '--port', String(port), '--json', '--secret-env', 'BENCH_SECRET'], { env, stdio: ['ignore', out, 'inherit'] });
+  closeSync(out);
+  for (let i = 0; i < 200; i++) {
+    const up = await request(`http://127.0.0.1:${port}/ready-check`).then(
+      async (r) => (await r.body.dump(), true),
+      () => false,
+    );
+    if (up) return { child, url: `http://127.0.0.1:${port}/` };
+    if (child.exitCode !== null) break;
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  throw new Error('listen did not start');
+}
+
 const stop = (child) => new Promise((resolve) => (child.exitCode !== null ? resolve() : (child.once('exit', resolve), child.kill('SIGTERM'))));
 
 // ---------------------------------------------------------------- start-up
@@ -125,7 +151,8 @@ async function load(url, items, concurrency) {
 
 async function listenThroughput() {
   const secret = generateSecret();
-  const env = cleanEnv({ WXHOOKS_CONFIG_DIR: mkdtempSync(join(tmpdir(), 'wxb-')), BENCH_SECRET: secret });
+  const dir = mkdtempSync(join(tmpdir(), 'wxb-'));
+  const env = cleanEnv({ WXHOOKS_CONFIG_DIR: dir, BENCH_SECRET: secret });
   const repeats = QUICK ? 1 : 3;
   for (const [concurrency, count] of [
     [1, QUICK ? 500 : 2000],
@@ -135,11 +162,10 @@ async function listenThroughput() {
     const ours = [];
     const bare = [];
     for (let r = 0; r < repeats; r++) {
-      const l = await startChild([BIN, 'listen', '--port', '0', '--json', '--secret-env', 'BENCH_SECRET'], env);
+      const l = await startListen(env, dir);
       try {
-        const url = JSON.parse(l.first).url;
-        await load(url, deliveries(secret, 200), concurrency); // warm-up
-        ours.push(await load(url, deliveries(secret, count), concurrency));
+        await load(l.url, deliveries(secret, 200), concurrency); // warm-up
+        ours.push(await load(l.url, deliveries(secret, count), concurrency));
       } finally {
         await stop(l.child);
       }
@@ -295,11 +321,10 @@ function table() {
 }
 
 const started = Date.now();
-await startup();
-await listenThroughput();
-verification();
-await memory();
-await fanout();
+const SECTIONS = { startup, listen: listenThroughput, verify: verification, memory, fanout };
+const only = process.argv.slice(2).filter((a) => !a.startsWith('--'));
+for (const name of only) if (!(name in SECTIONS)) throw new Error(`unknown section ${name}; known: ${Object.keys(SECTIONS).join(', ')}`);
+for (const [name, run] of Object.entries(SECTIONS)) if (!only.length || only.includes(name)) await run();
 const out = table();
 process.stdout.write(`${out}\n`);
 const cpu = cpus();

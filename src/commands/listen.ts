@@ -105,7 +105,7 @@ export async function runListen(ctx: Context, o: ListenOptions): Promise<void> {
   let accepted = 0;
   let finish: (why: 'done') => void = () => undefined;
   const finished = new Promise<'done'>((resolve) => (finish = resolve));
-  // Lines are written once per turn of the event loop, so a burst of deliveries costs one write.
+  // Lines are written at most every 20 ms, so a burst of deliveries costs one write, not one each.
   let pendingOutput = '';
   const flushOutput = () => {
     const text = pendingOutput;
@@ -113,7 +113,7 @@ export async function runListen(ctx: Context, o: ListenOptions): Promise<void> {
     if (text) ctx.stdout.write(text);
   };
   const print = (event: { outcome: string; [key: string]: unknown }) => {
-    if (!pendingOutput) setImmediate(flushOutput);
+    if (!pendingOutput) setTimeout(flushOutput, 20);
     pendingOutput += ctx.global.json ? `${JSON.stringify(event)}\n` : `${formatEvent(event as unknown as Parameters<typeof formatEvent>[0], c)}\n`;
   };
 

@@ -38,6 +38,8 @@ export class ProcessedPairs {
     this.fd = openSync(this.file, 'a', 0o600);
   }
 
+  static readonly FLUSH_MS = 20;
+
   static key(triggerId: string, subscriptionId: string): string {
     return `${triggerId}\u0000${subscriptionId}`;
   }
@@ -62,11 +64,12 @@ export class ProcessedPairs {
   add(triggerId: string, subscriptionId: string, now = Date.now()): void {
     this.seen.set(ProcessedPairs.key(triggerId, subscriptionId), now);
     if (this.fd === undefined) return;
-    // Appended once per turn of the event loop rather than once per delivery: a burst costs one write.
-    this.pending += `${JSON.stringify({ t: triggerId, s: subscriptionId, at: now })}\n`;
+    // Appended at most every FLUSH_MS rather than once per delivery, so a burst costs one write;
+    // close() flushes, so only a crash (not Ctrl-C) can lose the last few milliseconds of pairs.
+    this.pending += `{"t":${JSON.stringify(triggerId)},"s":${JSON.stringify(subscriptionId)},"at":${now}}\n`;
     if (!this.flushScheduled) {
       this.flushScheduled = true;
-      setImmediate(() => this.flush());
+      setTimeout(() => this.flush(), ProcessedPairs.FLUSH_MS).unref();
     }
   }
 

@@ -1,5 +1,6 @@
 import { timingSafeEqual } from 'node:crypto';
 import { LAYOUTS, hmac, type Layout, type LayoutName } from './layouts.js';
+import { LARGE_BODY, parseBodyObject } from './json-body.js';
 import { parseTimestamp } from './timestamp.js';
 
 export type HeaderSource = Record<string, string | string[] | undefined> | { get(name: string): string | null };
@@ -36,7 +37,11 @@ export interface VerifySuccess {
   triggerId: string;
   /** Seconds since the epoch. */
   timestamp: number;
-  /** The body, parsed: always a JSON object. */
+  /**
+   * The body, parsed: always a JSON object. Above 1 MiB it holds only the
+   * members under 64 KiB (and those of `data`): parse the raw body yourself
+   * if you need all of a large one.
+   */
   payload: Record<string, unknown>;
   /** Which of the secrets matched (0 for a single secret). */
   secretIndex: number;
@@ -79,9 +84,20 @@ function fail(reason: VerifyFailureReason, message: string, extra: Partial<Verif
   return { ok: false, reason, message, ...extra };
 }
 
+/** Derived keys, per secrets list and layout: a session's Verifier keeps one list, so it derives them once. */
+const derived = new WeakMap<readonly string[], Map<Layout, Buffer[][]>>();
+function keysOf(row: Layout, secrets: readonly string[]): Buffer[][] {
+  let byRow = derived.get(secrets);
+  if (!byRow) derived.set(secrets, (byRow = new Map()));
+  let keys = byRow.get(row);
+  if (!keys) byRow.set(row, (keys = secrets.map((s) => row.keys(s))));
+  return keys;
+}
+
 function matches(row: Layout, secrets: readonly string[], signatures: Buffer[], id: string, ts: string, body: Buffer): number {
-  for (let i = 0; i < secrets.length; i++) {
-    for (const key of row.keys(secrets[i]!)) {
+  const keys = keysOf(row, secrets);
+  for (let i = 0; i < keys.length; i++) {
+    for (const key of keys[i]!) {
       const expected = hmac(key, row.content(id, ts, body));
       // Every comparison is constant-time, over equal-length buffers only.
       if (signatures.some((s) => s.length === expected.length && timingSafeEqual(s, expected))) return i;
@@ -92,6 +108,7 @@ function matches(row: Layout, secrets: readonly string[], signatures: Buffer[], 
 
 /** Other ways the same JSON might have been written before something re-serialised it. */
 function reformattings(body: Buffer): Buffer[] {
+  if (body.length > LARGE_BODY) return []; // not worth materialising a huge body for a diagnosis
   try {
     const parsed = JSON.parse(body.toString('utf8')) as unknown;
     return [JSON.stringify(parsed), JSON.stringify(parsed, null, 2), JSON.stringify(parsed, null, 4)]
@@ -217,16 +234,9 @@ function check(secrets: readonly string[], scheme: Scheme, tolerance: number, no
 }
 
 function accept(row: Layout, triggerId: string, timestamp: number, body: Buffer, secretIndex: number): VerifyResult {
-  let payload: unknown;
-  try {
-    payload = JSON.parse(body.toString('utf8'));
-  } catch {
-    payload = undefined;
-  }
-  if (typeof payload !== 'object' || payload === null || Array.isArray(payload)) {
-    return fail('not_json_object', 'The signature is valid, but the body is not a JSON object.');
-  }
-  const result: VerifySuccess = { ok: true, layout: row.name, triggerId, timestamp, payload: payload as Record<string, unknown>, secretIndex };
+  const payload = parseBodyObject(body);
+  if (!payload) return fail('not_json_object', 'The signature is valid, but the body is not a JSON object.');
+  const result: VerifySuccess = { ok: true, layout: row.name, triggerId, timestamp, payload, secretIndex };
   if (!row.signsTimestamp) result.warning = `layout ${row.name} does not sign the timestamp or Trigger-Id: a captured delivery can be replayed.`;
   return result;
 }
