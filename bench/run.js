@@ -29,15 +29,21 @@ function row(area, measure, value, floor, ratio, target) {
 const within = (limit) => ({ text: `≤ ${limit}×`, check: (r) => r <= limit });
 const atLeast = (limit) => ({ text: `≥ ${limit}×`, check: (r) => r >= limit });
 
-function spawnTimes(args, n, env) {
-  const times = [];
-  for (let i = 0; i < n; i++) {
-    const t = process.hrtime.bigint();
-    const r = spawnSync(process.execPath, args, { stdio: ['ignore', 'ignore', 'pipe'], env });
-    if (r.status !== 0) throw new Error(`${args.join(' ')} exited ${r.status}: ${r.stderr}`);
-    times.push(Number(process.hrtime.bigint() - t) / 1e6);
-  }
-  return times;
+function spawnOnce(args, env) {
+  const t = process.hrtime.bigint();
+  const r = spawnSync(process.execPath, args, { stdio: ['ignore', 'ignore', 'pipe'], env });
+  if (r.status !== 0) throw new Error(`${args.join(' ')} exited ${r.status}: ${r.stderr}`);
+  return Number(process.hrtime.bigint() - t) / 1e6;
+}
+
+/**
+ * Runs each command n times, interleaved (floor, a, b, floor, a, b, ...), so that a change in the
+ * machine's load touches all of them alike; returns the median time of each.
+ */
+function interleaved(commands, n, env) {
+  const times = commands.map(() => []);
+  for (let i = 0; i < n; i++) commands.forEach((args, k) => times[k].push(spawnOnce(args, env)));
+  return times.map(median);
 }
 
 /** Starts a long-running child and resolves with its first stdout line. */
@@ -88,26 +94,23 @@ const stop = (child) => new Promise((resolve) => (child.exitCode !== null ? reso
 
 // ---------------------------------------------------------------- start-up
 async function startup() {
-  const n = QUICK ? 9 : 25;
-  log(`start-up: ${n} runs each`);
+  const n = QUICK ? 9 : 31;
+  log(`start-up: ${n} interleaved runs each`);
   const env = cleanEnv({ WXHOOKS_CONFIG_DIR: mkdtempSync(join(tmpdir(), 'wxb-')) });
-  const floor = median(spawnTimes(['-e', '0'], n, env));
-  row('start-up', '`node -e 0` (the floor)', ms(floor), '', undefined);
-  for (const [name, args] of [
+  const commands = [
     ['`wxhooks --version`', ['--version']],
     ['`wxhooks --help`', ['--help']],
     ['`wxhooks webhook --help`', ['webhook', '--help']],
-  ]) {
-    const t = median(spawnTimes([BIN, ...args], n, env));
-    row('start-up', name, ms(t), ms(floor), t / floor, within(1.3));
-  }
+  ];
+  const [floor, ...ours] = interleaved([['-e', '0'], ...commands.map(([, args]) => [BIN, ...args])], n, env);
+  row('start-up', '`node -e 0` (the floor)', ms(floor), '', undefined);
+  commands.forEach(([name], i) => row('start-up', name, ms(ours[i]), ms(floor), ours[i] / floor, within(1.3)));
   const { child, first } = await startChild([BIN, 'emulator', '--port', '0', '--json'], env);
   try {
     const info = JSON.parse(first);
     const authEnv = { ...env, WX_BASE_URL: info.base_url, WX_API_KEY: info.api_key };
-    const bare = median(spawnTimes([join(ROOT, 'bench/bare-auth.js'), info.base_url, info.api_key], n, authEnv));
-    const ours = median(spawnTimes([BIN, 'auth', 'status'], n, authEnv));
-    row('start-up', '`wxhooks auth status` against a local emulator', ms(ours), `${ms(bare)} (bare script, same request)`, ours / bare, within(1.5));
+    const [bare, auth] = interleaved([[join(ROOT, 'bench/bare-auth.js'), info.base_url, info.api_key], [BIN, 'auth', 'status']], n, authEnv);
+    row('start-up', '`wxhooks auth status` against a local emulator', ms(auth), `${ms(bare)} (bare script, same request)`, auth / bare, within(1.5));
   } finally {
     await stop(child);
   }
@@ -153,36 +156,50 @@ async function listenThroughput() {
   const secret = generateSecret();
   const dir = mkdtempSync(join(tmpdir(), 'wxb-'));
   const env = cleanEnv({ WXHOOKS_CONFIG_DIR: dir, BENCH_SECRET: secret });
-  const repeats = QUICK ? 1 : 3;
+  const rounds = QUICK ? 1 : 5;
+  const runOurs = async (count, concurrency) => {
+    const l = await startListen(env, dir);
+    try {
+      await load(l.url, deliveries(secret, 200), concurrency); // warm-up
+      return await load(l.url, deliveries(secret, count), concurrency);
+    } finally {
+      await stop(l.child);
+    }
+  };
+  const runBare = async (count, concurrency) => {
+    const b = await startChild([join(ROOT, 'bench/bare-receiver.js'), secret], env);
+    try {
+      const url = `http://127.0.0.1:${b.first.trim()}/`;
+      await load(url, deliveries(secret, 200), concurrency);
+      return await load(url, deliveries(secret, count), concurrency);
+    } finally {
+      await stop(b.child);
+    }
+  };
   for (const [concurrency, count] of [
     [1, QUICK ? 500 : 2000],
     [50, QUICK ? 2000 : 10000],
   ]) {
-    log(`listen: ${count} deliveries at concurrency ${concurrency}, ${repeats} rounds`);
+    log(`listen: ${count} deliveries at concurrency ${concurrency}, ${rounds} rounds, alternating with the floor`);
     const ours = [];
     const bare = [];
-    for (let r = 0; r < repeats; r++) {
-      const l = await startListen(env, dir);
-      try {
-        await load(l.url, deliveries(secret, 200), concurrency); // warm-up
-        ours.push(await load(l.url, deliveries(secret, count), concurrency));
-      } finally {
-        await stop(l.child);
-      }
-      const b = await startChild([join(ROOT, 'bench/bare-receiver.js'), secret], env);
-      try {
-        const url = `http://127.0.0.1:${b.first.trim()}/`;
-        await load(url, deliveries(secret, 200), concurrency);
-        bare.push(await load(url, deliveries(secret, count), concurrency));
-      } finally {
-        await stop(b.child);
+    for (let r = 0; r < rounds; r++) {
+      // alternate which goes first, so neither always meets the same state of the machine
+      if (r % 2 === 0) {
+        ours.push(await runOurs(count, concurrency));
+        bare.push(await runBare(count, concurrency));
+      } else {
+        bare.push(await runBare(count, concurrency));
+        ours.push(await runOurs(count, concurrency));
       }
     }
-    const o = { rps: median(ours.map((x) => x.rps)), p50: median(ours.map((x) => x.p50)), p99: median(ours.map((x) => x.p99)) };
-    const f = { rps: median(bare.map((x) => x.rps)), p50: median(bare.map((x) => x.p50)), p99: median(bare.map((x) => x.p99)) };
-    row('listen', `deliveries/s, ${concurrency} client${concurrency > 1 ? 's' : ''} (verify + dedupe file + NDJSON)`, `${Math.round(o.rps)}/s`, `${Math.round(f.rps)}/s (bare node:http + HMAC)`, o.rps / f.rps, atLeast(0.8));
-    row('listen', `p50 latency, ${concurrency} client${concurrency > 1 ? 's' : ''}`, ms(o.p50), ms(f.p50), o.p50 / f.p50);
-    row('listen', `p99 latency, ${concurrency} client${concurrency > 1 ? 's' : ''}`, ms(o.p99), ms(f.p99), o.p99 / f.p99, concurrency === 50 ? { text: '< 10 ms', check: () => o.p99 < 10 } : undefined);
+    const m = (xs, k) => median(xs.map((x) => x[k]));
+    const ratio = (k) => median(ours.map((o, i) => o[k] / bare[i][k])); // per round, then the median
+    const clients = `${concurrency} client${concurrency > 1 ? 's' : ''}`;
+    row('listen', `deliveries/s, ${clients} (verify + dedupe file + NDJSON)`, `${Math.round(m(ours, 'rps'))}/s`, `${Math.round(m(bare, 'rps'))}/s (bare node:http + HMAC)`, ratio('rps'), atLeast(0.8));
+    row('listen', `p50 latency, ${clients}`, ms(m(ours, 'p50')), ms(m(bare, 'p50')), ratio('p50'));
+    const p99 = m(ours, 'p99');
+    row('listen', `p99 latency, ${clients}`, ms(p99), ms(m(bare, 'p99')), ratio('p99'), concurrency === 50 ? { text: '< 10 ms', check: () => p99 < 10 } : undefined);
   }
 }
 

@@ -115,8 +115,9 @@ function readBody(req: IncomingMessage, max: number): Promise<BodyResult> {
       size += chunk.length;
     });
     req.on('end', () => finish({ body: buf ? buf.subarray(0, size) : Buffer.concat(chunks, size) }));
-    req.on('aborted', () => finish({ aborted: true }));
-    req.on('error', () => finish({ aborted: true }));
+    // 'close' after 'end' finds the promise settled; before it, the client went away
+    req.on('close', () => finish({ aborted: true }));
+    req.on('error', () => undefined);
   });
 }
 
@@ -187,18 +188,28 @@ export async function startReceiver(o: ReceiverOptions): Promise<RunningReceiver
     const data = (typeof p.data === 'object' && p.data !== null ? p.data : {}) as Record<string, unknown>;
     const subscription = str(p.subscription_id) ?? str((p.subscription as Record<string, unknown> | undefined)?.id) ?? '';
     const trigger = str(p.trigger_id) ?? result.triggerId;
-    const ev = base;
-    ev.type = str(p.type);
-    ev.webhook_id = str(p.webhook_id);
-    if (subscription) ev.subscription_id = subscription;
-    ev.trigger_id = trigger;
-    ev.model = str(data.model);
-    ev.initialization_time = str(data.initialization_time);
-    if (typeof data.forecast_hour === 'number') ev.forecast_hour = data.forecast_hour;
-    if (p.test === true) ev.test = true;
-    ev.layout = result.layout;
-    if ('pinnedNow' in result && result.pinnedNow) ev.pinned = true;
-    if (result.warning) ev.warning = result.warning;
+    // One literal with every field (undefined ones are left out of the JSON): cheaper than adding them one by one.
+    const ev: ReceiverEvent = {
+      time: base.time,
+      outcome: 'accepted',
+      status: 200,
+      method: base.method,
+      path: base.path,
+      size: body.length,
+      type: str(p.type),
+      webhook_id: str(p.webhook_id),
+      subscription_id: subscription || undefined,
+      trigger_id: trigger,
+      model: str(data.model),
+      initialization_time: str(data.initialization_time),
+      forecast_hour: typeof data.forecast_hour === 'number' ? data.forecast_hour : undefined,
+      test: p.test === true ? true : undefined,
+      layout: result.layout,
+      pinned: 'pinnedNow' in result && result.pinnedNow ? true : undefined,
+      warning: result.warning,
+      forward: undefined,
+      saved_to: undefined,
+    };
     if (o.pairs.has(trigger, subscription)) {
       answer(res, 200, DUPLICATE_BODY);
       ev.outcome = 'duplicate';
