@@ -2,7 +2,7 @@
 // Not a test: it prints a table (and with --write, BENCHMARKS.md). Loopback only; every loop is bounded.
 import { spawn, spawnSync } from 'node:child_process';
 import { createServer } from 'node:http';
-import { closeSync, mkdtempSync, openSync, readFileSync, writeFileSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem, tmpdir, release } from 'node:os';
 import { join } from 'node:path';
 import { Pool, request } from 'undici';
@@ -13,6 +13,13 @@ const ROOT = new URL('..', import.meta.url).pathname;
 const BIN = join(ROOT, 'bin/wxhooks.js');
 const QUICK = process.argv.includes('--quick');
 const rows = [];
+const dirs = [];
+/** A temporary folder, removed when the run ends. */
+const benchDir = () => {
+  const dir = mkdtempSync(join(tmpdir(), 'wxhooks-bench-'));
+  dirs.push(dir);
+  return dir;
+};
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const pct = (xs, p) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))];
 const ms = (n) => `${n.toFixed(n < 10 ? 2 : 1)} ms`;
@@ -96,7 +103,7 @@ const stop = (child) => new Promise((resolve) => (child.exitCode !== null ? reso
 async function startup() {
   const n = QUICK ? 9 : 31;
   log(`start-up: ${n} interleaved runs each`);
-  const env = cleanEnv({ WXHOOKS_CONFIG_DIR: mkdtempSync(join(tmpdir(), 'wxb-')) });
+  const env = cleanEnv({ WXHOOKS_CONFIG_DIR: benchDir() });
   const commands = [
     ['`wxhooks --version`', ['--version']],
     ['`wxhooks --help`', ['--help']],
@@ -154,7 +161,7 @@ async function load(url, items, concurrency) {
 
 async function listenThroughput() {
   const secret = generateSecret();
-  const dir = mkdtempSync(join(tmpdir(), 'wxb-'));
+  const dir = benchDir();
   const env = cleanEnv({ WXHOOKS_CONFIG_DIR: dir, BENCH_SECRET: secret });
   const rounds = QUICK ? 1 : 5;
   const runOurs = async (count, concurrency) => {
@@ -238,7 +245,7 @@ function verification() {
 async function memory() {
   log('memory: one 20 MB delivery through listen');
   const secret = generateSecret();
-  const env = cleanEnv({ WXHOOKS_CONFIG_DIR: mkdtempSync(join(tmpdir(), 'wxb-')), BENCH_SECRET: secret });
+  const env = cleanEnv({ WXHOOKS_CONFIG_DIR: benchDir(), BENCH_SECRET: secret });
   const size = 20 * 1024 * 1024;
   const values = [];
   let approx = 0;
@@ -272,7 +279,7 @@ async function fanout() {
   const n = 200;
   const repeats = QUICK ? 1 : 5;
   log(`fan-out: one event to ${n} webhooks, ${repeats} rounds`);
-  const env = cleanEnv({ WXHOOKS_CONFIG_DIR: mkdtempSync(join(tmpdir(), 'wxb-')) });
+  const env = cleanEnv({ WXHOOKS_CONFIG_DIR: benchDir() });
   let arrivals = 0;
   let onArrival = () => undefined;
   const servers = await Promise.all(
@@ -341,7 +348,11 @@ const started = Date.now();
 const SECTIONS = { startup, listen: listenThroughput, verify: verification, memory, fanout };
 const only = process.argv.slice(2).filter((a) => !a.startsWith('--'));
 for (const name of only) if (!(name in SECTIONS)) throw new Error(`unknown section ${name}; known: ${Object.keys(SECTIONS).join(', ')}`);
-for (const [name, run] of Object.entries(SECTIONS)) if (!only.length || only.includes(name)) await run();
+try {
+  for (const [name, run] of Object.entries(SECTIONS)) if (!only.length || only.includes(name)) await run();
+} finally {
+  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+}
 const out = table();
 process.stdout.write(`${out}\n`);
 const cpu = cpus();

@@ -18,8 +18,9 @@ export interface CliOptions {
   timeoutMs?: number;
 }
 
+/** A new folder under the run's temporary root (removed when the run ends; see global-setup.ts). */
 export function tempDir(prefix = 'wxhooks-test-'): string {
-  return mkdtempSync(join(tmpdir(), prefix));
+  return mkdtempSync(join(process.env.WXHOOKS_TEST_TMP ?? tmpdir(), prefix));
 }
 
 /** The environment a test starts from: the machine's, without anything of ours or a proxy. */
