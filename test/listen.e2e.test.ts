@@ -224,6 +224,23 @@ describe('listen: every bad delivery gets its answer, and the receiver keeps ser
   });
 });
 
+describe('listen: slow bodies', () => {
+  it('a body that stops arriving is cut off after 6 × --read-timeout, and others are still served', async () => {
+    const l = await listen(['--secret-env', 'WX_SECRET', '--read-timeout', '400ms']);
+    try {
+      const stalled = rawExchange(l.port, 'POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"type":', 10_000);
+      const body = payload();
+      expect((await post(l.url, signed(body), body)).status).toBe(200);
+      const { answer, closedAfterMs } = await stalled;
+      expect(answer).toMatch(/^HTTP\/1.1 408/);
+      expect(closedAfterMs).toBeGreaterThanOrEqual(2000);
+      expect(closedAfterMs).toBeLessThan(6000);
+    } finally {
+      await l.proc.stop();
+    }
+  });
+});
+
 describe('listen: duplicates, forwarding and restarts', () => {
   it('8 identical deliveries at once are handled once', async () => {
     let calls = 0;

@@ -296,8 +296,11 @@ export class HttpClient {
     const what = timedOut
       ? `The service at ${this.baseUrl} did not answer within ${formatDuration(this.o.timeoutMs)}${tries}.`
       : `Could not reach the service at ${this.baseUrl}: ${connectionReason(failure)}${tries}.`;
+    // A connection that was never made cannot have changed anything, write or not.
+    const e = failure as { code?: string; cause?: { code?: string } } | undefined;
+    const neverSent = !timedOut && NEVER_SENT.has(e?.code ?? e?.cause?.code ?? '');
     const hint =
-      method !== 'GET'
+      method !== 'GET' && !neverSent
         ? (options.writeHint ?? WRITE_HINT)
         : timedOut
           ? 'Try again, or allow more time with --timeout.'
@@ -305,6 +308,8 @@ export class HttpClient {
     return new UnreachableError(what, { hint, cause: failure });
   }
 }
+
+const NEVER_SENT = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_CONNECT_TIMEOUT']);
 
 const WRITE_HINT =
   'The change may have been applied anyway, and writes are never retried: check the webhook\'s state with `wxhooks webhook list` or `wxhooks webhook get ID` before trying again.';

@@ -21,7 +21,7 @@ export function register(cmd: Command, act: Act): void {
     .option('--exit-after <n>', 'exit 0 after N verified new deliveries')
     .option('--until <type>', 'exit 0 at the first verified delivery of this type')
     .option('--within <duration>', 'with --until: exit 9 if it has not come by then')
-    .option('--read-timeout <duration>', 'slow-client guard: headers must arrive, and the body keep arriving, within this', '10s')
+    .option('--read-timeout <duration>', 'slow-client guard: headers must arrive within this, the whole request within 6 times it', '10s')
     .addHelpText(
       'after',
       `

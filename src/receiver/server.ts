@@ -60,7 +60,7 @@ export interface ReceiverOptions {
   forwardTimeoutMs: number;
   saveDir?: string;
   respondStatus?: number;
-  /** Headers must arrive, and the body keep arriving, within this (slow-client guard). */
+  /** Headers must arrive within this, and the whole request within six times it (slow-client guard). */
   readTimeoutMs: number;
   onEvent: (event: ReceiverEvent) => void;
 }
@@ -161,7 +161,9 @@ export async function startReceiver(o: ReceiverOptions): Promise<RunningReceiver
       return { ...base, outcome: 'method_not_allowed', status: 405 };
     }
     const read = await readBody(req, o.maxBody);
-    if ('aborted' in read) return { ...base, outcome: 'bad_request', status: 400, message: 'the client went away before sending the whole body' };
+    if ('aborted' in read) {
+      return { ...base, outcome: 'bad_request', status: 408, message: 'the body did not arrive in time, or the client went away (--read-timeout)' };
+    }
     if ('tooLarge' in read) {
       answer(res, 413, { error: `body over ${o.maxBody} bytes` }, true);
       req.destroy();
@@ -252,19 +254,23 @@ export async function startReceiver(o: ReceiverOptions): Promise<RunningReceiver
     }
   }
 
-  const server: Server = createServer({ connectionsCheckingInterval: Math.min(1000, o.readTimeoutMs), headersTimeout: o.readTimeoutMs, requestTimeout: 0 }, (req, res) => {
-    handle(req, res)
-      .then((event) => o.onEvent(event))
-      .catch((err: Error) => {
-        answer(res, 500, { error: 'internal error in wxhooks listen' });
-        o.onEvent({ time: new Date().toISOString(), outcome: 'error', status: 500, message: err.message });
-      });
-  });
-  // An idle socket (a body that stopped arriving) is closed after the read timeout.
-  server.timeout = o.readTimeoutMs;
+  // Slow clients: headers within the read timeout, the whole request within six times it. (Node checks
+  // these on its own connection list; a per-socket idle timer would cost every request a timer refresh.)
+  const server: Server = createServer(
+    { connectionsCheckingInterval: Math.min(1000, o.readTimeoutMs), headersTimeout: o.readTimeoutMs, requestTimeout: o.readTimeoutMs * 6 },
+    (req, res) => {
+      handle(req, res)
+        .then((event) => o.onEvent(event))
+        .catch((err: Error) => {
+          answer(res, 500, { error: 'internal error in wxhooks listen' });
+          o.onEvent({ time: new Date().toISOString(), outcome: 'error', status: 500, message: err.message });
+        });
+    },
+  );
   server.keepAliveTimeout = 5_000;
-  server.on('clientError', (_err, socket) => {
-    if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nconnection: close\r\n\r\n');
+  server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
+    const timedOut = err.code === 'ERR_HTTP_REQUEST_TIMEOUT' || err.code === 'ERR_HTTP_HEADERS_TIMEOUT';
+    if (socket.writable) socket.end(`HTTP/1.1 ${timedOut ? '408 Request Timeout' : '400 Bad Request'}\r\nconnection: close\r\n\r\n`);
     else socket.destroy();
   });
   await new Promise<void>((resolve, reject) => {
