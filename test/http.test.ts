@@ -40,6 +40,15 @@ describe('HttpClient retries', () => {
     }
   });
 
+  it('a write that could not connect says nothing was sent, not to check the state', async () => {
+    const { closedPort } = await import('./helpers/server.js');
+    const port = await closedPort();
+    const err = await new Service(client(`http://127.0.0.1:${port}`)).createWebhook({ url: 'https://example.com/h' }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(UnreachableError);
+    expect((err as UnreachableError).message).toContain('connection refused');
+    expect((err as UnreachableError).hint).toContain('Check --base-url');
+  });
+
   it('retries a GET on a dropped connection, at most 3 times', async () => {
     const s = await startServer((_q, res) => res.socket?.destroy());
     try {
