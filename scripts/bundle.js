@@ -3,7 +3,7 @@
 // bundled). undici stays outside: only the emulator, `listen --forward-to`, `send` and proxied
 // requests load it, and Node's own fetch serves the rest.
 import { build } from 'esbuild';
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 
 const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8'));
 
@@ -21,3 +21,7 @@ await build({
   banner: { js: "import { createRequire as __wxCreateRequire } from 'node:module'; const require = __wxCreateRequire(import.meta.url);" },
   logLevel: 'warning',
 });
+
+// Every command's help, rendered once here, so `--help` needs no commander at run time.
+const { renderAllHelp } = await import(new URL('../dist/bin/cli.js', import.meta.url).href);
+writeFileSync(new URL('../dist/bin/help.json', import.meta.url), JSON.stringify(await renderAllHelp()));

@@ -162,11 +162,57 @@ async function printError(err: unknown, verbose: boolean): Promise<number> {
 }
 
 /** Parses argv, runs the command, and returns the exit code. Never exits by itself. */
+/**
+ * Every command's help, as commander renders it (80 columns): written at build time into
+ * dist/bin/help.json by scripts/bundle.js, so `wxhooks [group [command]] --help` needs no commander.
+ */
+export async function renderAllHelp(): Promise<Record<string, string>> {
+  const out: Record<string, string> = {};
+  const render = async (path: string[]) => {
+    const program = await buildProgram(['node', 'wxhooks', ...path, '--help']);
+    let cmd: Command = program;
+    for (const name of path) cmd = cmd.commands.find((c) => c.name() === name)!;
+    let text = '';
+    for (const c of [program, ...program.commands, ...program.commands.flatMap((g) => g.commands)]) {
+      c.configureOutput({ writeOut: (t) => (text += t), getOutHelpWidth: () => 80 });
+    }
+    cmd.outputHelp();
+    out[path.join(' ')] = text;
+    return cmd;
+  };
+  await render([]);
+  for (const [name] of GROUPS) {
+    const group = await render([name]);
+    for (const sub of group.commands) await render([name, sub.name()]);
+  }
+  return out;
+}
+
+/** `wxhooks [words] --help` from the pre-rendered texts, or undefined to let commander do it. */
+async function prerenderedHelp(args: string[]): Promise<string | undefined> {
+  const last = args[args.length - 1];
+  if (last !== '--help' && last !== '-h') return undefined;
+  const words = args.slice(0, -1);
+  if (words.some((w) => w.startsWith('-'))) return undefined;
+  const { readFile } = await import('node:fs/promises');
+  try {
+    const texts = JSON.parse(await readFile(new URL('./help.json', import.meta.url), 'utf8')) as Record<string, string>;
+    return texts[words.join(' ')];
+  } catch {
+    return undefined; // not bundled (a tsc build): commander renders it
+  }
+}
+
 export async function main(argv: string[] = process.argv): Promise<number> {
   const args = argv.slice(2);
   if (args.length === 1 && (args[0] === '--version' || args[0] === '-V')) {
     // the fast path: nothing but the version
     process.stdout.write(`${version()}\n`);
+    return ExitCode.OK;
+  }
+  const help = await prerenderedHelp(args);
+  if (help !== undefined) {
+    process.stdout.write(help);
     return ExitCode.OK;
   }
   try {

@@ -35,6 +35,17 @@ describe('wxhooks --version and --help', () => {
     expect(r.stdout).toContain('Exit codes:');
   });
 
+  it.each([[[]], [['webhook']], [['webhook', 'create']], [['listen']], [['trigger']], [['subscription', 'update']]])(
+    'the pre-rendered help of %j is what commander renders',
+    async (words) => {
+      const fast = await runCli([...words, '--help']);
+      const slow = await runCli(['--no-color', ...words, '--help']); // an option first: commander renders it
+      expect(fast.code).toBe(0);
+      expect(fast.stdout).toBe(slow.stdout);
+      expect(fast.stdout).toContain('Usage: wxhooks');
+    },
+  );
+
   it('auth status --help names the environment variable', async () => {
     const r = await runCli(['auth', 'status', '--help']);
     expect(r.code).toBe(0);
