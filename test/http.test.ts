@@ -29,7 +29,9 @@ describe('HttpClient retries', () => {
   });
 
   it('never retries a PATCH or DELETE on a connection reset', async () => {
-    const s = await startServer((_q, res) => res.socket?.destroy());
+    const s = await startServer((_q, res) => {
+      res.socket?.destroy();
+    });
     try {
       const service = new Service(client(s.url));
       await expect(service.updateWebhook('7', { name: 'x' })).rejects.toBeInstanceOf(UnreachableError);
@@ -50,7 +52,9 @@ describe('HttpClient retries', () => {
   });
 
   it('retries a GET on a dropped connection, at most 3 times', async () => {
-    const s = await startServer((_q, res) => res.socket?.destroy());
+    const s = await startServer((_q, res) => {
+      res.socket?.destroy();
+    });
     try {
       await expect(new Service(client(s.url)).getWebhook('7')).rejects.toBeInstanceOf(UnreachableError);
       expect(s.requests.length).toBe(4);

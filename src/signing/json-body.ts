@@ -54,6 +54,15 @@ function stringEnd(b: Buffer, i: number): number {
   }
 }
 
+/** The index after `"key":` starting at i (a member's key and its colon), or -1. */
+function afterKey(b: Buffer, i: number): number {
+  if (b[i] !== 0x22) return -1;
+  i = stringEnd(b, i);
+  if (i < 0) return -1;
+  i = skipWs(b, i);
+  return b[i] === 0x3a ? i + 1 : -1;
+}
+
 /** The index after a number starting at i, or -1. */
 function numberEnd(b: Buffer, i: number): number {
   if (b[i] === 0x2d) i++;
@@ -99,13 +108,8 @@ function validEnd(b: Buffer): boolean {
         stack.pop();
         i++;
       } else if (c === 0x7b) {
-        // the first key of an object
-        if (b[i] !== 0x22) return false;
-        i = stringEnd(b, i);
+        i = afterKey(b, i); // the first key of an object
         if (i < 0) return false;
-        i = skipWs(b, i);
-        if (b[i] !== 0x3a) return false;
-        i++;
         continue;
       } else continue;
     } else if (c === 0x22) {
@@ -128,12 +132,8 @@ function validEnd(b: Buffer): boolean {
       if (d === 0x2c) {
         i = skipWs(b, i + 1);
         if (top === 0x7b) {
-          if (b[i] !== 0x22) return false;
-          i = stringEnd(b, i);
+          i = afterKey(b, i);
           if (i < 0) return false;
-          i = skipWs(b, i);
-          if (b[i] !== 0x3a) return false;
-          i++;
         }
         break; // a value follows
       }

@@ -12,11 +12,11 @@ export interface SignOptions {
   layout?: LayoutName;
 }
 
-export interface SignedHeaders {
+export type SignedHeaders = {
   'Trigger-Id': string;
   'Webhook-Timestamp': string;
   'Webhook-Signature': string;
-}
+};
 
 /**
  * Signs a delivery as the service does (Standard Webhooks, with Trigger-Id as
