@@ -132,6 +132,12 @@ describe('auth status', () => {
     expect(r.stdout).toBe('');
   });
 
+  it('--verbose adds the stack to an error', async () => {
+    const r = await runCli(['auth', 'status', '--verbose'], { env: { WX_BASE_URL: ok.url } });
+    expect(r.code).toBe(3);
+    expect(r.stderr).toMatch(/AuthError: WX_API_KEY is not set\.\n\s+at /);
+  });
+
   it('an empty key exits 3', async () => {
     const r = await runCli(['auth', 'status'], { env: { WX_API_KEY: '  ', WX_BASE_URL: ok.url } });
     expect(r.code).toBe(3);

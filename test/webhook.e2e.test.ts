@@ -215,6 +215,50 @@ describe.each(['live', 'documented'] as const)('webhooks against a service answe
   });
 });
 
+describe('every operation: method, path, query and body on the wire', () => {
+  it.each([
+    [['webhook', 'get', '1'], 'GET', '/webhooks/v1/1', {}, undefined],
+    [['webhook', 'list'], 'GET', '/webhooks/v1', {}, undefined],
+    [['webhook', 'list', '--page', '3', '--page-size', '50', '--active', 'false'], 'GET', '/webhooks/v1', { page: '3', page_size: '50', active: 'false' }, undefined],
+    [['webhook', 'update', '1', '--name', 'n', '--clear-note'], 'PATCH', '/webhooks/v1/1', {}, { name: 'n', note: null }],
+    [['subscription', 'list', '1'], 'GET', '/webhooks/v1/1', {}, undefined],
+    [['subscription', 'add', '1', 'degree_days.available', '--note', 'dd'], 'PATCH', '/webhooks/v1/1/subscriptions', {}, { subscription_type: 'degree_days.available', note: 'dd' }],
+    [['subscription', 'update', '1', '1', '--response', 'gridded'], 'PATCH', '/webhooks/v1/1/subscriptions/1', {}, { response_options: { type: 'gridded' } }],
+    [['ping', '1', '1'], 'POST', '/webhooks/v1/1/subscriptions/1/ping', {}, undefined],
+    [['subscription', 'remove', '1', '1', '--yes'], 'DELETE', '/webhooks/v1/1/subscriptions/1', {}, undefined],
+    [['webhook', 'delete', '1', '--yes'], 'DELETE', '/webhooks/v1/1', {}, undefined],
+  ])('%j → %s %s', async (args, method, path, query, body) => {
+    const receiver = await startServer((_q, res) => sendJson(res, 200, {}));
+    const svc = await startService('live', tempDir());
+    try {
+      const made = await runCli(['webhook', 'create', '--url', receiver.url, '--subscribe', 'forecast_hour.available', '--json'], { env: svc.env });
+      expect(made.code).toBe(0);
+      const before = svc.requests.length;
+      const r = await runCli(args, { env: svc.env });
+      expect(r.stderr).not.toContain('error');
+      expect(r.code).toBe(0);
+      expect(svc.requests).toHaveLength(before + 1);
+      const req = svc.requests[before]!;
+      expect([req.method, req.path, req.query, req.json]).toEqual([method, path, query, body]);
+    } finally {
+      await svc.stop();
+      await receiver.close();
+    }
+  });
+
+  it('an answer that is not a webhook is a clear error (exit 6), not a crash', async () => {
+    const odd = await startServer((_q, res) => sendJson(res, 200, ['not', 'a', 'webhook']));
+    try {
+      const r = await runCli(['webhook', 'get', '1'], { env: { WX_BASE_URL: odd.url, WX_API_KEY: 'k_12345' } });
+      expect(r.code).toBe(6);
+      expect(r.stderr).toContain('not a webhook');
+      expect(r.stderr).not.toMatch(/\n\s+at /);
+    } finally {
+      await odd.close();
+    }
+  });
+});
+
 describe('bad input: exit 2 before any request', () => {
   let svc: FakeService;
   beforeAll(async () => {

@@ -1,3 +1,5 @@
+import { UnreachableError } from '../errors.js';
+
 /**
  * The one place that knows the service answers in two shapes: the live one
  * (`id` integers, `signing_secret`, subscriptions as a list) and the
@@ -64,7 +66,12 @@ export function normalizeSubscriptions(raw: unknown): Subscription[] {
 }
 
 export function normalizeWebhook(raw: unknown): Webhook {
-  if (!isObject(raw)) throw new TypeError('the service answered something that is not a webhook object');
+  if (!isObject(raw)) {
+    const shown = typeof raw === 'string' ? raw.slice(0, 80) : JSON.stringify(raw)?.slice(0, 80);
+    throw new UnreachableError(`The service answered with something that is not a webhook: ${shown}`, {
+      hint: 'Check that --base-url points at the weather service (or a `wxhooks emulator`), not at another server.',
+    });
+  }
   const hook: Webhook = {
     id: idOf(raw.id) ?? idOf(raw.webhook_id) ?? '',
     url: typeof raw.url === 'string' ? raw.url : '',
