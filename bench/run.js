@@ -163,7 +163,7 @@ async function listenThroughput() {
   const secret = generateSecret();
   const dir = benchDir();
   const env = cleanEnv({ WXHOOKS_CONFIG_DIR: dir, BENCH_SECRET: secret });
-  const rounds = QUICK ? 1 : 5;
+  const rounds = QUICK ? 1 : 7;
   const runOurs = async (count, concurrency) => {
     const l = await startListen(env, dir);
     try {

@@ -56,9 +56,9 @@ export class ProcessedPairs {
     renameSync(tmp, this.file);
   }
 
-  has(triggerId: string, subscriptionId: string, now = Date.now()): boolean {
+  has(triggerId: string, subscriptionId: string): boolean {
     const at = this.seen.get(ProcessedPairs.key(triggerId, subscriptionId));
-    return at !== undefined && now - at <= this.ttlMs;
+    return at !== undefined && Date.now() - at <= this.ttlMs;
   }
 
   add(triggerId: string, subscriptionId: string, now = Date.now()): void {
