@@ -3,9 +3,12 @@
 // bundled). undici stays outside: only the emulator, `listen --forward-to`, `send` and proxied
 // requests load it, and Node's own fetch serves the rest.
 import { build } from 'esbuild';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 
 const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8'));
+
+// esbuild does not empty its output folder: chunks of earlier builds would pile up
+rmSync(new URL('../dist/bin', import.meta.url), { recursive: true, force: true });
 
 await build({
   entryPoints: [new URL('../src/cli.ts', import.meta.url).pathname],

@@ -32,12 +32,12 @@ export function register(secret: Command, act: Act): void {
 
 async function where(ctx: Context) {
   const { baseUrlFor, secretStoreFor } = await import('./shared.js');
-  return { base: (await baseUrlFor(ctx)).url, store: secretStoreFor(ctx) };
+  return { base: (await baseUrlFor(ctx)).url, store: await secretStoreFor(ctx) };
 }
 
 export async function runSecretList(ctx: Context): Promise<void> {
   const { secretStoreFor } = await import('./shared.js');
-  const entries = (await secretStoreFor(ctx).list()).map(({ secret: _s, ...rest }) => rest);
+  const entries = (await (await secretStoreFor(ctx)).list()).map(({ secret: _s, ...rest }) => rest);
   if (ctx.global.json) {
     const { printJson } = await import('../output/render.js');
     printJson(ctx.stdout, entries);

@@ -4,7 +4,7 @@ import { HttpClient, proxyConfigured } from '../api/http.js';
 import { Service } from '../api/service.js';
 import { line, type AuthScheme, type Context } from '../context.js';
 import { configDir } from '../store/paths.js';
-import { SecretStore } from '../store/secrets.js';
+import type { SecretStore } from '../store/secrets.js';
 import { addSensitive } from '../util/redact.js';
 
 /**
@@ -46,7 +46,9 @@ export async function serviceFor(ctx: Context): Promise<{ service: Service; base
   return { service: new Service(http), base, scheme };
 }
 
-export function secretStoreFor(ctx: Context): SecretStore {
+/** The secret store; loaded only by the commands that use it (its lock library patches fs on load). */
+export async function secretStoreFor(ctx: Context): Promise<SecretStore> {
+  const { SecretStore } = await import('../store/secrets.js');
   return new SecretStore(configDir(ctx.env));
 }
 
@@ -70,7 +72,7 @@ export async function resolveSecrets(ctx: Context, source: SecretSource): Promis
     const { pathId } = await import('../api/ids.js');
     pathId(source.webhook, 'webhook id');
     const base = await baseUrlFor(ctx);
-    const entry = await secretStoreFor(ctx).get(base.url, source.webhook);
+    const entry = await (await secretStoreFor(ctx)).get(base.url, source.webhook);
     if (!entry) {
       throw new NotFoundError(`No secret is stored for webhook ${source.webhook} at ${base.url}.`, {
         hint: `\`wxhooks secret list\` shows what is stored; store one with \`wxhooks secret set ${source.webhook}\`, or use --secret-env VAR.`,

@@ -99,7 +99,7 @@ export async function runWebhookCreate(ctx: Context, opts: WebhookCreateOptions)
   }
   const { serviceFor, secretStoreFor } = await import('./shared.js');
   const { service, base: baseUrl } = await serviceFor(ctx);
-  const store = secretStoreFor(ctx);
+  const store = await secretStoreFor(ctx);
   if (opts.save) await store.preflight();
 
   const { withSpinner } = await import('../output/spinner.js');
@@ -265,7 +265,7 @@ export async function runWebhookDelete(ctx: Context, id: string, opts: { yes?: b
   let forgot = false;
   let storeProblem: string | undefined;
   try {
-    forgot = await secretStoreFor(ctx).remove(base.url, id);
+    forgot = await (await secretStoreFor(ctx)).remove(base.url, id);
   } catch (err) {
     storeProblem = (err as Error).message;
   }
