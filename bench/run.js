@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { Pool, request } from 'undici';
 import { Webhook } from 'standardwebhooks';
 import { signDelivery, verifyDelivery, generateSecret } from '../dist/index.js';
+import { freePort } from '../scripts/free-port.js';
 
 const ROOT = new URL('..', import.meta.url).pathname;
 const BIN = join(ROOT, 'bin/wxhooks.js');
@@ -71,14 +72,6 @@ function startChild(args, env) {
     child.on('exit', (code) => reject(new Error(`${args.join(' ')} exited ${code} before it was ready`)));
   });
 }
-async function freePort() {
-  const s = createServer();
-  await new Promise((r) => s.listen(0, '127.0.0.1', r));
-  const { port } = s.address();
-  await new Promise((r) => s.close(r));
-  return port;
-}
-
 /** Starts `listen` with its NDJSON going to a file (as a person's terminal or log would take it), not to the load generator. */
 async function startListen(env, dir) {
   const port = await freePort();

@@ -5,6 +5,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { freePort } from './free-port.js';
 
 const BIN = new URL('../bin/wxhooks.js', import.meta.url).pathname;
 const dir = mkdtempSync(join(tmpdir(), 'wxhooks-demo-'));
@@ -49,14 +50,6 @@ function start(args, onLine) {
   });
   child.exited = new Promise((resolve) => child.on('close', resolve));
   return child;
-}
-
-async function freePort() {
-  const s = createServer();
-  await new Promise((r) => s.listen(0, '127.0.0.1', r));
-  const { port } = s.address();
-  await new Promise((r) => s.close(r));
-  return port;
 }
 
 async function main() {

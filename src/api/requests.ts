@@ -9,8 +9,6 @@ export const SUBSCRIPTION_TYPES = [
   'events.available',
 ] as const;
 
-export const EVENT_TYPES = ['atmospheric_river', 'heatwave', 'coldwave', 'front'] as const;
-
 export interface SubscriptionConfig {
   note?: string | null;
   filters?: Record<string, unknown>;

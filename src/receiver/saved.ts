@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { mkdir, open, readFile, rename } from 'node:fs/promises';
+import { mkdir, open, rename } from 'node:fs/promises';
 import { join } from 'node:path';
 
 /** A delivery as `listen --save-dir` writes it, and `verify` and `send` read it back. */
@@ -53,8 +53,4 @@ export async function saveDelivery(dir: string, saved: SavedDelivery, name: stri
   }
   await rename(tmp, file);
   return file;
-}
-
-export async function loadSaved(file: string): Promise<unknown> {
-  return JSON.parse(await readFile(file, 'utf8'));
 }

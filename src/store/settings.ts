@@ -26,10 +26,6 @@ export class Settings {
     });
   }
 
-  get path(): string {
-    return this.conf.path;
-  }
-
   private static known(key: string): void {
     if (!(key in SETTINGS)) {
       throw new UsageError(`Unknown setting "${key}".`, { hint: `Known settings: ${Object.keys(SETTINGS).join(', ')}.` });
