@@ -1,4 +1,4 @@
-import { request, type Dispatcher } from 'undici';
+import type { Dispatcher } from 'undici';
 
 export interface ForwardResult {
   ok: boolean;
@@ -25,11 +25,14 @@ export async function forwardDelivery(
   if (headers.host) out['x-forwarded-host'] = String(headers.host);
   out['x-forwarded-proto'] = 'http';
   try {
-    const res = await request(target, {
+    // through the agent itself, so that undici is loaded only when there is somewhere to forward to
+    const u = new URL(target);
+    const res = await dispatcher.request({
+      origin: u.origin,
+      path: `${u.pathname}${u.search}`,
       method: 'POST',
       headers: out,
       body,
-      dispatcher,
       signal: AbortSignal.timeout(timeoutMs),
       headersTimeout: timeoutMs,
       bodyTimeout: timeoutMs,
