@@ -48,25 +48,21 @@ export async function runSend(ctx: Context, saved: string | undefined, o: SendOp
   const { checkUrl } = await import('../api/requests.js');
   checkUrl(o.to, '--to');
   if (o.timestamp !== undefined && !/^\d{1,13}$/.test(o.timestamp)) throw new UsageError(`--timestamp must be Unix seconds, not "${o.timestamp}".`);
-  const { buildPayload, newTriggerId } = await import('../signing/payload.js');
+  const { buildPayload, latestCycle, newTriggerId } = await import('../signing/payload.js');
   let body: Buffer;
   let triggerId = o.triggerId;
   if (saved !== undefined) {
     if (o.body !== undefined) throw new UsageError('Give a saved delivery or --body, not both.');
-    const { readCaptured } = await import('./verify.js');
-    const captured = await readCaptured(ctx, saved);
+    const { readCaptured } = await import('../receiver/saved.js');
+    const captured = await readCaptured(saved);
     body = captured.body;
-    triggerId ??= captured.headers['trigger-id'] ?? captured.headers['Trigger-Id'];
+    triggerId ??= captured.headers['trigger-id']; // both sources keep header names in lower case
   } else if (o.body !== undefined) {
-    const { readFile } = await import('node:fs/promises');
-    body = await readFile(o.body).catch((err: NodeJS.ErrnoException) => {
-      throw new UsageError(`Cannot read --body "${o.body}": ${err.code ?? err.message}.`);
-    });
+    const { readInputFile } = await import('../util/files.js');
+    body = await readInputFile(o.body, '--body');
   } else {
     triggerId ??= newTriggerId();
-    const init = new Date();
-    init.setUTCHours(Math.floor(init.getUTCHours() / 6) * 6, 0, 0, 0);
-    const data: Record<string, unknown> = { model: o.model, initialization_time: init.toISOString().replace('.000Z', 'Z') };
+    const data: Record<string, unknown> = { model: o.model, initialization_time: latestCycle() };
     if (o.type === 'forecast_hour.available') data.forecast_hour = 0;
     body = buildPayload({ type: o.type, webhookId: o.webhookId, subscriptionId: o.subscriptionId, triggerId, data });
   }

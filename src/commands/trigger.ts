@@ -3,6 +3,7 @@ import type { Act } from '../cli.js';
 import type { AttemptSummary, PublishEvent, PublishResult } from '../api/emulator-client.js';
 import { line, type Context } from '../context.js';
 import { UsageError } from '../errors.js';
+import { isoSeconds, latestCycle } from '../signing/payload.js';
 
 export function register(cmd: Command, act: Act): void {
   cmd
@@ -31,7 +32,7 @@ function checkInit(text: string | undefined): string | undefined {
   if (text === undefined) return undefined;
   const t = Date.parse(text);
   if (!/^\d{4}-\d{2}-\d{2}T/.test(text) || Number.isNaN(t)) throw new UsageError(`--init-time must be an ISO 8601 time such as 2026-11-21T00:00:00Z, not "${text}".`);
-  return new Date(t).toISOString().replace('.000Z', 'Z');
+  return isoSeconds(t);
 }
 
 /** `0-24/6` → 0,6,12,18,24; `0-3` → 0,1,2,3; `0,6,12` as given. */
@@ -125,10 +126,4 @@ async function runTriggerRun(ctx: Context, opts: TriggerOptions): Promise<void> 
     const { printJson } = await import('../output/render.js');
     printJson(ctx.stdout, { model: opts.model, initialization_time: init, hours, events: results });
   } else await report(ctx, done);
-}
-
-function latestCycle(): string {
-  const d = new Date();
-  d.setUTCHours(Math.floor(d.getUTCHours() / 6) * 6, 0, 0, 0);
-  return d.toISOString().replace('.000Z', 'Z');
 }

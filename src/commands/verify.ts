@@ -35,22 +35,6 @@ export interface VerifyCommandOptions {
   at?: string;
 }
 
-/** A headers file: a JSON object, or HTTP-style "Name: value" lines (a status line is skipped). */
-export function parseHeadersText(text: string): Record<string, string> {
-  const trimmed = text.trim();
-  if (trimmed.startsWith('{')) {
-    const parsed = JSON.parse(trimmed) as Record<string, unknown>;
-    return Object.fromEntries(Object.entries(parsed).map(([k, v]) => [k.toLowerCase(), Array.isArray(v) ? v.join(', ') : String(v)]));
-  }
-  const out: Record<string, string> = {};
-  for (const raw of trimmed.split(/\r?\n/)) {
-    const colon = raw.indexOf(':');
-    if (colon <= 0 || /^HTTP\//i.test(raw)) continue;
-    out[raw.slice(0, colon).trim().toLowerCase()] = raw.slice(colon + 1).trim();
-  }
-  return out;
-}
-
 export function parseAt(text: string): number {
   if (/^\d{10}$/.test(text)) return Number(text) * 1000;
   const t = Date.parse(text);
@@ -58,43 +42,10 @@ export function parseAt(text: string): number {
   return t;
 }
 
-/** The headers and raw body of a captured delivery: a saved file, or a headers file and a body file. */
-export async function readCaptured(ctx: Context, saved: string | undefined, headersFile?: string, bodyFile?: string) {
-  const { readFile } = await import('node:fs/promises');
-  const { isSavedDelivery, savedBody } = await import('../receiver/saved.js');
-  const read = async (file: string, what: string) => {
-    try {
-      return await readFile(file);
-    } catch (err) {
-      throw new UsageError(`Cannot read ${what} "${file}": ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}.`);
-    }
-  };
-  if (saved !== undefined) {
-    if (headersFile || bodyFile) throw new UsageError('Give a saved delivery, or --headers and --body, not both.');
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse((await read(saved, 'the saved delivery')).toString('utf8'));
-    } catch (err) {
-      if (err instanceof UsageError) throw err;
-      throw new UsageError(`"${saved}" is not a delivery saved by \`listen --save-dir\` (not JSON).`);
-    }
-    if (!isSavedDelivery(parsed)) throw new UsageError(`"${saved}" is not a delivery saved by \`listen --save-dir\`.`);
-    return { headers: parsed.headers as Record<string, string>, body: savedBody(parsed), receivedAt: Date.parse(parsed.received_at) };
-  }
-  if (!headersFile || !bodyFile) throw new UsageError('Give a saved delivery, or both --headers FILE and --body FILE.');
-  let headers: Record<string, string>;
-  try {
-    headers = parseHeadersText((await read(headersFile, 'the headers file')).toString('utf8'));
-  } catch (err) {
-    if (err instanceof UsageError) throw err;
-    throw new UsageError(`The headers file "${headersFile}" is neither a JSON object nor "Name: value" lines.`);
-  }
-  return { headers, body: await read(bodyFile, 'the body file'), receivedAt: undefined };
-}
-
 export async function runVerify(ctx: Context, saved: string | undefined, o: VerifyCommandOptions): Promise<void> {
   if (!/^\d+$/.test(o.tolerance)) throw new UsageError(`--tolerance must be a whole number of seconds, not "${o.tolerance}".`);
-  const captured = await readCaptured(ctx, saved, o.headers, o.body);
+  const { readCaptured } = await import('../receiver/saved.js');
+  const captured = await readCaptured(saved, o.headers, o.body);
   const now = o.at !== undefined ? parseAt(o.at) : (captured.receivedAt ?? Date.now());
   const { resolveSecrets } = await import('./shared.js');
   const { secrets } = await resolveSecrets(ctx, { webhook: o.webhook, secretEnv: o.secretEnv });

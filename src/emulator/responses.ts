@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { isoSeconds } from '../signing/payload.js';
 
 export interface EventData {
   model: string;
@@ -30,7 +31,7 @@ function coordinates(options: Record<string, unknown> | undefined, fallback: str
 }
 
 function validTime(e: EventData, plusHours = 0): string {
-  return new Date(Date.parse(e.initialization_time) + ((e.forecast_hour ?? 0) + plusHours) * 3_600_000).toISOString().replace('.000Z', 'Z');
+  return isoSeconds(Date.parse(e.initialization_time) + ((e.forecast_hour ?? 0) + plusHours) * 3_600_000);
 }
 
 /**

@@ -1,6 +1,6 @@
 import { timingSafeEqual } from 'node:crypto';
 import { SUBSCRIPTION_TYPES } from '../api/requests.js';
-import { newTriggerId } from '../signing/payload.js';
+import { isoSeconds, latestCycle, newTriggerId } from '../signing/payload.js';
 import { payloadFor, type DeliveryScheduler, type PublishedEvent } from './deliveries.js';
 import type { EmuSubscription, EmuWebhook, EmulatorState } from './state.js';
 
@@ -326,9 +326,9 @@ export class EmulatorRouter {
     const hook = this.hook(id);
     const sub = this.subscription(hook, sid);
     const triggerId = newTriggerId();
-    const now = new Date();
-    now.setUTCMinutes(0, 0, 0);
-    const event: PublishedEvent = { type: sub.type, model: 'wm-6', initialization_time: now.toISOString().replace('.000Z', 'Z'), forecast_hour: 0 };
+    const hour = new Date();
+    hour.setUTCMinutes(0, 0, 0);
+    const event: PublishedEvent = { type: sub.type, model: 'wm-6', initialization_time: isoSeconds(hour), forecast_hour: 0 };
     const body = payloadFor(hook, sub, event, triggerId, true);
     const attempt = await this.scheduler.deliver({ webhook: hook, subscription: sub, triggerId, body, test: true });
     if (attempt.outcome === 'delivered') return { status: 204 };
@@ -341,12 +341,7 @@ export class EmulatorRouter {
     const type = checkType(body.type);
     const model = body.model === undefined ? 'wm-6' : body.model;
     if (typeof model !== 'string' || !model) bad('model must be a string');
-    let init = body.initialization_time;
-    if (init === undefined) {
-      const d = new Date();
-      d.setUTCHours(Math.floor(d.getUTCHours() / 6) * 6, 0, 0, 0);
-      init = d.toISOString().replace('.000Z', 'Z');
-    }
+    const init = body.initialization_time ?? latestCycle();
     if (typeof init !== 'string' || Number.isNaN(Date.parse(init))) bad('initialization_time must be an ISO 8601 time');
     const fh = body.forecast_hour;
     if (fh !== undefined && (typeof fh !== 'number' || !Number.isInteger(fh) || fh < 0)) bad('forecast_hour must be a whole number of hours');
@@ -354,7 +349,7 @@ export class EmulatorRouter {
     const event: PublishedEvent = {
       type,
       model,
-      initialization_time: new Date(init).toISOString().replace('.000Z', 'Z'),
+      initialization_time: isoSeconds(init),
       ...(fh !== undefined ? { forecast_hour: fh as number } : type === 'forecast_hour.available' ? { forecast_hour: 0 } : {}),
       ...(typeof body.event_type === 'string' ? { event_type: body.event_type } : {}),
     };

@@ -1,7 +1,7 @@
-import { readFile } from 'node:fs/promises';
 import { createInterface } from 'node:readline';
 import type { Context } from '../context.js';
 import { UsageError } from '../errors.js';
+import { readInputFile } from '../util/files.js';
 
 export const interactive = (ctx: Context) => Boolean(ctx.stdin.isTTY && ctx.stderr.isTTY);
 
@@ -29,11 +29,7 @@ export async function readStdin(ctx: Context): Promise<string> {
 /** A file's text, or standard input for `-`. */
 export async function readInput(ctx: Context, path: string, what: string): Promise<string> {
   if (path === '-') return readStdin(ctx);
-  try {
-    return await readFile(path, 'utf8');
-  } catch (err) {
-    throw new UsageError(`Cannot read ${what} "${path}": ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}.`);
-  }
+  return (await readInputFile(path, what)).toString('utf8');
 }
 
 export async function readJsonInput(ctx: Context, path: string, what: string): Promise<unknown> {

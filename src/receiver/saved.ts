@@ -1,6 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir, open, rename } from 'node:fs/promises';
 import { join } from 'node:path';
+import { UsageError } from '../errors.js';
+import { readInputFile as read } from '../util/files.js';
 
 /** A delivery as `listen --save-dir` writes it, and `verify` and `send` read it back. */
 export interface SavedDelivery {
@@ -54,3 +56,45 @@ export async function saveDelivery(dir: string, saved: SavedDelivery, name: stri
   await rename(tmp, file);
   return file;
 }
+
+/** A headers file: a JSON object, or HTTP-style "Name: value" lines (a status line is skipped). */
+export function parseHeadersText(text: string): Record<string, string> {
+  const trimmed = text.trim();
+  if (trimmed.startsWith('{')) {
+    const parsed = JSON.parse(trimmed) as Record<string, unknown>;
+    return Object.fromEntries(Object.entries(parsed).map(([k, v]) => [k.toLowerCase(), Array.isArray(v) ? v.join(', ') : String(v)]));
+  }
+  const out: Record<string, string> = {};
+  for (const raw of trimmed.split(/\r?\n/)) {
+    const colon = raw.indexOf(':');
+    if (colon <= 0 || /^HTTP\//i.test(raw)) continue;
+    out[raw.slice(0, colon).trim().toLowerCase()] = raw.slice(colon + 1).trim();
+  }
+  return out;
+}
+
+/** The headers and raw body of a captured delivery: a saved file, or a headers file and a body file. */
+export async function readCaptured(saved: string | undefined, headersFile?: string, bodyFile?: string) {
+  if (saved !== undefined) {
+    if (headersFile || bodyFile) throw new UsageError('Give a saved delivery, or --headers and --body, not both.');
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse((await read(saved, 'the saved delivery')).toString('utf8'));
+    } catch (err) {
+      if (err instanceof UsageError) throw err;
+      throw new UsageError(`"${saved}" is not a delivery saved by \`listen --save-dir\` (not JSON).`);
+    }
+    if (!isSavedDelivery(parsed)) throw new UsageError(`"${saved}" is not a delivery saved by \`listen --save-dir\`.`);
+    return { headers: parsed.headers as Record<string, string>, body: savedBody(parsed), receivedAt: Date.parse(parsed.received_at) };
+  }
+  if (!headersFile || !bodyFile) throw new UsageError('Give a saved delivery, or both --headers FILE and --body FILE.');
+  let headers: Record<string, string>;
+  try {
+    headers = parseHeadersText((await read(headersFile, 'the headers file')).toString('utf8'));
+  } catch (err) {
+    if (err instanceof UsageError) throw err;
+    throw new UsageError(`The headers file "${headersFile}" is neither a JSON object nor "Name: value" lines.`);
+  }
+  return { headers, body: await read(bodyFile, 'the body file'), receivedAt: undefined };
+}
+
