@@ -3,7 +3,7 @@
  * from `process`, so commands can be driven with other streams and variables.
  */
 export interface Out {
-  write(text: string): unknown;
+  write(text: string | Uint8Array): unknown;
   isTTY?: boolean;
 }
 

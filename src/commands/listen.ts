@@ -2,6 +2,7 @@ import { Option, type Command } from 'commander';
 import type { Act } from '../cli.js';
 import { line, type Context } from '../context.js';
 import { InterruptedError, UsageError, VerifyFailedError } from '../errors.js';
+import type { ReceiverEvent } from '../receiver/server.js';
 
 export function register(cmd: Command, act: Act): void {
   cmd
@@ -106,16 +107,9 @@ export async function runListen(ctx: Context, o: ListenOptions): Promise<void> {
   let finish: (why: 'done') => void = () => undefined;
   const finished = new Promise<'done'>((resolve) => (finish = resolve));
   // Lines are written at most every 20 ms, so a burst of deliveries costs one write, not one each.
-  let pendingOutput = '';
-  const flushOutput = () => {
-    const text = pendingOutput;
-    pendingOutput = '';
-    if (text) ctx.stdout.write(text);
-  };
-  const print = (event: { outcome: string; [key: string]: unknown }) => {
-    if (!pendingOutput) setTimeout(flushOutput, 20);
-    pendingOutput += ctx.global.json ? `${JSON.stringify(event)}\n` : `${formatEvent(event as unknown as Parameters<typeof formatEvent>[0], c)}\n`;
-  };
+  const { LineBuffer } = await import('../util/line-buffer.js');
+  const output = new LineBuffer((chunk) => ctx.stdout.write(chunk));
+  const print = (event: ReceiverEvent) => output.push(`${ctx.global.json ? JSON.stringify(event) : formatEvent(event, c)}\n`);
 
   let receiver;
   try {
@@ -132,7 +126,7 @@ export async function runListen(ctx: Context, o: ListenOptions): Promise<void> {
       respondStatus,
       readTimeoutMs,
       onEvent(event) {
-        print(event as unknown as { outcome: string });
+        print(event);
         if (event.outcome === 'accepted') accepted++;
         if (exitAfter !== undefined && accepted >= exitAfter) finish('done');
         if (o.until !== undefined && event.type === o.until && (event.outcome === 'accepted' || event.outcome === 'duplicate')) finish('done');
@@ -147,7 +141,7 @@ export async function runListen(ctx: Context, o: ListenOptions): Promise<void> {
   }
 
   if (ctx.global.json) {
-    print({ outcome: 'listening', url: receiver.url, port: receiver.port, scheme: o.scheme, tolerance, secret_from: from, forward_to: o.forwardTo ?? null });
+    output.push(`${JSON.stringify({ outcome: 'listening', url: receiver.url, port: receiver.port, scheme: o.scheme, tolerance, secret_from: from, forward_to: o.forwardTo ?? null })}\n`);
   } else {
     line(ctx.stderr, `${cerr.green('Ready.')} Listening on ${cerr.bold(receiver.url)}, verifying with ${from} (scheme ${o.scheme}, tolerance ${tolerance} s)`);
     if (o.forwardTo) line(ctx.stderr, `Forwarding verified deliveries to ${o.forwardTo}`);
@@ -163,7 +157,7 @@ export async function runListen(ctx: Context, o: ListenOptions): Promise<void> {
   const why = await Promise.race([finished, expired, ctx.interrupted]);
   clearTimeout(timer);
   await receiver.close();
-  flushOutput();
+  output.flush();
   if (why === 'expired') {
     throw new VerifyFailedError(`No verified ${o.until} delivery arrived within ${o.within}.`, {
       hint: 'Check that the webhook points here, is active and subscribed to that type (`wxhooks webhook get ID`).',

@@ -55,3 +55,4 @@ export function formatEvent(e: ReceiverEvent, c: ChalkInstance): string {
       return `${time} ${c.red('✗')} ${status}  ${e.message ?? e.outcome}`;
   }
 }
+

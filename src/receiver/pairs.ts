@@ -1,6 +1,7 @@
 import { closeSync, existsSync, openSync, readFileSync, renameSync, writeSync, fsyncSync } from 'node:fs';
 import { join } from 'node:path';
 import { ensurePrivateDir } from '../store/paths.js';
+import { LineBuffer } from '../util/line-buffer.js';
 
 /**
  * The (trigger id, subscription id) pairs already handled, so a restarted
@@ -10,8 +11,7 @@ import { ensurePrivateDir } from '../store/paths.js';
 export class ProcessedPairs {
   private readonly seen = new Map<string, number>();
   private fd: number | undefined;
-  private pending = '';
-  private flushScheduled = false;
+  private readonly lines: LineBuffer;
   readonly file: string;
 
   constructor(
@@ -27,7 +27,7 @@ export class ProcessedPairs {
         if (!text) continue;
         try {
           const { t, s, at } = JSON.parse(text) as { t: string; s: string; at: number };
-          if (now - at <= ttlMs) this.seen.set(ProcessedPairs.key(t, s), at);
+          if (now - at <= ttlMs) this.seen.set(pairKey(t, s), at);
           else pruned = true;
         } catch {
           pruned = true; // a torn last line from a crash: dropped on rewrite
@@ -36,50 +36,39 @@ export class ProcessedPairs {
     }
     if (pruned) this.rewrite();
     this.fd = openSync(this.file, 'a', 0o600);
+    // Appended at most every FLUSH_MS rather than once per delivery, so a burst costs one write;
+    // close() flushes, so only a crash (not Ctrl-C) can lose the last few milliseconds of pairs.
+    this.lines = new LineBuffer((chunk) => {
+      if (this.fd !== undefined) writeSync(this.fd, chunk);
+    }, ProcessedPairs.FLUSH_MS);
   }
 
   static readonly FLUSH_MS = 20;
 
-  static key(triggerId: string, subscriptionId: string): string {
-    return `${triggerId}\u0000${subscriptionId}`;
-  }
-
   private rewrite(): void {
     const tmp = `${this.file}.${process.pid}.tmp`;
     const fd = openSync(tmp, 'w', 0o600);
-    for (const [key, at] of this.seen) {
-      const [t, s] = key.split('\u0000');
-      writeSync(fd, `${JSON.stringify({ t, s, at })}\n`);
-    }
+    for (const [key, at] of this.seen) writeSync(fd, line(key, at));
     fsyncSync(fd);
     closeSync(fd);
     renameSync(tmp, this.file);
   }
 
-  has(triggerId: string, subscriptionId: string): boolean {
-    const at = this.seen.get(ProcessedPairs.key(triggerId, subscriptionId));
-    return at !== undefined && Date.now() - at <= this.ttlMs;
+  /** Whether the pair (from `pairKey`) was processed within the TTL. */
+  has(key: string, now = Date.now()): boolean {
+    const at = this.seen.get(key);
+    return at !== undefined && now - at <= this.ttlMs;
   }
 
-  add(triggerId: string, subscriptionId: string, now = Date.now()): void {
-    this.seen.set(ProcessedPairs.key(triggerId, subscriptionId), now);
-    if (this.fd === undefined) return;
-    // Appended at most every FLUSH_MS rather than once per delivery, so a burst costs one write;
-    // close() flushes, so only a crash (not Ctrl-C) can lose the last few milliseconds of pairs.
-    this.pending += `{"t":${JSON.stringify(triggerId)},"s":${JSON.stringify(subscriptionId)},"at":${now}}\n`;
-    if (!this.flushScheduled) {
-      this.flushScheduled = true;
-      setTimeout(() => this.flush(), ProcessedPairs.FLUSH_MS).unref();
-    }
+  /** Marks the pair (from `pairKey`) processed. */
+  add(key: string, now = Date.now()): void {
+    this.seen.set(key, now);
+    if (this.fd !== undefined) this.lines.push(line(key, now));
   }
 
   /** Writes what was added since the last flush. */
   flush(): void {
-    this.flushScheduled = false;
-    if (this.fd === undefined || !this.pending) return;
-    const text = this.pending;
-    this.pending = '';
-    writeSync(this.fd, text);
+    this.lines.flush();
   }
 
   get size(): number {
@@ -95,3 +84,15 @@ export class ProcessedPairs {
     this.fd = undefined;
   }
 }
+
+/** The key of a (trigger id, subscription id) pair. */
+export function pairKey(triggerId: string, subscriptionId: string): string {
+  return `${triggerId}\u0000${subscriptionId}`;
+}
+
+/** A pair's line in the file: `{"t":trigger id,"s":subscription id,"at":ms}`. */
+function line(key: string, at: number): string {
+  const nul = key.indexOf('\u0000');
+  return `{"t":${JSON.stringify(key.slice(0, nul))},"s":${JSON.stringify(key.slice(nul + 1))},"at":${at}}\n`;
+}
+

@@ -4,7 +4,8 @@ import type { Dispatcher } from 'undici';
 import type { Verifier, VerifyFailure } from '../signing/verify.js';
 import type { LayoutName } from '../signing/layouts.js';
 import { forwardDelivery, type ForwardResult } from './forward.js';
-import type { ProcessedPairs } from './pairs.js';
+import { pairKey, type ProcessedPairs } from './pairs.js';
+import { isoMillis } from '../util/clock.js';
 import { saveDelivery, toSaved } from './saved.js';
 
 export type Outcome =
@@ -151,24 +152,25 @@ export async function startReceiver(o: ReceiverOptions): Promise<RunningReceiver
 
   /** Answers one request and returns what to report: synchronously when it can, a promise when it saves or forwards. */
   function handle(req: IncomingMessage, res: ServerResponse, report: (event: ReceiverEvent | Promise<ReceiverEvent>) => void): void {
-    const time = new Date();
-    const path = (req.url ?? '/').split('?')[0]!;
-    const base: ReceiverEvent = { time: time.toISOString(), outcome: 'error', status: 500, method: req.method, path };
+    const now = Date.now();
+    const url = req.url ?? '/';
+    const query = url.indexOf('?');
+    const path = query === -1 ? url : url.slice(0, query);
     if (path !== o.path) {
       answer(res, 404, { error: 'not found', hint: `deliveries go to ${o.path}` });
       req.resume();
-      return report({ ...base, outcome: 'not_found', status: 404 });
+      return report({ time: isoMillis(now), outcome: 'not_found', status: 404, method: req.method, path });
     }
     if (req.method !== 'POST') {
       res.setHeader('allow', 'POST');
       answer(res, 405, { error: 'only POST is accepted here' });
       req.resume();
-      return report({ ...base, outcome: 'method_not_allowed', status: 405 });
+      return report({ time: isoMillis(now), outcome: 'method_not_allowed', status: 405, method: req.method, path });
     }
     readBody(req, o.maxBody, (read) => {
       let event: ReceiverEvent | Promise<ReceiverEvent>;
       try {
-        event = afterBody(req, res, base, time, read);
+        event = afterBody(req, res, now, path, read);
       } catch (err) {
         event = Promise.reject(err);
       }
@@ -176,25 +178,28 @@ export async function startReceiver(o: ReceiverOptions): Promise<RunningReceiver
     });
   }
 
-  function afterBody(req: IncomingMessage, res: ServerResponse, base: ReceiverEvent, time: Date, read: BodyResult): ReceiverEvent | Promise<ReceiverEvent> {
+  function afterBody(req: IncomingMessage, res: ServerResponse, now: number, path: string, read: BodyResult): ReceiverEvent | Promise<ReceiverEvent> {
+    const time = isoMillis(now);
     if ('aborted' in read) {
-      return { ...base, outcome: 'bad_request', status: 408, message: 'the body did not arrive in time, or the client went away (--read-timeout)' };
+      return { time, outcome: 'bad_request', status: 408, method: 'POST', path, message: 'the body did not arrive in time, or the client went away (--read-timeout)' };
     }
     if ('tooLarge' in read) {
       answer(res, 413, { error: `body over ${o.maxBody} bytes` }, true);
       req.destroy();
-      return { ...base, outcome: 'too_large', status: 413, size: read.tooLarge, message: `${read.tooLarge} bytes or more; --max-body is ${o.maxBody}` };
+      return { time, outcome: 'too_large', status: 413, method: 'POST', path, size: read.tooLarge, message: `${read.tooLarge} bytes or more; --max-body is ${o.maxBody}` };
     }
     const body = read.body;
-    base.size = body.length;
-    const result = o.verifier.verify(req.headers, body);
+    const result = o.verifier.verify(req.headers, body, now);
     if (!result.ok) {
       const status = statusForFailure(result);
       answer(res, status, { error: result.message });
       return {
-        ...base,
+        time,
         outcome: status === 400 ? 'bad_request' : 'unverified',
         status,
+        method: 'POST',
+        path,
+        size: body.length,
         reason: result.reason,
         message: result.message,
         hint: result.hint,
@@ -208,11 +213,11 @@ export async function startReceiver(o: ReceiverOptions): Promise<RunningReceiver
     const trigger = str(p.trigger_id) ?? result.triggerId;
     // One literal with every field (undefined ones are left out of the JSON): cheaper than adding them one by one.
     const ev: ReceiverEvent = {
-      time: base.time,
+      time,
       outcome: 'accepted',
       status: 200,
-      method: base.method,
-      path: base.path,
+      method: 'POST',
+      path,
       size: body.length,
       type: str(p.type),
       webhook_id: str(p.webhook_id),
@@ -223,18 +228,17 @@ export async function startReceiver(o: ReceiverOptions): Promise<RunningReceiver
       forecast_hour: typeof data.forecast_hour === 'number' ? data.forecast_hour : undefined,
       test: p.test === true ? true : undefined,
       layout: result.layout,
-      pinned: 'pinnedNow' in result && result.pinnedNow ? true : undefined,
+      pinned: result.pinnedNow,
       warning: result.warning,
       forward: undefined,
       saved_to: undefined,
     };
-    if (o.pairs.has(trigger, subscription)) {
+    const key = pairKey(trigger, subscription);
+    if (o.pairs.has(key, now)) {
       answer(res, 200, DUPLICATE_BODY);
       ev.outcome = 'duplicate';
-      ev.status = 200;
       return ev;
     }
-    const key = `${trigger}\u0000${subscription}`;
     if (inFlight.has(key)) {
       answer(res, 409, { error: 'this notification is being processed; try again later' });
       ev.outcome = 'in_progress';
@@ -243,27 +247,27 @@ export async function startReceiver(o: ReceiverOptions): Promise<RunningReceiver
     }
     if (!o.saveDir && !o.forwardTo) {
       // the common case, answered in this turn
-      return finishAccepted(res, ev, 200, trigger, subscription);
+      return finishAccepted(res, ev, 200, key);
     }
     inFlight.add(key);
-    return handleSlow(req, res, ev, time, body, trigger, subscription, key);
+    return handleSlow(req, res, ev, now, body, trigger, subscription, key);
   }
 
-  function finishAccepted(res: ServerResponse, ev: ReceiverEvent, appStatus: number, trigger: string, subscription: string): ReceiverEvent {
+  function finishAccepted(res: ServerResponse, ev: ReceiverEvent, appStatus: number, key: string): ReceiverEvent {
     const status = o.respondStatus ?? appStatus;
     const ok = status >= 200 && status < 300;
     // Only a delivery acknowledged with a 2xx counts as processed; otherwise the service's retry must get through.
-    if (ok) o.pairs.add(trigger, subscription);
+    if (ok) o.pairs.add(key);
     answer(res, status, ok ? OK_BODY : { error: `answered ${status} (--respond-status)` });
     ev.outcome = ok ? 'accepted' : 'refused_by_flag';
     ev.status = status;
     return ev;
   }
 
-  async function handleSlow(req: IncomingMessage, res: ServerResponse, ev: ReceiverEvent, time: Date, body: Buffer, trigger: string, subscription: string, key: string): Promise<ReceiverEvent> {
+  async function handleSlow(req: IncomingMessage, res: ServerResponse, ev: ReceiverEvent, now: number, body: Buffer, trigger: string, subscription: string, key: string): Promise<ReceiverEvent> {
     try {
       if (o.saveDir) {
-        ev.saved_to = await saveDelivery(o.saveDir, toSaved(time, req.method ?? 'POST', req.url ?? '/', req.headers, body), `${trigger}-${subscription}`);
+        ev.saved_to = await saveDelivery(o.saveDir, toSaved(new Date(now), req.method ?? 'POST', req.url ?? '/', req.headers, body), `${trigger}-${subscription}`);
       }
       let status = 200;
       if (o.forwardTo && agent) {
@@ -276,7 +280,7 @@ export async function startReceiver(o: ReceiverOptions): Promise<RunningReceiver
         }
         status = ev.forward.status!;
       }
-      return finishAccepted(res, ev, status, trigger, subscription);
+      return finishAccepted(res, ev, status, key);
     } finally {
       inFlight.delete(key);
     }
@@ -289,7 +293,7 @@ export async function startReceiver(o: ReceiverOptions): Promise<RunningReceiver
     (req, res) => {
       const failed = (err: Error) => {
         answer(res, 500, { error: 'internal error in wxhooks listen' });
-        o.onEvent({ time: new Date().toISOString(), outcome: 'error', status: 500, message: err.message });
+        o.onEvent({ time: isoMillis(Date.now()), outcome: 'error', status: 500, message: err.message });
       };
       try {
         handle(req, res, (event) => {

@@ -65,7 +65,8 @@ export const LAYOUTS: Record<LayoutName, Layout> = {
     content: (id, ts, body) => [`${id}.${ts}.`, body],
     parse(header) {
       const out: ParsedHeader = { signatures: [], problems: [] };
-      for (const entry of header.split(' ')) {
+      // one signature (no space) is the common case: no array for it
+      for (const entry of header.includes(' ') ? header.split(' ') : [header]) {
         if (!entry) continue;
         const comma = entry.indexOf(',');
         if (comma === -1) {

@@ -68,16 +68,20 @@ export const MAX_SIGNATURE_HEADER = 4096;
 const AUTO_ROWS = Object.values(LAYOUTS).filter((l) => l.signsTimestamp);
 
 export function headerValue(headers: HeaderSource, name: string): string | undefined {
+  return lookup(headers, name.toLowerCase(), name);
+}
+
+/** A header by its lower-case name first (as Node gives them), then by any casing. */
+function lookup(headers: HeaderSource, lower: string, name: string): string | undefined {
   if (typeof (headers as { get?: unknown }).get === 'function') {
     return (headers as { get(n: string): string | null }).get(name) ?? undefined;
   }
   const record = headers as Record<string, string | string[] | undefined>;
-  let v = record[name.toLowerCase()] ?? record[name];
+  let v = record[lower] ?? record[name];
   if (v === undefined) {
-    const lower = name.toLowerCase();
-    for (const [k, value] of Object.entries(record)) if (k.toLowerCase() === lower) v = value;
+    for (const k in record) if (k.toLowerCase() === lower) v = record[k];
   }
-  return Array.isArray(v) ? v.join(', ') : v;
+  return typeof v === 'string' || v === undefined ? v : v.join(', ');
 }
 
 function fail(reason: VerifyFailureReason, message: string, extra: Partial<VerifyFailure> = {}): VerifyFailure {
@@ -100,7 +104,7 @@ function matches(row: Layout, secrets: readonly string[], signatures: Buffer[], 
     for (const key of keys[i]!) {
       const expected = hmac(key, row.content(id, ts, body));
       // Every comparison is constant-time, over equal-length buffers only.
-      if (signatures.some((s) => s.length === expected.length && timingSafeEqual(s, expected))) return i;
+      for (const s of signatures) if (s.length === expected.length && timingSafeEqual(s, expected)) return i;
     }
   }
   return -1;
@@ -141,24 +145,22 @@ const ROWS: Record<Scheme, Layout[]> = {
   'hex-timestamp': [LAYOUTS['hex-timestamp']],
   'hex-body': [LAYOUTS['hex-body']],
 };
-const REQUIRED = ['Trigger-Id', 'Webhook-Timestamp', 'Webhook-Signature'] as const;
+
+function missing(name: string, value: string | undefined): VerifyFailure {
+  return fail('missing_header', `The ${name} header is ${value === undefined ? 'missing' : 'empty'}.`, {
+    header: name,
+    hint: 'Every delivery of the service carries Trigger-Id, Webhook-Timestamp and Webhook-Signature; a proxy in between may have dropped it.',
+  });
+}
 
 /** The checks themselves, on normalised inputs (so a session's Verifier pays for normalising once). */
 function check(secrets: readonly string[], scheme: Scheme, tolerance: number, nowMs: number, headers: HeaderSource, body: Buffer): VerifyResult {
-  const values: Record<string, string> = {};
-  for (const name of REQUIRED) {
-    const v = headerValue(headers, name);
-    if (v === undefined || v.trim() === '') {
-      return fail('missing_header', `The ${name} header is ${v === undefined ? 'missing' : 'empty'}.`, {
-        header: name,
-        hint: 'Every delivery of the service carries Trigger-Id, Webhook-Timestamp and Webhook-Signature; a proxy in between may have dropped it.',
-      });
-    }
-    values[name] = v;
-  }
-  const id = values['Trigger-Id']!;
-  const ts = values['Webhook-Timestamp']!;
-  const sigHeader = values['Webhook-Signature']!;
+  const id = lookup(headers, 'trigger-id', 'Trigger-Id');
+  if (id === undefined || id.trim() === '') return missing('Trigger-Id', id);
+  const ts = lookup(headers, 'webhook-timestamp', 'Webhook-Timestamp');
+  if (ts === undefined || ts.trim() === '') return missing('Webhook-Timestamp', ts);
+  const sigHeader = lookup(headers, 'webhook-signature', 'Webhook-Signature');
+  if (sigHeader === undefined || sigHeader.trim() === '') return missing('Webhook-Signature', sigHeader);
 
   const seconds = parseTimestamp(ts);
   if (seconds === undefined) {
@@ -190,7 +192,7 @@ function check(secrets: readonly string[], scheme: Scheme, tolerance: number, no
   const parsedRows: { row: Layout; signatures: Buffer[] }[] = [];
   for (const row of rows) {
     const parsed = row.parse(sigHeader);
-    problems.push(...parsed.problems);
+    if (parsed.problems.length) problems.push(...parsed.problems);
     if (!parsed.signatures.length) continue;
     if (parsed.timestamp !== undefined && parsed.timestamp !== ts) {
       problems.push(`its t=${parsed.timestamp.slice(0, 20)} is not the Webhook-Timestamp`);

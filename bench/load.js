@@ -1,0 +1,95 @@
+// The benchmark's load generator, run as its own process: `node bench/load.js PORT SECRET COUNT CLIENTS [WARMUP]`.
+// Plain sockets with every request pre-built as bytes, one request at a time per connection (no
+// pipelining): it costs the machine far less per request than an HTTP client library, so what is measured
+// is the server. Prints one JSON line: {"rps", "p50", "p99", "failures"} (latencies in milliseconds).
+import { connect } from 'node:net';
+import { signDelivery } from '../dist/index.js';
+
+const [port, secret, count, clients, warmup = '200'] = process.argv.slice(2);
+const PORT = Number(port);
+
+/** `n` signed deliveries as raw HTTP/1.1 requests, each with its own Trigger-Id. */
+function requests(n, tag) {
+  const ts = Math.floor(Date.now() / 1000);
+  return Array.from({ length: n }, (_, i) => {
+    const trigger = `trg_bench_${process.pid}_${tag}_${i}`;
+    const body = Buffer.from(
+      JSON.stringify({
+        type: 'forecast_hour.available',
+        webhook_id: '1',
+        subscription_id: '1',
+        trigger_id: trigger,
+        test: false,
+        data: { model: 'wm-6', initialization_time: '2026-11-21T00:00:00Z', forecast_hour: i % 48 },
+      }),
+    );
+    const signed = signDelivery({ secret, body, triggerId: trigger, timestamp: ts });
+    const head =
+      `POST / HTTP/1.1\r\nhost: 127.0.0.1:${PORT}\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\n` +
+      Object.entries(signed).map(([k, v]) => `${k}: ${v}\r\n`).join('') +
+      '\r\n';
+    return Buffer.concat([Buffer.from(head, 'latin1'), body]);
+  });
+}
+
+/** One keep-alive connection sending its share of the requests one after another. */
+function client(queue, latencies, counts) {
+  return new Promise((resolve, reject) => {
+    const socket = connect(PORT, '127.0.0.1');
+    socket.setNoDelay(true);
+    let pending = Buffer.alloc(0);
+    let sentAt = 0n;
+    const sendNext = () => {
+      const req = queue.pop();
+      if (!req) {
+        socket.end();
+        resolve();
+        return;
+      }
+      sentAt = process.hrtime.bigint();
+      socket.write(req);
+    };
+    socket.on('connect', sendNext);
+    socket.on('data', (chunk) => {
+      pending = pending.length ? Buffer.concat([pending, chunk]) : chunk;
+      for (;;) {
+        const end = pending.indexOf('\r\n\r\n');
+        if (end === -1) return;
+        const head = pending.toString('latin1', 0, end);
+        const length = /\r\ncontent-length: *(\d+)/i.exec(head);
+        let total;
+        if (length) total = end + 4 + Number(length[1]);
+        else if (/\r\ntransfer-encoding: *chunked/i.test(head)) {
+          // small bodies only: the response ends at the last, empty chunk
+          const last = pending.indexOf('0\r\n\r\n', end + 4);
+          total = last === -1 ? Infinity : last + 5;
+        } else {
+          reject(new Error(`a response with no length: ${head.split('\r\n')[0]}`));
+          socket.destroy();
+          return;
+        }
+        if (pending.length < total) return;
+        latencies.push(Number(process.hrtime.bigint() - sentAt) / 1e6);
+        if (head.slice(9, 12) !== '200') counts.failures++;
+        pending = pending.subarray(total);
+        sendNext();
+      }
+    });
+    socket.on('error', reject);
+  });
+}
+
+async function run(n, tag) {
+  const queue = requests(n, tag).reverse();
+  const latencies = [];
+  const counts = { failures: 0 };
+  const started = process.hrtime.bigint();
+  await Promise.all(Array.from({ length: Number(clients) }, () => client(queue, latencies, counts)));
+  const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+  latencies.sort((a, b) => a - b);
+  const at = (p) => latencies[Math.min(latencies.length - 1, Math.floor((p / 100) * latencies.length))];
+  return { rps: n / seconds, p50: at(50), p99: at(99), failures: counts.failures };
+}
+
+if (Number(warmup) > 0) await run(Number(warmup), 'warmup');
+process.stdout.write(`${JSON.stringify(await run(Number(count), 'measured'))}\n`);

@@ -1,0 +1,56 @@
+import { describe, expect, it } from 'vitest';
+import { isoMillis } from '../src/util/clock.js';
+import { LineBuffer } from '../src/util/line-buffer.js';
+
+describe('isoMillis', () => {
+  it('is toISOString for every millisecond of a second boundary, and far apart times', () => {
+    const base = Date.UTC(2026, 10, 21, 23, 59, 59, 0);
+    const times = [0, 1, 9, 10, 99, 100, 999, 1000, 1001, 1999, 2000].map((d) => base + d);
+    times.push(Date.UTC(2000, 0, 1), Date.UTC(2026, 0, 1, 0, 0, 0, 7), base - 86_400_000 + 42, 1, 999);
+    for (const t of times) expect(isoMillis(t)).toBe(new Date(t).toISOString());
+  });
+});
+
+describe('LineBuffer', () => {
+  const collect = (chunkBytes = 64) => {
+    const writes: string[] = [];
+    return { writes, lines: new LineBuffer((b) => writes.push(b.toString('utf8')), 10, chunkBytes) };
+  };
+
+  it('writes nothing until flushed, then everything in order as one write', () => {
+    const { writes, lines } = collect(1024);
+    lines.push('one\n');
+    lines.push('twø\n');
+    expect(writes).toEqual([]);
+    lines.flush();
+    lines.flush();
+    expect(writes).toEqual(['one\ntwø\n']);
+  });
+
+  it('starts a new write when a line would not fit, and writes a line larger than a buffer on its own, in order', () => {
+    const { writes, lines } = collect(64);
+    lines.push('a'.repeat(15));
+    lines.push('b'.repeat(20)); // 3 bytes per UTF-16 unit are reserved: 15 + 3 × 20 > 64
+    lines.push('c'.repeat(100));
+    lines.push('d');
+    lines.flush();
+    expect(writes).toEqual(['a'.repeat(15), 'b'.repeat(20), 'c'.repeat(100), 'd']);
+  });
+
+  it('flushes on its own after the delay', async () => {
+    const { writes, lines } = collect(1024);
+    lines.push('x\n');
+    await new Promise((r) => setTimeout(r, 50));
+    expect(writes).toEqual(['x\n']);
+  });
+
+  it('gives every write a buffer of its own, so a sink may keep it', () => {
+    const kept: Buffer[] = [];
+    const lines = new LineBuffer((b) => kept.push(b), 10, 1024);
+    lines.push('first');
+    lines.flush();
+    lines.push('second');
+    lines.flush();
+    expect(kept.map(String)).toEqual(['first', 'second']);
+  });
+});
