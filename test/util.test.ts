@@ -17,29 +17,39 @@ describe('LineBuffer', () => {
     return { writes, lines: new LineBuffer((b) => writes.push(b.toString('utf8')), 10, chunkBytes) };
   };
 
-  it('writes nothing until flushed, then everything in order as one write', () => {
+  it('writes nothing until flushed, then every line and its newline, in order, as one write', () => {
     const { writes, lines } = collect(1024);
-    lines.push('one\n');
-    lines.push('twø\n');
+    lines.push('one');
+    lines.push('twø');
+    lines.push('');
     expect(writes).toEqual([]);
     lines.flush();
     lines.flush();
-    expect(writes).toEqual(['one\ntwø\n']);
+    expect(writes).toEqual(['one\ntwø\n\n']);
   });
 
   it('starts a new write when a line would not fit, and writes a line larger than a buffer on its own, in order', () => {
     const { writes, lines } = collect(64);
     lines.push('a'.repeat(15));
-    lines.push('b'.repeat(20)); // 3 bytes per UTF-16 unit are reserved: 15 + 3 × 20 > 64
+    lines.push('b'.repeat(20)); // 3 bytes per UTF-16 unit are reserved: 16 + 3 × 20 + 1 > 64
     lines.push('c'.repeat(100));
     lines.push('d');
     lines.flush();
-    expect(writes).toEqual(['a'.repeat(15), 'b'.repeat(20), 'c'.repeat(100), 'd']);
+    expect(writes).toEqual([`${'a'.repeat(15)}\n`, `${'b'.repeat(20)}\n`, `${'c'.repeat(100)}\n`, 'd\n']);
+  });
+
+  it('takes a line whose worst case fills the buffer exactly into it, and sends one a byte longer on its own', () => {
+    const { writes, lines } = collect(64);
+    lines.push('x'.repeat(21)); // 21 × 3 + 1 = 64
+    lines.push('y');
+    lines.push('z'.repeat(22)); // 67
+    lines.flush();
+    expect(writes).toEqual([`${'x'.repeat(21)}\ny\n`, `${'z'.repeat(22)}\n`]);
   });
 
   it('flushes on its own after the delay', async () => {
     const { writes, lines } = collect(1024);
-    lines.push('x\n');
+    lines.push('x');
     await new Promise((r) => setTimeout(r, 50));
     expect(writes).toEqual(['x\n']);
   });
@@ -51,6 +61,6 @@ describe('LineBuffer', () => {
     lines.flush();
     lines.push('second');
     lines.flush();
-    expect(kept.map(String)).toEqual(['first', 'second']);
+    expect(kept.map(String)).toEqual(['first\n', 'second\n']);
   });
 });

@@ -109,7 +109,7 @@ export async function runListen(ctx: Context, o: ListenOptions): Promise<void> {
   // Lines are written at most every 20 ms, so a burst of deliveries costs one write, not one each.
   const { LineBuffer } = await import('../util/line-buffer.js');
   const output = new LineBuffer((chunk) => ctx.stdout.write(chunk));
-  const print = (event: ReceiverEvent) => output.push(`${ctx.global.json ? JSON.stringify(event) : formatEvent(event, c)}\n`);
+  const print = (event: ReceiverEvent) => output.push(ctx.global.json ? JSON.stringify(event) : formatEvent(event, c));
 
   let receiver;
   try {
@@ -141,7 +141,7 @@ export async function runListen(ctx: Context, o: ListenOptions): Promise<void> {
   }
 
   if (ctx.global.json) {
-    output.push(`${JSON.stringify({ outcome: 'listening', url: receiver.url, port: receiver.port, scheme: o.scheme, tolerance, secret_from: from, forward_to: o.forwardTo ?? null })}\n`);
+    output.push(JSON.stringify({ outcome: 'listening', url: receiver.url, port: receiver.port, scheme: o.scheme, tolerance, secret_from: from, forward_to: o.forwardTo ?? null }));
   } else {
     line(ctx.stderr, `${cerr.green('Ready.')} Listening on ${cerr.bold(receiver.url)}, verifying with ${from} (scheme ${o.scheme}, tolerance ${tolerance} s)`);
     if (o.forwardTo) line(ctx.stderr, `Forwarding verified deliveries to ${o.forwardTo}`);

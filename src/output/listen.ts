@@ -8,9 +8,22 @@ function size(n: number | undefined): string {
   return `${(n / 1024 / 1024).toFixed(1)} MB`;
 }
 
+/** `text` and `part` with `sep` between them, leaving out what is empty (cheaper than [...].filter(Boolean).join(sep)). */
+function add(text: string, part: string | undefined, sep: string): string {
+  if (!part) return text;
+  return text ? `${text}${sep}${part}` : part;
+}
+
 function run(e: ReceiverEvent): string {
-  const parts = [e.model, e.initialization_time?.replace(':00:00Z', ':00Z'), e.forecast_hour !== undefined ? `+${e.forecast_hour}h` : undefined];
-  return parts.filter(Boolean).join(' ');
+  let text = add('', e.model, ' ');
+  text = add(text, e.initialization_time?.replace(':00:00Z', ':00Z'), ' ');
+  return e.forecast_hour !== undefined ? add(text, `+${e.forecast_hour}h`, ' ') : text;
+}
+
+function ids(e: ReceiverEvent): string {
+  let text = e.webhook_id ? `webhook ${e.webhook_id}` : '';
+  if (e.subscription_id) text = add(text, `sub ${e.subscription_id}`, ' ');
+  return add(text, e.trigger_id, ' ');
 }
 
 function forward(e: ReceiverEvent): string {
@@ -24,13 +37,17 @@ function forward(e: ReceiverEvent): string {
 export function formatEvent(e: ReceiverEvent, c: ChalkInstance): string {
   const time = c.dim(e.time.slice(11, 19));
   const status = String(e.status);
-  const ids = [e.webhook_id && `webhook ${e.webhook_id}`, e.subscription_id && `sub ${e.subscription_id}`, e.trigger_id].filter(Boolean).join(' ');
   switch (e.outcome) {
     case 'accepted':
     case 'refused_by_flag': {
       const mark = e.outcome === 'accepted' ? c.green('✓') : c.yellow('!');
-      const fields = [c.bold(e.type ?? '(no type)') + (e.test ? c.cyan(' test') : ''), ids, run(e), size(e.size), c.dim(e.layout ?? ''), forward(e)];
-      let text = `${time} ${mark} ${status}  ${fields.filter(Boolean).join('  ')}`;
+      let fields = c.bold(e.type ?? '(no type)') + (e.test ? c.cyan(' test') : '');
+      fields = add(fields, ids(e), '  ');
+      fields = add(fields, run(e), '  ');
+      fields = add(fields, size(e.size), '  ');
+      fields = add(fields, c.dim(e.layout ?? ''), '  ');
+      fields = add(fields, forward(e), '  ');
+      let text = `${time} ${mark} ${status}  ${fields}`;
       if (e.outcome === 'refused_by_flag') text += c.yellow(`  (answered ${status} as --respond-status asks; not marked processed)`);
       if (e.pinned) text += `\n         ${c.dim(`signatures use the ${e.layout} layout; pinned for this session (pin it yourself with --scheme ${e.layout})`)}`;
       if (e.warning) text += `\n         ${c.yellow(`warning: ${e.warning}`)}`;
@@ -38,11 +55,11 @@ export function formatEvent(e: ReceiverEvent, c: ChalkInstance): string {
       return text;
     }
     case 'duplicate':
-      return `${time} ${c.blue('↺')} ${status}  duplicate, skipped: ${e.type ?? ''} ${ids} was already processed`;
+      return `${time} ${c.blue('↺')} ${status}  duplicate, skipped: ${e.type ?? ''} ${ids(e)} was already processed`;
     case 'in_progress':
-      return `${time} ${c.yellow('…')} ${status}  ${e.type ?? ''} ${ids} is still being processed; answered 409 so the service retries`;
+      return `${time} ${c.yellow('…')} ${status}  ${e.type ?? ''} ${ids(e)} is still being processed; answered 409 so the service retries`;
     case 'forward_failed':
-      return `${time} ${c.red('✗')} ${status}  ${[c.bold(e.type ?? ''), ids, run(e), size(e.size), c.dim(e.layout ?? '')].filter(Boolean).join('  ')}  ${c.red(forward(e))}\n         ${c.dim('not marked processed: the service will retry it')}`;
+      return `${time} ${c.red('✗')} ${status}  ${[c.bold(e.type ?? ''), ids(e), run(e), size(e.size), c.dim(e.layout ?? '')].filter(Boolean).join('  ')}  ${c.red(forward(e))}\n         ${c.dim('not marked processed: the service will retry it')}`;
     case 'unverified':
     case 'bad_request':
       return `${time} ${c.red('✗')} ${status}  ${c.red(e.message ?? e.reason ?? 'rejected')}${e.size !== undefined ? c.dim(`  ${size(e.size)}`) : ''}${e.hint ? `\n         ${c.dim(e.hint)}` : ''}`;

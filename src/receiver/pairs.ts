@@ -9,7 +9,8 @@ import { LineBuffer } from '../util/line-buffer.js';
  * JSON lines; entries older than the TTL are dropped when it is opened.
  */
 export class ProcessedPairs {
-  private readonly seen = new Map<string, number>();
+  /** Subscription id → trigger id → when it was processed (two maps: no joined key to build per lookup). */
+  private readonly seen = new Map<string, Map<string, number>>();
   private fd: number | undefined;
   private readonly lines: LineBuffer;
   readonly file: string;
@@ -26,8 +27,8 @@ export class ProcessedPairs {
       for (const text of readFileSync(this.file, 'utf8').split('\n')) {
         if (!text) continue;
         try {
-          const { t, s, at } = JSON.parse(text) as { t: string; s: string; at: number };
-          if (now - at <= ttlMs) this.seen.set(pairKey(t, s), at);
+          const { t, s, at } = JSON.parse(text) as { t: unknown; s: unknown; at: unknown };
+          if (typeof t === 'string' && typeof s === 'string' && typeof at === 'number' && now - at <= ttlMs) this.remember(t, s, at);
           else pruned = true;
         } catch {
           pruned = true; // a torn last line from a crash: dropped on rewrite
@@ -48,22 +49,30 @@ export class ProcessedPairs {
   private rewrite(): void {
     const tmp = `${this.file}.${process.pid}.tmp`;
     const fd = openSync(tmp, 'w', 0o600);
-    for (const [key, at] of this.seen) writeSync(fd, line(key, at));
+    for (const [subscription, triggers] of this.seen) {
+      for (const [trigger, at] of triggers) writeSync(fd, `${line(trigger, subscription, at)}\n`);
+    }
     fsyncSync(fd);
     closeSync(fd);
     renameSync(tmp, this.file);
   }
 
-  /** Whether the pair (from `pairKey`) was processed within the TTL. */
-  has(key: string, now = Date.now()): boolean {
-    const at = this.seen.get(key);
+  private remember(triggerId: string, subscriptionId: string, at: number): void {
+    let triggers = this.seen.get(subscriptionId);
+    if (!triggers) this.seen.set(subscriptionId, (triggers = new Map()));
+    triggers.set(triggerId, at);
+  }
+
+  /** Whether the pair was processed within the TTL. */
+  has(triggerId: string, subscriptionId: string, now = Date.now()): boolean {
+    const at = this.seen.get(subscriptionId)?.get(triggerId);
     return at !== undefined && now - at <= this.ttlMs;
   }
 
-  /** Marks the pair (from `pairKey`) processed. */
-  add(key: string, now = Date.now()): void {
-    this.seen.set(key, now);
-    if (this.fd !== undefined) this.lines.push(line(key, now));
+  /** Marks the pair processed. */
+  add(triggerId: string, subscriptionId: string, now = Date.now()): void {
+    this.remember(triggerId, subscriptionId, now);
+    if (this.fd !== undefined) this.lines.push(line(triggerId, subscriptionId, now));
   }
 
   /** Writes what was added since the last flush. */
@@ -72,7 +81,9 @@ export class ProcessedPairs {
   }
 
   get size(): number {
-    return this.seen.size;
+    let n = 0;
+    for (const triggers of this.seen.values()) n += triggers.size;
+    return n;
   }
 
   /** Flushes to disk and closes the file. */
@@ -85,14 +96,7 @@ export class ProcessedPairs {
   }
 }
 
-/** The key of a (trigger id, subscription id) pair. */
-export function pairKey(triggerId: string, subscriptionId: string): string {
-  return `${triggerId}\u0000${subscriptionId}`;
+/** A pair's line in the file. */
+function line(triggerId: string, subscriptionId: string, at: number): string {
+  return `{"t":${JSON.stringify(triggerId)},"s":${JSON.stringify(subscriptionId)},"at":${at}}`;
 }
-
-/** A pair's line in the file: `{"t":trigger id,"s":subscription id,"at":ms}`. */
-function line(key: string, at: number): string {
-  const nul = key.indexOf('\u0000');
-  return `{"t":${JSON.stringify(key.slice(0, nul))},"s":${JSON.stringify(key.slice(nul + 1))},"at":${at}}\n`;
-}
-

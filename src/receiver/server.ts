@@ -4,7 +4,7 @@ import type { Dispatcher } from 'undici';
 import type { Verifier, VerifyFailure } from '../signing/verify.js';
 import type { LayoutName } from '../signing/layouts.js';
 import { forwardDelivery, type ForwardResult } from './forward.js';
-import { pairKey, type ProcessedPairs } from './pairs.js';
+import type { ProcessedPairs } from './pairs.js';
 import { isoMillis } from '../util/clock.js';
 import { saveDelivery, toSaved } from './saved.js';
 
@@ -87,28 +87,38 @@ type BodyResult = { body: Buffer } | { tooLarge: number } | { aborted: true };
  * promise's extra turn cost the response write its batching with the request's own I/O).
  */
 function readBody(req: IncomingMessage, max: number, resolve: (r: BodyResult) => void): void {
-  {
-    const declared = Number(req.headers['content-length']);
-    if (Number.isFinite(declared) && declared > max) {
-      resolve({ tooLarge: declared });
+  const declared = Number(req.headers['content-length']);
+  if (Number.isFinite(declared) && declared > max) {
+    resolve({ tooLarge: declared });
+    return;
+  }
+  const expected = Number.isFinite(declared) && declared >= 0 ? declared : -1;
+  // The usual small delivery arrives as one chunk of the declared size, and is kept as it is;
+  // otherwise the chunks are copied into one buffer of the declared size, or gathered.
+  let whole: Buffer | undefined;
+  let buf: Buffer | undefined;
+  const chunks: Buffer[] = [];
+  let size = 0;
+  let done = false;
+  const finish = (r: BodyResult) => {
+    if (done) return;
+    done = true;
+    resolve(r);
+  };
+  req.on('data', (chunk: Buffer) => {
+    if (done) return;
+    if (size + chunk.length > max) {
+      req.pause();
+      finish({ tooLarge: size + chunk.length });
       return;
     }
-    let buf: Buffer | undefined = Number.isFinite(declared) && declared >= 0 ? Buffer.allocUnsafe(declared) : undefined;
-    const chunks: Buffer[] = [];
-    let size = 0;
-    let done = false;
-    const finish = (r: BodyResult) => {
-      if (done) return;
-      done = true;
-      resolve(r);
-    };
-    req.on('data', (chunk: Buffer) => {
-      if (done) return;
-      if (size + chunk.length > max) {
-        req.pause();
-        finish({ tooLarge: size + chunk.length });
-        return;
-      }
+    if (size === 0 && chunk.length === expected) whole = chunk;
+    else {
+      if (whole) {
+        // more than was declared: gather from here on
+        chunks.push(whole);
+        whole = undefined;
+      } else if (size === 0 && expected > chunk.length) buf = Buffer.allocUnsafe(expected);
       if (buf && size + chunk.length <= buf.length) chunk.copy(buf, size);
       else {
         if (buf) {
@@ -117,16 +127,18 @@ function readBody(req: IncomingMessage, max: number, resolve: (r: BodyResult) =>
         }
         chunks.push(chunk);
       }
-      size += chunk.length;
-    });
-    req.on('end', () => finish({ body: buf ? buf.subarray(0, size) : Buffer.concat(chunks, size) }));
-    // 'close' after 'end' finds the promise settled; before it, the client went away
-    req.on('close', () => finish({ aborted: true }));
-    req.on('error', () => undefined);
-  }
+    }
+    size += chunk.length;
+  });
+  req.on('end', () => finish({ body: whole ?? (buf ? buf.subarray(0, size) : Buffer.concat(chunks, size)) }));
+  // 'close' after 'end' finds it finished; before it, the client went away. (No 'error' listener:
+  // Node emits a request's errors only to listeners, and 'close' follows them.)
+  req.on('close', () => finish({ aborted: true }));
 }
 
 const OK_BODY = '{"ok":true}';
+/** Node reads the headers given to writeHead without changing them, so the common answer's can be made once. */
+const OK_HEADERS = { 'content-type': 'application/json', 'content-length': OK_BODY.length };
 const DUPLICATE_BODY = '{"ok":true,"duplicate":true}';
 const str = (v: unknown) => (typeof v === 'string' || typeof v === 'number' ? String(v) : undefined);
 
@@ -143,6 +155,11 @@ export async function startReceiver(o: ReceiverOptions): Promise<RunningReceiver
 
   const answer = (res: ServerResponse, status: number, body: Record<string, unknown> | string, close = false) => {
     if (res.headersSent) return;
+    if (body === OK_BODY) {
+      res.writeHead(status, OK_HEADERS);
+      res.end(OK_BODY);
+      return;
+    }
     const text = typeof body === 'string' ? body : JSON.stringify(body);
     const headers: Record<string, string | number> = { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) };
     if (close) headers.connection = 'close';
@@ -150,8 +167,18 @@ export async function startReceiver(o: ReceiverOptions): Promise<RunningReceiver
     res.end(text);
   };
 
-  /** Answers one request and returns what to report: synchronously when it can, a promise when it saves or forwards. */
-  function handle(req: IncomingMessage, res: ServerResponse, report: (event: ReceiverEvent | Promise<ReceiverEvent>) => void): void {
+  const failed = (res: ServerResponse, err: Error) => {
+    answer(res, 500, { error: 'internal error in wxhooks listen' });
+    o.onEvent({ time: isoMillis(Date.now()), outcome: 'error', status: 500, message: err.message });
+  };
+  /** Reports what was answered: at once, or when saving and forwarding are done. */
+  const report = (res: ServerResponse, event: ReceiverEvent | Promise<ReceiverEvent>) => {
+    if (event instanceof Promise) event.then(o.onEvent, (err: Error) => failed(res, err));
+    else o.onEvent(event);
+  };
+
+  /** Answers one request, and reports it. */
+  function handle(req: IncomingMessage, res: ServerResponse): void {
     const now = Date.now();
     const url = req.url ?? '/';
     const query = url.indexOf('?');
@@ -159,13 +186,13 @@ export async function startReceiver(o: ReceiverOptions): Promise<RunningReceiver
     if (path !== o.path) {
       answer(res, 404, { error: 'not found', hint: `deliveries go to ${o.path}` });
       req.resume();
-      return report({ time: isoMillis(now), outcome: 'not_found', status: 404, method: req.method, path });
+      return report(res, { time: isoMillis(now), outcome: 'not_found', status: 404, method: req.method, path });
     }
     if (req.method !== 'POST') {
       res.setHeader('allow', 'POST');
       answer(res, 405, { error: 'only POST is accepted here' });
       req.resume();
-      return report({ time: isoMillis(now), outcome: 'method_not_allowed', status: 405, method: req.method, path });
+      return report(res, { time: isoMillis(now), outcome: 'method_not_allowed', status: 405, method: req.method, path });
     }
     readBody(req, o.maxBody, (read) => {
       let event: ReceiverEvent | Promise<ReceiverEvent>;
@@ -174,7 +201,7 @@ export async function startReceiver(o: ReceiverOptions): Promise<RunningReceiver
       } catch (err) {
         event = Promise.reject(err);
       }
-      report(event);
+      report(res, event);
     });
   }
 
@@ -211,7 +238,6 @@ export async function startReceiver(o: ReceiverOptions): Promise<RunningReceiver
     const data = (typeof p.data === 'object' && p.data !== null ? p.data : {}) as Record<string, unknown>;
     const subscription = str(p.subscription_id) ?? str((p.subscription as Record<string, unknown> | undefined)?.id) ?? '';
     const trigger = str(p.trigger_id) ?? result.triggerId;
-    // One literal with every field (undefined ones are left out of the JSON): cheaper than adding them one by one.
     const ev: ReceiverEvent = {
       time,
       outcome: 'accepted',
@@ -226,38 +252,37 @@ export async function startReceiver(o: ReceiverOptions): Promise<RunningReceiver
       model: str(data.model),
       initialization_time: str(data.initialization_time),
       forecast_hour: typeof data.forecast_hour === 'number' ? data.forecast_hour : undefined,
-      test: p.test === true ? true : undefined,
       layout: result.layout,
-      pinned: result.pinnedNow,
-      warning: result.warning,
-      forward: undefined,
-      saved_to: undefined,
     };
-    const key = pairKey(trigger, subscription);
-    if (o.pairs.has(key, now)) {
+    // the rarely set ones only when set: every property, even an undefined one, costs JSON.stringify time
+    if (p.test === true) ev.test = true;
+    if (result.pinnedNow) ev.pinned = true;
+    if (result.warning) ev.warning = result.warning;
+    if (o.pairs.has(trigger, subscription, now)) {
       answer(res, 200, DUPLICATE_BODY);
       ev.outcome = 'duplicate';
       return ev;
     }
+    if (!o.saveDir && !o.forwardTo) {
+      // the common case, answered in this turn: nothing is ever in flight without saving or forwarding
+      return finishAccepted(res, ev, 200, trigger, subscription);
+    }
+    const key = `${trigger}\u0000${subscription}`;
     if (inFlight.has(key)) {
       answer(res, 409, { error: 'this notification is being processed; try again later' });
       ev.outcome = 'in_progress';
       ev.status = 409;
       return ev;
     }
-    if (!o.saveDir && !o.forwardTo) {
-      // the common case, answered in this turn
-      return finishAccepted(res, ev, 200, key);
-    }
     inFlight.add(key);
     return handleSlow(req, res, ev, now, body, trigger, subscription, key);
   }
 
-  function finishAccepted(res: ServerResponse, ev: ReceiverEvent, appStatus: number, key: string): ReceiverEvent {
+  function finishAccepted(res: ServerResponse, ev: ReceiverEvent, appStatus: number, trigger: string, subscription: string): ReceiverEvent {
     const status = o.respondStatus ?? appStatus;
     const ok = status >= 200 && status < 300;
     // Only a delivery acknowledged with a 2xx counts as processed; otherwise the service's retry must get through.
-    if (ok) o.pairs.add(key);
+    if (ok) o.pairs.add(trigger, subscription);
     answer(res, status, ok ? OK_BODY : { error: `answered ${status} (--respond-status)` });
     ev.outcome = ok ? 'accepted' : 'refused_by_flag';
     ev.status = status;
@@ -280,7 +305,7 @@ export async function startReceiver(o: ReceiverOptions): Promise<RunningReceiver
         }
         status = ev.forward.status!;
       }
-      return finishAccepted(res, ev, status, key);
+      return finishAccepted(res, ev, status, trigger, subscription);
     } finally {
       inFlight.delete(key);
     }
@@ -291,17 +316,10 @@ export async function startReceiver(o: ReceiverOptions): Promise<RunningReceiver
   const server: Server = createServer(
     { connectionsCheckingInterval: Math.min(1000, o.readTimeoutMs), headersTimeout: o.readTimeoutMs, requestTimeout: o.readTimeoutMs * 6 },
     (req, res) => {
-      const failed = (err: Error) => {
-        answer(res, 500, { error: 'internal error in wxhooks listen' });
-        o.onEvent({ time: isoMillis(Date.now()), outcome: 'error', status: 500, message: err.message });
-      };
       try {
-        handle(req, res, (event) => {
-          if (event instanceof Promise) event.then(o.onEvent, failed);
-          else o.onEvent(event);
-        });
+        handle(req, res);
       } catch (err) {
-        failed(err as Error);
+        failed(res, err as Error);
       }
     },
   );

@@ -1,5 +1,5 @@
 /**
- * Lines of text gathered into one buffer and handed to `sink` at most every `delayMs`, so a burst of
+ * Lines of text (each followed by a newline) gathered into one buffer and handed to `sink` at most every `delayMs`, so a burst of
  * lines costs one write. The text goes into the buffer as it comes (not kept as strings until the
  * write), and each write gets a buffer of its own, so a sink may keep it.
  */
@@ -13,15 +13,23 @@ export class LineBuffer {
     private readonly chunkBytes = 64 * 1024,
   ) {}
 
-  push(text: string): void {
-    // at most 3 bytes of UTF-8 per UTF-16 unit
-    if (this.buf && this.used + text.length * 3 > this.buf.length) this.flush();
-    if (text.length * 3 > this.chunkBytes) {
-      this.sink(Buffer.from(text, 'utf8'));
+  /** Adds `line` and a newline. */
+  push(line: string): void {
+    // at most 3 bytes of UTF-8 per UTF-16 unit, and the newline
+    const most = line.length * 3 + 1;
+    let buf = this.buf;
+    if (buf && this.used + most > buf.length) {
+      this.flush();
+      buf = undefined;
+    }
+    if (most > this.chunkBytes) {
+      this.sink(Buffer.from(`${line}\n`, 'utf8'));
       return;
     }
-    const buf = this.buf ?? this.start();
-    this.used += buf.write(text, this.used, 'utf8');
+    if (!buf) buf = this.start();
+    const end = this.used + buf.write(line, this.used, 'utf8');
+    buf[end] = 0x0a;
+    this.used = end + 1;
   }
 
   private start(): Buffer {
