@@ -72,11 +72,12 @@ function startChild(args, env) {
     child.on('exit', (code) => reject(new Error(`${args.join(' ')} exited ${code} before it was ready`)));
   });
 }
-/** Starts `listen` with its NDJSON going to a file (as a person's terminal or log would take it), not to the load generator. */
-async function startListen(env, dir) {
+/** Starts `listen` with what it prints going to a file (as a person's log would take it), not to the load generator. */
+async function startListen(env, dir, json) {
   const port = await freePort();
-  const out = openSync(join(dir, `listen-${port}.ndjson`), 'w');
-  const child = spawn(process.execPath, [BIN, 'listen', '--port', String(port), '--json', '--secret-env', 'BENCH_SECRET'], { env, stdio: ['ignore', out, 'inherit'] });
+  const out = openSync(join(dir, `listen-${port}.out`), 'w');
+  const args = [BIN, 'listen', '--port', String(port), ...(json ? ['--json'] : []), '--secret-env', 'BENCH_SECRET'];
+  const child = spawn(process.execPath, args, { env, stdio: ['ignore', out, 'ignore'] });
   closeSync(out);
   for (let i = 0; i < 200; i++) {
     const up = await request(`http://127.0.0.1:${port}/ready-check`).then(
@@ -155,49 +156,54 @@ async function listenThroughput() {
   const dir = benchDir();
   const env = cleanEnv({ WXHOOKS_CONFIG_DIR: dir, BENCH_SECRET: secret });
   const rounds = QUICK ? 1 : 9;
-  const runOurs = async (count, concurrency) => {
-    const l = await startListen(env, dir);
-    try {
-      return load(l.child.pid, new URL(l.url).port, secret, count, concurrency);
-    } finally {
-      await stop(l.child);
-    }
+  const servers = {
+    text: async () => {
+      const l = await startListen(env, dir, false);
+      return { child: l.child, port: new URL(l.url).port };
+    },
+    json: async () => {
+      const l = await startListen(env, dir, true);
+      return { child: l.child, port: new URL(l.url).port };
+    },
+    bare: async () => {
+      const b = await startChild([join(ROOT, 'bench/bare-receiver.js'), secret], env);
+      return { child: b.child, port: b.first.trim() };
+    },
   };
-  const runBare = async (count, concurrency) => {
-    const b = await startChild([join(ROOT, 'bench/bare-receiver.js'), secret], env);
-    try {
-      return load(b.child.pid, b.first.trim(), secret, count, concurrency);
-    } finally {
-      await stop(b.child);
-    }
-  };
+  const names = Object.keys(servers);
   for (const [concurrency, count] of [
     [1, QUICK ? 500 : 3000],
     [50, QUICK ? 2000 : 10000],
   ]) {
-    log(`listen: ${count} deliveries at concurrency ${concurrency}, ${rounds} rounds, alternating with the floor`);
-    const ours = [];
-    const bare = [];
+    log(`listen: ${count} deliveries at concurrency ${concurrency}, ${rounds} rounds of listen, listen --json and the floor`);
+    const results = { text: [], json: [], bare: [] };
     for (let r = 0; r < rounds; r++) {
-      // alternate which goes first, so neither always meets the same state of the machine
-      if (r % 2 === 0) {
-        ours.push(await runOurs(count, concurrency));
-        bare.push(await runBare(count, concurrency));
-      } else {
-        bare.push(await runBare(count, concurrency));
-        ours.push(await runOurs(count, concurrency));
+      // the order turns each round, so none of the three always meets the same state of the machine
+      for (let k = 0; k < names.length; k++) {
+        const name = names[(r + k) % names.length];
+        const server = await servers[name]();
+        try {
+          results[name].push(load(server.child.pid, server.port, secret, count, concurrency));
+        } finally {
+          await stop(server.child);
+        }
       }
     }
     const m = (xs, k) => median(xs.map((x) => x[k]));
-    const ratio = (k) => median(ours.map((o, i) => o[k] / bare[i][k])); // per round, then the median
+    const ratio = (xs, k) => median(xs.map((o, i) => o[k] / results.bare[i][k])); // per round, then the median
     const clients = `${concurrency} client${concurrency > 1 ? 's' : ''}`;
-    row('listen', `deliveries/s, ${clients} (verify + dedupe file + NDJSON)`, `${Math.round(m(ours, 'rps'))}/s`, `${Math.round(m(bare, 'rps'))}/s (bare node:http + HMAC)`, ratio('rps'), atLeast(0.8));
-    if (concurrency > 1 && ours[0].cpuUs !== undefined) {
-      row('listen', `server CPU per delivery, ${clients}`, `${m(ours, 'cpuUs').toFixed(0)} µs`, `${m(bare, 'cpuUs').toFixed(0)} µs`, ratio('cpuUs'));
+    const floor = `${Math.round(m(results.bare, 'rps'))}/s (bare node:http + HMAC)`;
+    row('listen', `deliveries/s, ${clients}: \`listen\` (verify + dedupe file + a line each)`, `${Math.round(m(results.text, 'rps'))}/s`, floor, ratio(results.text, 'rps'), atLeast(0.8));
+    row('listen', `deliveries/s, ${clients}: \`listen --json\``, `${Math.round(m(results.json, 'rps'))}/s`, floor, ratio(results.json, 'rps'));
+    if (concurrency > 1 && results.text[0].cpuUs !== undefined) {
+      for (const name of ['text', 'json']) {
+        const label = name === 'json' ? '`listen --json`' : '`listen`';
+        row('listen', `server CPU per delivery, ${clients}: ${label}`, `${m(results[name], 'cpuUs').toFixed(0)} µs`, `${m(results.bare, 'cpuUs').toFixed(0)} µs`, ratio(results[name], 'cpuUs'));
+      }
     }
-    row('listen', `p50 latency, ${clients}`, ms(m(ours, 'p50')), ms(m(bare, 'p50')), ratio('p50'));
-    const p99 = m(ours, 'p99');
-    row('listen', `p99 latency, ${clients}`, ms(p99), ms(m(bare, 'p99')), ratio('p99'), concurrency === 50 ? { text: '< 10 ms', check: () => p99 < 10 } : undefined);
+    row('listen', `p50 latency, ${clients}: \`listen\``, ms(m(results.text, 'p50')), ms(m(results.bare, 'p50')), ratio(results.text, 'p50'));
+    const p99 = m(results.text, 'p99');
+    row('listen', `p99 latency, ${clients}: \`listen\``, ms(p99), ms(m(results.bare, 'p99')), ratio(results.text, 'p99'), concurrency === 50 ? { text: '< 10 ms', check: () => p99 < 10 } : undefined);
   }
 }
 

@@ -97,9 +97,10 @@ export async function runListen(ctx: Context, o: ListenOptions): Promise<void> {
   const { ProcessedPairs } = await import('../receiver/pairs.js');
   const { configDir } = await import('../store/paths.js');
   const { startReceiver } = await import('../receiver/server.js');
-  const { styleFor } = await import('../output/style.js');
+  const { styleFor, PLAIN } = await import('../output/style.js');
   const { formatEvent } = await import('../output/listen.js');
-  const c = styleFor(ctx, ctx.stdout);
+  const colours = styleFor(ctx, ctx.stdout);
+  const c = colours.level === 0 ? PLAIN : colours;
   const cerr = styleFor(ctx, ctx.stderr);
   const pairs = new ProcessedPairs(configDir(ctx.env), ttlMs);
 

@@ -1,4 +1,4 @@
-import type { ChalkInstance } from 'chalk';
+import type { Style } from './style.js';
 import type { ReceiverEvent } from '../receiver/server.js';
 
 function size(n: number | undefined): string {
@@ -34,7 +34,7 @@ function forward(e: ReceiverEvent): string {
 }
 
 /** One readable line per request for `listen`, with a second indented line for advice. */
-export function formatEvent(e: ReceiverEvent, c: ChalkInstance): string {
+export function formatEvent(e: ReceiverEvent, c: Style): string {
   const time = c.dim(e.time.slice(11, 19));
   const status = String(e.status);
   switch (e.outcome) {

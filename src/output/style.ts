@@ -11,3 +11,21 @@ export function styleFor(ctx: Pick<Context, 'env' | 'global'>, out: Out): ChalkI
   else if (out.isTTY) level = ctx.env.COLORTERM === 'truecolor' ? 3 : 1;
   return new Chalk({ level });
 }
+
+type Paint = (text: string) => string;
+
+/** The colours a formatter uses: a ChalkInstance, or PLAIN. */
+export interface Style {
+  green: Paint;
+  yellow: Paint;
+  red: Paint;
+  blue: Paint;
+  cyan: Paint;
+  dim: Paint;
+  bold: Paint;
+}
+
+const same: Paint = (text) => text;
+
+/** No colours, without chalk's work per call: for a line written per request when there are no colours. */
+export const PLAIN: Style = { green: same, yellow: same, red: same, blue: same, cyan: same, dim: same, bold: same };
