@@ -78,9 +78,9 @@ export async function runSecretSet(ctx: Context, id: string, dash: string | unde
     });
   }
   const { base, store } = await where(ctx);
-  if (ctx.stdin.isTTY) ctx.stderr.write(`Paste the secret for webhook ${id}, then press Enter and Ctrl-D: `);
-  const { readStdin } = await import('../output/prompt.js');
-  const value = (await readStdin(ctx)).trim();
+  const { readStdin, readHidden } = await import('../output/prompt.js');
+  const terminal = ctx.stdin.isTTY && typeof (ctx.stdin as NodeJS.ReadStream).setRawMode === 'function';
+  const value = (terminal ? await readHidden(ctx, `Paste the secret of webhook ${id} (it is not shown), then press Enter: `) : await readStdin(ctx)).trim();
   if (!value) throw new UsageError('No secret was given on stdin.');
   if (/\s/.test(value)) throw new UsageError('The secret contains whitespace; give exactly one secret on stdin.');
   await store.save(base, id, value);

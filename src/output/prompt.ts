@@ -1,6 +1,6 @@
 import { createInterface } from 'node:readline';
 import type { Context } from '../context.js';
-import { UsageError } from '../errors.js';
+import { InterruptedError, UsageError } from '../errors.js';
 import { readInputFile } from '../util/files.js';
 
 export const interactive = (ctx: Context) => Boolean(ctx.stdin.isTTY && ctx.stderr.isTTY);
@@ -18,6 +18,38 @@ export async function confirm(ctx: Context, question: string, yes: boolean | und
   } finally {
     rl.close();
   }
+}
+
+/**
+ * Reads one line typed or pasted on the terminal without showing it (a secret): Enter or Ctrl-D ends
+ * it, Backspace takes back a character, Ctrl-C interrupts. Other control keys are ignored.
+ */
+export function readHidden(ctx: Context, prompt: string): Promise<string> {
+  const input = ctx.stdin as NodeJS.ReadStream;
+  input.setRawMode(true); // before the prompt, so nothing typed after it is echoed
+  ctx.stderr.write(prompt);
+  input.setEncoding('utf8');
+  return new Promise((resolve, reject) => {
+    let value = '';
+    const done = (err?: Error) => {
+      input.off('data', onData);
+      input.setRawMode(false);
+      input.pause();
+      ctx.stderr.write('\n');
+      if (err) reject(err);
+      else resolve(value);
+    };
+    const onData = (text: string) => {
+      for (const ch of text) {
+        if (ch === '\r' || ch === '\n' || ch === '\u0004') return done();
+        if (ch === '\u0003') return done(new InterruptedError('interrupted'));
+        if (ch === '\u007f' || ch === '\b') value = value.slice(0, -1);
+        else if (ch >= ' ') value += ch;
+      }
+    };
+    input.on('data', onData);
+    input.resume();
+  });
 }
 
 export async function readStdin(ctx: Context): Promise<string> {

@@ -62,3 +62,21 @@ export function runCli(args: string[], options: CliOptions = {}): Promise<CliRes
     else child.stdin.end();
   });
 }
+
+/**
+ * Runs the CLI on a pseudo-terminal (through python3's pty module): once it has shown `prompt`, `typed`
+ * is typed. `shown` is everything the terminal displayed, echo included.
+ */
+export function runInTerminal(args: string[], prompt: string, typed: string, options: CliOptions = {}): Promise<{ code: number | null; shown: string }> {
+  const env = cleanEnv({ WXHOOKS_CONFIG_DIR: tempDir('wxhooks-cfg-'), ...options.env });
+  const script = resolve(import.meta.dirname, 'terminal.py');
+  return new Promise((resolvePromise, reject) => {
+    const child = spawn('python3', [script, prompt, Buffer.from(typed).toString('hex'), process.execPath, BIN, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let shown = '';
+    let errors = '';
+    child.stdout.setEncoding('utf8').on('data', (d: string) => (shown += d));
+    child.stderr.setEncoding('utf8').on('data', (d: string) => (errors += d));
+    child.on('error', reject);
+    child.on('close', (code) => (errors ? reject(new Error(`terminal.py: ${errors}`)) : resolvePromise({ code, shown })));
+  });
+}

@@ -1,0 +1,26 @@
+# Runs a command on a pseudo-terminal, as a person at a terminal would: waits until the command has
+# printed PROMPT, then types INPUT (hex), and prints everything the terminal showed. Exits with the
+# command's exit code. Usage: python3 terminal.py PROMPT INPUT_HEX COMMAND [ARGS...]
+import os, pty, select, sys, time
+
+prompt, typed, command = sys.argv[1].encode(), bytes.fromhex(sys.argv[2]), sys.argv[3:]
+pid, fd = pty.fork()
+if pid == 0:
+    os.execvp(command[0], command)
+shown, sent, deadline = b"", False, time.time() + 20
+while time.time() < deadline:
+    ready, _, _ = select.select([fd], [], [], 0.05)
+    if ready:
+        try:
+            chunk = os.read(fd, 4096)
+        except OSError:  # the command ended
+            break
+        if not chunk:
+            break
+        shown += chunk
+    if not sent and prompt in shown:
+        os.write(fd, typed)
+        sent = True
+_, status = os.waitpid(pid, 0)
+sys.stdout.buffer.write(shown)
+sys.exit(os.waitstatus_to_exitcode(status))
