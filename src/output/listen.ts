@@ -72,4 +72,3 @@ export function formatEvent(e: ReceiverEvent, c: Style): string {
       return `${time} ${c.red('✗')} ${status}  ${e.message ?? e.outcome}`;
   }
 }
-

@@ -33,6 +33,7 @@ export function readHidden(ctx: Context, prompt: string): Promise<string> {
     let value = '';
     const done = (err?: Error) => {
       input.off('data', onData);
+      input.off('end', onEnd);
       input.setRawMode(false);
       input.pause();
       ctx.stderr.write('\n');
@@ -47,7 +48,9 @@ export function readHidden(ctx: Context, prompt: string): Promise<string> {
         else if (ch >= ' ') value += ch;
       }
     };
+    const onEnd = () => done();
     input.on('data', onData);
+    input.once('end', onEnd);
     input.resume();
   });
 }

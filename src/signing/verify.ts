@@ -188,15 +188,6 @@ function check(secrets: readonly string[], scheme: Scheme, tolerance: number, no
   }
 
   const rows = ROWS[scheme];
-  if (rows.length === 1) {
-    // pinned (a session past its first delivery, or a scheme given): one row, and a match needs nothing more
-    const parsed = rows[0]!.parse(sigHeader);
-    if (parsed.signatures.length && (parsed.timestamp === undefined || parsed.timestamp === ts)) {
-      const index = matches(rows[0]!, secrets, parsed.signatures, id, ts, body);
-      if (index !== -1) return accept(rows[0]!, id, seconds, body, index);
-    }
-  }
-  // every row again, gathering what is needed to explain a failure
   const problems: string[] = [];
   const parsedRows: { row: Layout; signatures: Buffer[] }[] = [];
   for (const row of rows) {
@@ -208,7 +199,6 @@ function check(secrets: readonly string[], scheme: Scheme, tolerance: number, no
       continue;
     }
     parsedRows.push({ row, signatures: parsed.signatures });
-    if (rows.length === 1) continue; // already tried above
     const index = matches(row, secrets, parsed.signatures, id, ts, body);
     if (index !== -1) return accept(row, id, seconds, body, index);
   }

@@ -1,7 +1,7 @@
 /**
- * Lines of text (each followed by a newline) gathered into one buffer and handed to `sink` at most every `delayMs`, so a burst of
- * lines costs one write. The text goes into the buffer as it comes (not kept as strings until the
- * write), and each write gets a buffer of its own, so a sink may keep it.
+ * Lines of text, each followed by a newline, gathered into one buffer and handed to `sink` at most every
+ * `delayMs`, so a burst of lines costs one write. The text goes into the buffer as it comes (not kept as
+ * strings until the write), and each write gets a buffer of its own, so a sink may keep it.
  */
 export class LineBuffer {
   private buf: Buffer | undefined;
