@@ -76,9 +76,12 @@ function startChild(args, env) {
 async function startListen(env, dir, json) {
   const port = await freePort();
   const out = openSync(join(dir, `listen-${port}.out`), 'w');
+  const errFile = join(dir, `listen-${port}.err`);
+  const err = openSync(errFile, 'w');
   const args = [BIN, 'listen', '--port', String(port), ...(json ? ['--json'] : []), '--secret-env', 'BENCH_SECRET'];
-  const child = spawn(process.execPath, args, { env, stdio: ['ignore', out, 'ignore'] });
+  const child = spawn(process.execPath, args, { env, stdio: ['ignore', out, err] });
   closeSync(out);
+  closeSync(err);
   for (let i = 0; i < 200; i++) {
     const up = await request(`http://127.0.0.1:${port}/ready-check`).then(
       async (r) => (await r.body.dump(), true),
@@ -88,7 +91,7 @@ async function startListen(env, dir, json) {
     if (child.exitCode !== null) break;
     await new Promise((r) => setTimeout(r, 25));
   }
-  throw new Error('listen did not start');
+  throw new Error(`listen did not start: ${readFileSync(errFile, 'utf8')}`);
 }
 
 const stop = (child) => new Promise((resolve) => (child.exitCode !== null ? resolve() : (child.once('exit', resolve), child.kill('SIGTERM'))));
