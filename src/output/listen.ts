@@ -26,6 +26,13 @@ function ids(e: ReceiverEvent): string {
   return add(text, e.trigger_id, ' ');
 }
 
+/** Ids, model run, size and layout of a delivery, two spaces apart. */
+function details(e: ReceiverEvent, c: Style): string {
+  let text = add(ids(e), run(e), '  ');
+  text = add(text, size(e.size), '  ');
+  return add(text, c.dim(e.layout ?? ''), '  ');
+}
+
 function forward(e: ReceiverEvent): string {
   const f = e.forward;
   if (!f) return '';
@@ -41,13 +48,8 @@ export function formatEvent(e: ReceiverEvent, c: Style): string {
     case 'accepted':
     case 'refused_by_flag': {
       const mark = e.outcome === 'accepted' ? c.green('✓') : c.yellow('!');
-      let fields = c.bold(e.type ?? '(no type)') + (e.test ? c.cyan(' test') : '');
-      fields = add(fields, ids(e), '  ');
-      fields = add(fields, run(e), '  ');
-      fields = add(fields, size(e.size), '  ');
-      fields = add(fields, c.dim(e.layout ?? ''), '  ');
-      fields = add(fields, forward(e), '  ');
-      let text = `${time} ${mark} ${status}  ${fields}`;
+      const fields = add(c.bold(e.type ?? '(no type)') + (e.test ? c.cyan(' test') : ''), details(e, c), '  ');
+      let text = `${time} ${mark} ${status}  ${add(fields, forward(e), '  ')}`;
       if (e.outcome === 'refused_by_flag') text += c.yellow(`  (answered ${status} as --respond-status asks; not marked processed)`);
       if (e.pinned) text += `\n         ${c.dim(`signatures use the ${e.layout} layout; pinned for this session (pin it yourself with --scheme ${e.layout})`)}`;
       if (e.warning) text += `\n         ${c.yellow(`warning: ${e.warning}`)}`;
@@ -59,7 +61,7 @@ export function formatEvent(e: ReceiverEvent, c: Style): string {
     case 'in_progress':
       return `${time} ${c.yellow('…')} ${status}  ${e.type ?? ''} ${ids(e)} is still being processed; answered 409 so the service retries`;
     case 'forward_failed':
-      return `${time} ${c.red('✗')} ${status}  ${[c.bold(e.type ?? ''), ids(e), run(e), size(e.size), c.dim(e.layout ?? '')].filter(Boolean).join('  ')}  ${c.red(forward(e))}\n         ${c.dim('not marked processed: the service will retry it')}`;
+      return `${time} ${c.red('✗')} ${status}  ${add(c.bold(e.type ?? ''), details(e, c), '  ')}  ${c.red(forward(e))}\n         ${c.dim('not marked processed: the service will retry it')}`;
     case 'unverified':
     case 'bad_request':
       return `${time} ${c.red('✗')} ${status}  ${c.red(e.message ?? e.reason ?? 'rejected')}${e.size !== undefined ? c.dim(`  ${size(e.size)}`) : ''}${e.hint ? `\n         ${c.dim(e.hint)}` : ''}`;
