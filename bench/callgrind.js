@@ -1,8 +1,9 @@
 // `node bench/callgrind.js [floor] [json] [text]`: instructions per delivery, counted by valgrind's
 // callgrind in the server process (the load from bench/load.js runs outside valgrind). Instruction counts
 // do not move with the machine's load, unlike times: use this to tell whether a change to `listen` made
-// it cheaper. Per delivery = (count after 6,000 deliveries - count after 2,000) / 4,000, so start-up and
-// the first compilations drop out. Needs valgrind; takes a minute or two per server. Not part of `npm run bench`.
+// it cheaper. Per delivery = (count after 16,000 deliveries - count after 8,000) / 8,000, so start-up and
+// V8's compiling (which goes on for 15,000-20,000 deliveries in `listen`) mostly drop out. Needs valgrind;
+// takes about two minutes per server. Not part of `npm run bench`.
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { connect } from 'node:net';
@@ -63,8 +64,8 @@ async function instructions(server, count) {
 }
 
 for (const server of servers) {
-  const few = await instructions(server, 2000);
-  const many = await instructions(server, 6000);
+  const few = await instructions(server, 8000);
+  const many = await instructions(server, 16000);
   const name = { floor: 'floor (bench/bare-receiver.js)', json: 'listen --json', text: 'listen' }[server] ?? server;
-  process.stdout.write(`${name.padEnd(32)} ${Math.round((many - few) / 4000).toLocaleString('en')} instructions per delivery\n`);
+  process.stdout.write(`${name.padEnd(32)} ${Math.round((many - few) / 8000).toLocaleString('en')} instructions per delivery\n`);
 }

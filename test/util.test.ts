@@ -9,6 +9,11 @@ describe('isoMillis', () => {
     times.push(Date.UTC(2000, 0, 1), Date.UTC(2026, 0, 1, 0, 0, 0, 7), base - 86_400_000 + 42, 1, 999);
     for (const t of times) expect(isoMillis(t)).toBe(new Date(t).toISOString());
   });
+
+  it('gives the same text when asked again for the same millisecond, and the right one after it', () => {
+    const t = Date.UTC(2026, 10, 22, 1, 2, 3, 456);
+    for (const ms of [t, t, t + 1, t + 1, t, t + 1000, t + 1000, t]) expect(isoMillis(ms)).toBe(new Date(ms).toISOString());
+  });
 });
 
 describe('LineBuffer', () => {

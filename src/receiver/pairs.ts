@@ -98,5 +98,25 @@ export class ProcessedPairs {
 
 /** A pair's line in the file. */
 function line(triggerId: string, subscriptionId: string, at: number): string {
-  return `{"t":${JSON.stringify(triggerId)},"s":${JSON.stringify(subscriptionId)},"at":${at}}`;
+  return `{"t":${quoted(triggerId)},"s":${quoted(subscriptionId)},"at":${atText(at)}}`;
+}
+
+/** `JSON.stringify(text)`, without its work for the usual id, printable ASCII with no `"` or `\`. */
+export function quoted(text: string): string {
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c < 0x20 || c > 0x7e || c === 0x22 || c === 0x5c) return JSON.stringify(text);
+  }
+  return `"${text}"`;
+}
+
+let lastAt = -1;
+let lastAtText = '';
+/** A time in milliseconds as text, made once per millisecond (a number this size is formatted as a double). */
+function atText(at: number): string {
+  if (at !== lastAt) {
+    lastAt = at;
+    lastAtText = String(at);
+  }
+  return lastAtText;
 }
