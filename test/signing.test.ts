@@ -4,6 +4,8 @@ import Stripe from 'stripe';
 import { Webhook } from 'standardwebhooks';
 import { describe, expect, it } from 'vitest';
 import { Verifier, generateSecret, signDelivery, verifyDelivery, type VerifyFailure } from '../src/signing/index.js';
+import { isBase64 } from '../src/signing/layouts.js';
+import { parseTimestamp } from '../src/signing/timestamp.js';
 
 const vector = JSON.parse(readFileSync(new URL('./fixtures/standard-webhooks-vector.json', import.meta.url), 'utf8')) as {
   secret: string;
@@ -34,6 +36,36 @@ const failure = (r: ReturnType<typeof verifyDelivery>) => {
   expect(r.ok).toBe(false);
   return r as VerifyFailure;
 };
+
+/** Strings of up to `max` characters drawn from `alphabet`, every one of each length up to 2, then random ones. */
+function strings(alphabet: string, max: number, count: number): string[] {
+  const out = ['', ...alphabet];
+  for (const a of alphabet) for (const b of alphabet) out.push(a + b);
+  let seed = 12345;
+  const random = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+  for (let i = 0; i < count; i++) {
+    let text = '';
+    const length = Math.floor(random() * (max + 1));
+    for (let k = 0; k < length; k++) text += alphabet[Math.floor(random() * alphabet.length)];
+    out.push(text);
+  }
+  return out;
+}
+
+describe('the strict parsers, against their definitions as regular expressions', () => {
+  it('parseTimestamp takes 10 to 13 ASCII digits and nothing else', () => {
+    const inputs = [...strings('0123456789', 15, 20_000), ...strings('19 +-.eE\u0660x', 14, 20_000), '1790000000', '1790000000123', '０１２３４５６７８９'];
+    for (const text of inputs) {
+      const expected = /^[0-9]{10,13}$/.test(text) ? (Number(text) > 1e12 ? Math.floor(Number(text) / 1000) : Number(text)) : undefined;
+      expect(parseTimestamp(text), text).toBe(expected);
+    }
+  });
+
+  it('isBase64 is /^[A-Za-z0-9+\\/]+={0,2}$/', () => {
+    const inputs = [...strings('Az09+/=', 12, 20_000), ...strings('a=-_ \n\u00e9.', 8, 20_000), Buffer.alloc(32, 255).toString('base64')];
+    for (const text of inputs) expect(isBase64(text), JSON.stringify(text)).toBe(/^[A-Za-z0-9+/]+={0,2}$/.test(text));
+  });
+});
 
 describe('published vectors', () => {
   it('passes the Standard Webhooks test vector', () => {

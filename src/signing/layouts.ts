@@ -22,8 +22,8 @@ export interface Layout {
   signsTimestamp: boolean;
   /** The candidate keys a secret gives for this layout. */
   keys(secret: string): Buffer[];
-  /** The signed bytes, in pieces fed to the HMAC in order. */
-  content(triggerId: string, timestamp: string, body: Buffer): (string | Buffer)[];
+  /** What is signed before the body (the signed bytes are this text's UTF-8, then the body's bytes). */
+  prefix(triggerId: string, timestamp: string): string;
   /** The header's signatures for this layout; none when the header is not of this layout. */
   parse(header: string): ParsedHeader;
   /** The header value for one signature. */
@@ -31,14 +31,34 @@ export interface Layout {
 }
 
 const SHA256_BYTES = 32;
-const BASE64 = /^[A-Za-z0-9+/]+={0,2}$/;
 const HEX = /^[0-9a-fA-F]+$/;
+
+const BASE64_CHARS = new Uint8Array(128);
+for (const c of 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/') BASE64_CHARS[c.charCodeAt(0)] = 1;
+
+/**
+ * Whether `text` is base64 in the standard alphabet, with at most two `=` at the end and something before
+ * them (/^[A-Za-z0-9+\/]+={0,2}$/, at a third of the regular expression's cost on a signature).
+ */
+export function isBase64(text: string): boolean {
+  let end = text.length;
+  if (end > 0 && text.charCodeAt(end - 1) === 0x3d) {
+    end--;
+    if (end > 0 && text.charCodeAt(end - 1) === 0x3d) end--;
+  }
+  if (end === 0) return false;
+  for (let i = 0; i < end; i++) {
+    const c = text.charCodeAt(i);
+    if (c > 127 || BASE64_CHARS[c] === 0) return false;
+  }
+  return true;
+}
 
 /** `whsec_` + base64 is decoded; any other secret is used as its UTF-8 bytes. */
 export function standardKey(secret: string): Buffer {
   if (secret.startsWith('whsec_')) {
     const b64 = secret.slice(6);
-    if (BASE64.test(b64)) return Buffer.from(b64, 'base64');
+    if (isBase64(b64)) return Buffer.from(b64, 'base64');
   }
   return Buffer.from(secret, 'utf8');
 }
@@ -62,7 +82,7 @@ export const LAYOUTS: Record<LayoutName, Layout> = {
     name: 'standard',
     signsTimestamp: true,
     keys: (secret) => [standardKey(secret)],
-    content: (id, ts, body) => [`${id}.${ts}.`, body],
+    prefix: (id, ts) => `${id}.${ts}.`,
     parse(header) {
       const out: ParsedHeader = { signatures: [], problems: [] };
       // one signature (no space) is the common case: no array for it
@@ -80,7 +100,7 @@ export const LAYOUTS: Record<LayoutName, Layout> = {
           continue; // other versions (v1a, v2) are not ours
         }
         if (!value) out.problems.push('"v1," has no signature after it');
-        else if (!BASE64.test(value)) out.problems.push('a v1 signature that is not base64');
+        else if (!isBase64(value)) out.problems.push('a v1 signature that is not base64');
         else {
           const sig = Buffer.from(value, 'base64');
           if (sig.length !== SHA256_BYTES) out.problems.push(`a v1 signature of ${sig.length} bytes, not ${SHA256_BYTES} (truncated?)`);
@@ -95,7 +115,7 @@ export const LAYOUTS: Record<LayoutName, Layout> = {
     name: 'stripe',
     signsTimestamp: true,
     keys: (secret) => [utf8Key(secret)],
-    content: (_id, ts, body) => [`${ts}.`, body],
+    prefix: (_id, ts) => `${ts}.`,
     parse(header) {
       const out: ParsedHeader = { signatures: [], problems: [] };
       const pairs = header.split(',');
@@ -118,7 +138,7 @@ export const LAYOUTS: Record<LayoutName, Layout> = {
     name: 'hex-timestamp',
     signsTimestamp: true,
     keys: (secret) => (secret.startsWith('whsec_') ? [standardKey(secret), utf8Key(secret)] : [utf8Key(secret)]),
-    content: (_id, ts, body) => [`${ts}.`, body],
+    prefix: (_id, ts) => `${ts}.`,
     parse: hexSignatures,
     format: (sig) => `sha256=${sig.toString('hex')}`,
   },
@@ -126,14 +146,15 @@ export const LAYOUTS: Record<LayoutName, Layout> = {
     name: 'hex-body',
     signsTimestamp: false,
     keys: (secret) => (secret.startsWith('whsec_') ? [standardKey(secret), utf8Key(secret)] : [utf8Key(secret)]),
-    content: (_id, _ts, body) => [body],
+    prefix: () => '',
     parse: hexSignatures,
     format: (sig) => `sha256=${sig.toString('hex')}`,
   },
 };
 
-export function hmac(key: Buffer, pieces: (string | Buffer)[]): Buffer {
+/** HMAC-SHA256 over `prefix` (as UTF-8) and then `body`. */
+export function hmac(key: Buffer, prefix: string, body: Buffer): Buffer {
   const h = createHmac('sha256', key);
-  for (const p of pieces) h.update(p);
-  return h.digest();
+  if (prefix) h.update(prefix);
+  return h.update(body).digest();
 }

@@ -28,7 +28,7 @@ export function signDelivery(options: SignOptions): SignedHeaders {
   const ts = String(options.timestamp ?? Math.floor(Date.now() / 1000));
   const body = typeof options.body === 'string' ? Buffer.from(options.body, 'utf8') : Buffer.from(options.body);
   const [key] = row.keys(options.secret);
-  const signature = hmac(key!, row.content(options.triggerId, ts, body));
+  const signature = hmac(key!, row.prefix(options.triggerId, ts), body);
   return { 'Trigger-Id': options.triggerId, 'Webhook-Timestamp': ts, 'Webhook-Signature': row.format(signature, ts) };
 }
 

@@ -100,9 +100,10 @@ function keysOf(row: Layout, secrets: readonly string[]): Buffer[][] {
 
 function matches(row: Layout, secrets: readonly string[], signatures: Buffer[], id: string, ts: string, body: Buffer): number {
   const keys = keysOf(row, secrets);
+  const prefix = row.prefix(id, ts);
   for (let i = 0; i < keys.length; i++) {
     for (const key of keys[i]!) {
-      const expected = hmac(key, row.content(id, ts, body));
+      const expected = hmac(key, prefix, body);
       // Every comparison is constant-time, over equal-length buffers only.
       for (const s of signatures) if (s.length === expected.length && timingSafeEqual(s, expected)) return i;
     }
@@ -198,9 +199,9 @@ function check(secrets: readonly string[], scheme: Scheme, tolerance: number, no
       problems.push(`its t=${parsed.timestamp.slice(0, 20)} is not the Webhook-Timestamp`);
       continue;
     }
-    parsedRows.push({ row, signatures: parsed.signatures });
     const index = matches(row, secrets, parsed.signatures, id, ts, body);
     if (index !== -1) return accept(row, id, seconds, body, index);
+    parsedRows.push({ row, signatures: parsed.signatures });
   }
 
   if (!parsedRows.length) {
