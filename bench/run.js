@@ -175,7 +175,7 @@ function load(pid, port, secret, count, concurrency) {
 async function listenThroughput() {
   const secret = generateSecret();
   const rounds = QUICK ? 1 : 3;
-  const cycles = QUICK ? 3 : 8;
+  const cycles = QUICK ? 3 : 12;
   const COLD = QUICK ? 2000 : 10000;
   const WARM = QUICK ? 10000 : 20000;
   const ONE = 1000;

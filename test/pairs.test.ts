@@ -30,4 +30,31 @@ describe('ProcessedPairs', () => {
       b.close();
     }
   });
+
+  it('finds each of 200,000 pairs, and no pair it was not given', () => {
+    const pairs = new ProcessedPairs(tempDir(), 3600_000, 0);
+    try {
+      const n = 200_000;
+      const id = (i: number) => `trg_${(i * 2654435761) % 4294967296}_${i}`;
+      for (let i = 0; i < n; i++) pairs.add(id(i), String(i % 7), 1000);
+      expect(pairs.size).toBe(n);
+      const wrong: string[] = [];
+      for (let i = 0; i < n; i++) {
+        if (!pairs.has(id(i), String(i % 7), 2000)) wrong.push(`${id(i)} not found`);
+        if (pairs.has(id(i), String((i + 1) % 7), 2000)) wrong.push(`${id(i)} found under another subscription`);
+        if (pairs.has(`${id(i)}x`, String(i % 7), 2000)) wrong.push(`${id(i)}x found`);
+      }
+      expect(wrong).toEqual([]);
+      // the ids and the subscription are kept apart: ("ab", "c") is not ("a", "bc")
+      pairs.add('ab', 'c', 1000);
+      expect(pairs.has('a', 'bc', 2000)).toBe(false);
+      // marking a pair again keeps one entry, with the new time; the TTL counts from it
+      pairs.add(id(0), '0', 3600_000 + 500);
+      expect(pairs.size).toBe(n + 1);
+      expect(pairs.has(id(0), '0', 2 * 3600_000)).toBe(true);
+      expect(pairs.has(id(1), '1', 2 * 3600_000)).toBe(false);
+    } finally {
+      pairs.close();
+    }
+  });
 });
