@@ -42,7 +42,7 @@ function strings(alphabet: string, max: number, count: number): string[] {
   const out = ['', ...alphabet];
   for (const a of alphabet) for (const b of alphabet) out.push(a + b);
   let seed = 12345;
-  const random = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+  const random = () => (seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) / 2 ** 32;
   for (let i = 0; i < count; i++) {
     let text = '';
     const length = Math.floor(random() * (max + 1));
