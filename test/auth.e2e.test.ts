@@ -1,4 +1,5 @@
-import { readFileSync, statSync } from 'node:fs';
+import { readFileSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { closedPort, sendJson, startServer, type TestServer } from './helpers/server.js';
 import { runCli, tempDir } from './helpers/cli.js';
@@ -311,6 +312,29 @@ describe('config', () => {
     expect(statSync(paths.settings).mode & 0o777).toBe(0o600);
     expect((await runCli(['config', 'unset', 'base-url'], { env })).code).toBe(0);
     expect(JSON.parse((await runCli(['config', 'list', '--json'], { env })).stdout)).toEqual({});
+  });
+
+  it('a folder it cannot use, or a damaged settings file, is a clear error (exit 2), not a bug', async () => {
+    const dir = tempDir();
+    writeFileSync(join(dir, 'a-file'), 'x');
+    const blocked = { WXHOOKS_CONFIG_DIR: join(dir, 'a-file', 'store') };
+    for (const args of [['config', 'set', 'base-url', 'http://127.0.0.1:8788'], ['config', 'list'], ['secret', 'list']]) {
+      const r = await runCli(args, { env: blocked });
+      expect(r.code, args.join(' ')).toBe(2);
+      expect(r.stderr).toContain(`${join(dir, 'a-file', 'store')}`);
+      expect(r.stderr).toContain('a part of the path is a file, not a folder (ENOTDIR)');
+      expect(r.stderr).toContain('WXHOOKS_CONFIG_DIR');
+      expect(r.stderr).not.toMatch(/bug|\n\s+at /);
+    }
+    const store = tempDir();
+    writeFileSync(join(store, 'settings.json'), '{"base-url": ');
+    for (const args of [['config', 'list'], ['config', 'set', 'base-url', 'http://127.0.0.1:8788'], ['webhook', 'list']]) {
+      const r = await runCli(args, { env: { WXHOOKS_CONFIG_DIR: store, WX_API_KEY: KEY } });
+      expect(r.code, args.join(' ')).toBe(2);
+      expect(r.stderr).toContain(`The settings file ${join(store, 'settings.json')} is damaged`);
+      expect(r.stderr).not.toContain(KEY);
+    }
+    expect(readFileSync(join(store, 'settings.json'), 'utf8')).toBe('{"base-url": ');
   });
 
   it('refuses unknown keys and bad values with exit 2', async () => {

@@ -1,5 +1,5 @@
 import { createHmac } from 'node:crypto';
-import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Stripe from 'stripe';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -418,6 +418,26 @@ describe('listen: exits, secrets, output, saved deliveries', () => {
     const flag = await runCli(['listen', '--secret-env', 'whsec_abc=', '--port', '0']);
     expect(flag.code).toBe(2);
     expect(flag.stderr).not.toContain('whsec_abc=');
+  });
+
+  it('a --save-dir or a store folder it cannot write is refused at start (exit 2), before it listens', async () => {
+    const dir = tempDir();
+    writeFileSync(join(dir, 'a-file'), 'x');
+    const saveDir = await runCli(['listen', '--port', '0', '--secret-env', 'WX_SECRET', '--save-dir', join(dir, 'a-file', 'saved')], { env: env(tempDir()) });
+    expect(saveDir.code).toBe(2);
+    expect(saveDir.stderr).toContain(`Cannot write to --save-dir "${join(dir, 'a-file', 'saved')}": a part of the path is a file, not a folder (ENOTDIR).`);
+    expect(saveDir.stderr).not.toContain('Ready.');
+    const store = await runCli(['listen', '--port', '0', '--secret-env', 'WX_SECRET'], { env: env(join(dir, 'a-file', 'store')) });
+    expect(store.code).toBe(2);
+    expect(store.stderr).toContain('WXHOOKS_CONFIG_DIR');
+    mkdirSync(join(dir, 'store', 'processed-pairs.ndjson'), { recursive: true });
+    const pairs = await runCli(['listen', '--port', '0', '--secret-env', 'WX_SECRET'], { env: env(join(dir, 'store')) });
+    expect(pairs.code).toBe(2);
+    expect(pairs.stderr).toContain('processed-pairs.ndjson: it is a folder (EISDIR)');
+    for (const r of [saveDir, store, pairs]) {
+      expect(r.stderr).not.toMatch(/bug|\n\s+at /);
+      expect(r.stderr).not.toContain(SECRET);
+    }
   });
 
   it('pretty output: one readable line per request, with the reason in words', async () => {

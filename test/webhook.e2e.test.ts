@@ -372,6 +372,24 @@ describe('the secret is never lost', () => {
     }
   });
 
+  it('a damaged secret store stops the create before any request (exit 2), and is left as it was', async () => {
+    const dir = tempDir();
+    const svc = await startService('live', dir);
+    writeFileSync(join(dir, 'secrets.json'), '{"version": 1, "secrets": {');
+    try {
+      const r = await runCli(['webhook', 'create', '--url', 'https://example.com/'], { env: svc.env });
+      expect(r.code).toBe(2);
+      expect(r.stderr).toContain(`The secret store ${join(dir, 'secrets.json')} is damaged`);
+      expect(svc.requests.length).toBe(0);
+      const list = await runCli(['secret', 'list'], { env: svc.env });
+      expect(list.code).toBe(2);
+      expect(list.stderr).toContain('is damaged');
+      expect(readFileSync(join(dir, 'secrets.json'), 'utf8')).toBe('{"version": 1, "secrets": {');
+    } finally {
+      await svc.stop();
+    }
+  });
+
   it('a create that times out is not retried, and says to look before trying again', async () => {
     const dir = tempDir();
     const svc = await startService('live', dir);

@@ -87,6 +87,7 @@ export async function runListen(ctx: Context, o: ListenOptions): Promise<void> {
   const withinMs = o.within === undefined ? undefined : parseDuration(o.within, '--within');
   if (withinMs !== undefined && o.until === undefined) throw new UsageError('--within goes with --until TYPE.');
   if (o.forwardTo !== undefined) checkUrl(o.forwardTo, '--forward-to');
+  if (o.saveDir !== undefined) await (await import('../util/files.js')).ensureWritableDir(o.saveDir, '--save-dir');
 
   const { resolveSecrets } = await import('./shared.js');
   const { secrets, from } = await resolveSecrets(ctx, { webhook: o.webhook, secretEnv: o.secretEnv });

@@ -1,6 +1,8 @@
 import { closeSync, existsSync, openSync, readFileSync, renameSync, writeSync, fsyncSync } from 'node:fs';
 import { join } from 'node:path';
-import { ensurePrivateDir } from '../store/paths.js';
+import { UsageError } from '../errors.js';
+import { ensurePrivateDir, STORE_HINT } from '../store/paths.js';
+import { fsReason } from '../util/files.js';
 import { LineBuffer } from '../util/line-buffer.js';
 
 /**
@@ -22,21 +24,11 @@ export class ProcessedPairs {
   ) {
     ensurePrivateDir(dir);
     this.file = join(dir, 'processed-pairs.ndjson');
-    let pruned = false;
-    if (existsSync(this.file)) {
-      for (const text of readFileSync(this.file, 'utf8').split('\n')) {
-        if (!text) continue;
-        try {
-          const { t, s, at } = JSON.parse(text) as { t: unknown; s: unknown; at: unknown };
-          if (typeof t === 'string' && typeof s === 'string' && typeof at === 'number' && now - at <= ttlMs) this.remember(t, s, at);
-          else pruned = true;
-        } catch {
-          pruned = true; // a torn last line from a crash: dropped on rewrite
-        }
-      }
+    try {
+      this.fd = this.open(now);
+    } catch (err) {
+      throw new UsageError(`Cannot use the processed-pairs file ${this.file}: ${fsReason(err)}.`, { hint: STORE_HINT, cause: err });
     }
-    if (pruned) this.rewrite();
-    this.fd = openSync(this.file, 'a', 0o600);
     // Appended at most every FLUSH_MS rather than once per delivery, so a burst costs one write;
     // close() flushes, so only a crash (not Ctrl-C) can lose the last few milliseconds of pairs.
     this.lines = new LineBuffer((chunk) => {
@@ -45,6 +37,25 @@ export class ProcessedPairs {
   }
 
   static readonly FLUSH_MS = 20;
+
+  /** Reads the file (dropping what is past the TTL or torn), and opens it for appending. */
+  private open(now: number): number {
+    let pruned = false;
+    if (existsSync(this.file)) {
+      for (const text of readFileSync(this.file, 'utf8').split('\n')) {
+        if (!text) continue;
+        try {
+          const { t, s, at } = JSON.parse(text) as { t: unknown; s: unknown; at: unknown };
+          if (typeof t === 'string' && typeof s === 'string' && typeof at === 'number' && now - at <= this.ttlMs) this.remember(t, s, at);
+          else pruned = true;
+        } catch {
+          pruned = true; // a torn last line from a crash: dropped on rewrite
+        }
+      }
+    }
+    if (pruned) this.rewrite();
+    return openSync(this.file, 'a', 0o600);
+  }
 
   private rewrite(): void {
     const tmp = `${this.file}.${process.pid}.tmp`;

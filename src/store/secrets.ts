@@ -2,8 +2,9 @@ import { randomBytes } from 'node:crypto';
 import { access, constants, mkdir, open, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import lockfile from 'proper-lockfile';
-import { UsageError, WxError } from '../errors.js';
-import { ensurePrivateDir } from './paths.js';
+import { UsageError } from '../errors.js';
+import { fsReason } from '../util/files.js';
+import { ensurePrivateDir, STORE_HINT } from './paths.js';
 
 export interface StoredSecret {
   base_url: string;
@@ -53,6 +54,7 @@ export class SecretStore {
         cause: err,
       });
     }
+    await this.read(); // a damaged store stops the create too: the new secret could not be added to it
   }
 
   private async read(): Promise<SecretFile> {
@@ -61,14 +63,14 @@ export class SecretStore {
       text = await readFile(this.file, 'utf8');
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { version: 1, secrets: {} };
-      throw err;
+      throw new UsageError(`Cannot read the secret store ${this.file}: ${fsReason(err)}.`, { hint: STORE_HINT, cause: err });
     }
     try {
       const parsed = JSON.parse(text) as SecretFile;
       if (typeof parsed !== 'object' || parsed === null || typeof parsed.secrets !== 'object') throw new Error('no "secrets" object');
       return parsed;
     } catch (err) {
-      throw new WxError(`The secret store ${this.file} is damaged (${(err as Error).message}); it was left untouched.`, {
+      throw new UsageError(`The secret store ${this.file} is damaged (${(err as Error).message}); it was left untouched.`, {
         hint: 'Move it aside and restore it from a backup; wxhooks will not overwrite it.',
       });
     }

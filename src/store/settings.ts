@@ -1,7 +1,9 @@
 import Conf from 'conf';
 import { normalizeBaseUrl } from '../api/base-url.js';
+import { join } from 'node:path';
 import { UsageError } from '../errors.js';
-import { configDir, ensurePrivateDir } from './paths.js';
+import { fsReason } from '../util/files.js';
+import { configDir, ensurePrivateDir, STORE_HINT } from './paths.js';
 
 /** The settings `config get|set` knows, each with its check. */
 export const SETTINGS: Record<string, { describe: string; check: (value: string) => string }> = {
@@ -13,17 +15,36 @@ export const SETTINGS: Record<string, { describe: string; check: (value: string)
 
 export class Settings {
   private readonly conf: Conf<Record<string, string>>;
+  readonly file: string;
 
   constructor(env: Record<string, string | undefined>) {
     const dir = configDir(env);
     ensurePrivateDir(dir);
-    this.conf = new Conf<Record<string, string>>({
-      projectName: 'wxhooks',
-      cwd: dir,
-      configName: 'settings',
-      configFileMode: 0o600,
-      accessPropertiesByDotNotation: false,
-    });
+    this.file = join(dir, 'settings.json');
+    this.conf = this.guard(
+      () =>
+        new Conf<Record<string, string>>({
+          projectName: 'wxhooks',
+          cwd: dir,
+          configName: 'settings',
+          configFileMode: 0o600,
+          accessPropertiesByDotNotation: false,
+        }),
+    );
+  }
+
+  /** Runs a read or write of the settings file; what goes wrong is a usage error (exit 2) that names it. */
+  private guard<T>(fn: () => T): T {
+    try {
+      return fn();
+    } catch (err) {
+      if (err instanceof SyntaxError) {
+        throw new UsageError(`The settings file ${this.file} is damaged (${err.message}).`, {
+          hint: 'Fix it, or remove it and set what you need again with `wxhooks config set`.',
+        });
+      }
+      throw new UsageError(`Cannot use the settings file ${this.file}: ${fsReason(err)}.`, { hint: STORE_HINT, cause: err });
+    }
   }
 
   private static known(key: string): void {
@@ -40,13 +61,13 @@ export class Settings {
   set(key: string, value: string): string {
     Settings.known(key);
     const checked = SETTINGS[key]!.check(value);
-    this.conf.set(key, checked);
+    this.guard(() => this.conf.set(key, checked));
     return checked;
   }
 
   unset(key: string): void {
     Settings.known(key);
-    this.conf.delete(key);
+    this.guard(() => this.conf.delete(key));
   }
 
   all(): Record<string, string> {

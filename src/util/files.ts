@@ -1,11 +1,45 @@
-import { readFile } from 'node:fs/promises';
+import { randomBytes } from 'node:crypto';
+import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { UsageError } from '../errors.js';
+
+const REASONS: Record<string, string> = {
+  ENOENT: 'it does not exist',
+  ENOTDIR: 'a part of the path is a file, not a folder',
+  EISDIR: 'it is a folder',
+  EACCES: 'permission denied',
+  EPERM: 'not permitted',
+  EROFS: 'the file system is read-only',
+  ENOSPC: 'the disk is full',
+  EDQUOT: 'the disk quota is used up',
+  ENAMETOOLONG: 'the path is too long',
+  ELOOP: 'too many symbolic links',
+};
+
+/** What a file-system error means, in a few words: "permission denied (EACCES)". */
+export function fsReason(err: unknown): string {
+  const code = (err as NodeJS.ErrnoException | undefined)?.code;
+  if (code && REASONS[code]) return `${REASONS[code]} (${code})`;
+  return code ?? (err instanceof Error ? err.message : String(err));
+}
 
 /** A file the user named: its bytes, or a usage error (exit 2) that names it. */
 export async function readInputFile(file: string, what: string): Promise<Buffer> {
   try {
     return await readFile(file);
   } catch (err) {
-    throw new UsageError(`Cannot read ${what} "${file}": ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}.`);
+    throw new UsageError(`Cannot read ${what} "${file}": ${fsReason(err)}.`);
+  }
+}
+
+/** A folder the user named for wxhooks to write into: created if needed, and written once to prove it; else a usage error (exit 2). */
+export async function ensureWritableDir(dir: string, what: string): Promise<void> {
+  try {
+    await mkdir(dir, { recursive: true });
+    const probe = join(dir, `.wxhooks-write-test-${process.pid}-${randomBytes(4).toString('hex')}`);
+    await writeFile(probe, '', { mode: 0o600 });
+    await rm(probe, { force: true });
+  } catch (err) {
+    throw new UsageError(`Cannot write to ${what} "${dir}": ${fsReason(err)}.`);
   }
 }
