@@ -3,8 +3,7 @@ import { resolveCredentials } from '../api/credentials.js';
 import { HttpClient, proxyConfigured } from '../api/http.js';
 import { Service } from '../api/service.js';
 import { line, type AuthScheme, type Context } from '../context.js';
-import { UsageError } from '../errors.js';
-import { configDir, STORE_HINT } from '../store/paths.js';
+import { configDir, settingsFileError } from '../store/paths.js';
 import type { SecretStore } from '../store/secrets.js';
 import { addSensitive } from '../util/redact.js';
 
@@ -17,21 +16,12 @@ async function storedSetting(ctx: Context, key: string): Promise<string | undefi
   const { readFile } = await import('node:fs/promises');
   const { join } = await import('node:path');
   const file = join(configDir(ctx.env), 'settings.json');
-  let text: string;
-  try {
-    text = await readFile(file, 'utf8');
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-    const { fsReason } = await import('../util/files.js');
-    throw new UsageError(`Cannot read the settings file ${file}: ${fsReason(err)}.`, { hint: STORE_HINT });
-  }
   let value: unknown;
   try {
-    value = (JSON.parse(text) as Record<string, unknown> | null)?.[key];
+    value = (JSON.parse(await readFile(file, 'utf8')) as Record<string, unknown> | null)?.[key];
   } catch (err) {
-    throw new UsageError(`The settings file ${file} is damaged (${(err as Error).message}).`, {
-      hint: 'Fix it, or remove it and set what you need again with `wxhooks config set`; --base-url or WX_BASE_URL also work without it.',
-    });
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw settingsFileError(file, err);
   }
   return typeof value === 'string' ? value : undefined;
 }

@@ -16,6 +16,19 @@ export function configDir(env: Record<string, string | undefined>): string {
 /** The advice for a store folder, or a file in it, that cannot be used. */
 export const STORE_HINT = `Fix it, or set WXHOOKS_CONFIG_DIR to a folder you can write (unset, it is ${defaultConfigDir()}).`;
 
+/**
+ * The settings file could not be read (a file-system error) or parsed (a SyntaxError): a usage error
+ * (exit 2) that names it. Used by `config` (through conf) and by every command that reads `base-url`.
+ */
+export function settingsFileError(file: string, err: unknown): UsageError {
+  if (err instanceof SyntaxError) {
+    return new UsageError(`The settings file ${file} is damaged (${err.message}).`, {
+      hint: 'Fix it, or remove it and set what you need again with `wxhooks config set`; --base-url and WX_BASE_URL work without it.',
+    });
+  }
+  return new UsageError(`Cannot use the settings file ${file}: ${fsReason(err)}.`, { hint: STORE_HINT, cause: err });
+}
+
 /** Creates the folder if needed, and keeps it private (0700); a usage error (exit 2) if it cannot be used. */
 export function ensurePrivateDir(dir: string): void {
   try {

@@ -1,9 +1,8 @@
 import Conf from 'conf';
-import { normalizeBaseUrl } from '../api/base-url.js';
 import { join } from 'node:path';
+import { normalizeBaseUrl } from '../api/base-url.js';
 import { UsageError } from '../errors.js';
-import { fsReason } from '../util/files.js';
-import { configDir, ensurePrivateDir, STORE_HINT } from './paths.js';
+import { configDir, ensurePrivateDir, settingsFileError } from './paths.js';
 
 /** The settings `config get|set` knows, each with its check. */
 export const SETTINGS: Record<string, { describe: string; check: (value: string) => string }> = {
@@ -38,12 +37,7 @@ export class Settings {
     try {
       return fn();
     } catch (err) {
-      if (err instanceof SyntaxError) {
-        throw new UsageError(`The settings file ${this.file} is damaged (${err.message}).`, {
-          hint: 'Fix it, or remove it and set what you need again with `wxhooks config set`.',
-        });
-      }
-      throw new UsageError(`Cannot use the settings file ${this.file}: ${fsReason(err)}.`, { hint: STORE_HINT, cause: err });
+      throw settingsFileError(this.file, err);
     }
   }
 

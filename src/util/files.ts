@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto';
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { UsageError } from '../errors.js';
@@ -36,7 +35,7 @@ export async function readInputFile(file: string, what: string): Promise<Buffer>
 export async function ensureWritableDir(dir: string, what: string): Promise<void> {
   try {
     await mkdir(dir, { recursive: true });
-    const probe = join(dir, `.wxhooks-write-test-${process.pid}-${randomBytes(4).toString('hex')}`);
+    const probe = join(dir, `.wxhooks-write-test-${process.pid}-${Date.now()}`);
     await writeFile(probe, '', { mode: 0o600 });
     await rm(probe, { force: true });
   } catch (err) {
