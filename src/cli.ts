@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import type { AuthScheme, Context } from './context.js';
 import { ExitCode, WxError } from './errors.js';
-import { parseDuration } from './util/duration.js';
+import { parseTimeout } from './util/duration.js';
 import { version } from './version.js';
 
 /** A command's run function: the context first, then commander's arguments (positionals, then options). */
@@ -37,7 +37,7 @@ function makeContext(flags: GlobalFlags, longRunning: boolean): Context {
       auth: flags.auth,
       json: Boolean(flags.json),
       verbose: Boolean(flags.verbose),
-      timeoutMs: parseDuration(flags.timeout, '--timeout'),
+      timeoutMs: parseTimeout(flags.timeout, '--timeout'),
       color: flags.color,
     },
     interrupted,

@@ -71,6 +71,19 @@ describe('wxhooks --version and --help', () => {
     expect(r.code).toBe(2);
     expect(r.stderr).toContain('--timeout');
   });
+
+  it('a time limit of 0 is a usage error (2), for every command that takes one', async () => {
+    for (const args of [
+      ['auth', 'status', '--timeout', '0'],
+      ['listen', '--secret-env', 'WX_API_KEY', '--read-timeout', '0s'],
+      ['listen', '--secret-env', 'WX_API_KEY', '--forward-to', 'http://127.0.0.1:9/', '--forward-timeout', '0ms'],
+      ['emulator', '--port', '0', '--attempt-timeout', '0'],
+    ]) {
+      const r = await runCli(args, { env: { WX_API_KEY: KEY, WX_BASE_URL: ok.url }, timeoutMs: 10_000 });
+      expect(r.code, args.join(' ')).toBe(2);
+      expect(r.stderr).toContain(`${args.at(-2)} must be more than 0`);
+    }
+  });
 });
 
 describe('auth status', () => {

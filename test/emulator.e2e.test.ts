@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verifyDelivery } from '../src/signing/index.js';
@@ -244,6 +244,28 @@ describe('emulator state', () => {
     } finally {
       await b.proc.stop();
     }
+  });
+
+  it('a --data-file it cannot read, or that holds no emulator state, is refused at start (exit 2) and left as it was', async () => {
+    const dir = tempDir();
+    mkdirSync(join(dir, 'a-folder'));
+    writeFileSync(join(dir, 'not-json'), '\u00ff{');
+    writeFileSync(join(dir, 'other.json'), '{"webhooks": {}}');
+    writeFileSync(join(dir, 'a-file'), 'x');
+    const cases: [string, string][] = [
+      [join(dir, 'a-folder'), 'it is a folder (EISDIR)'],
+      [join(dir, 'not-json'), 'is not JSON'],
+      [join(dir, 'other.json'), 'holds no emulator state'],
+      [join(dir, 'a-file', 'state.json'), `Cannot write to the folder of --data-file "${join(dir, 'a-file')}": it is a file, not a folder.`],
+    ];
+    for (const [file, words] of cases) {
+      const r = await runCli(['emulator', '--port', '0', '--data-file', file], { timeoutMs: 10_000 });
+      expect(r.code, file).toBe(2);
+      expect(r.stderr).toContain(words);
+      expect(r.stderr).not.toMatch(/bug|\n\s+at /);
+    }
+    expect(readFileSync(join(dir, 'not-json'), 'utf8')).toBe('\u00ff{');
+    expect(readFileSync(join(dir, 'other.json'), 'utf8')).toBe('{"webhooks": {}}');
   });
 
   it('--shape live answers with the live field names', async () => {

@@ -36,11 +36,15 @@ export interface EmulatorCommandOptions {
 }
 
 export async function runEmulator(ctx: Context, opts: EmulatorCommandOptions): Promise<void> {
-  const { parseDuration } = await import('../util/duration.js');
+  const { parseDuration, parseTimeout } = await import('../util/duration.js');
   if (!/^\d+$/.test(opts.port) || Number(opts.port) > 65535) throw new UsageError(`--port must be a port number (0-65535), not "${opts.port}".`);
   const delays = opts.retryDelays.split(',').map((d) => parseDuration(d.trim(), '--retry-delays'));
   if (delays.length > 3) throw new UsageError('--retry-delays takes at most 3 delays: the service retries a failed delivery up to three times.');
   if (opts.apiKey !== undefined && !opts.apiKey.trim()) throw new UsageError('--api-key is empty.');
+  if (opts.dataFile !== undefined) {
+    const { dirname } = await import('node:path');
+    await (await import('../util/files.js')).ensureWritableDir(dirname(opts.dataFile), 'the folder of --data-file');
+  }
   const { startEmulator } = await import('../emulator/server.js');
   const { formatDuration } = await import('../util/duration.js');
   let emu;
@@ -51,7 +55,7 @@ export async function runEmulator(ctx: Context, opts: EmulatorCommandOptions): P
       apiKey: opts.apiKey,
       clientId: opts.clientId,
       retryDelays: delays,
-      attemptTimeoutMs: parseDuration(opts.attemptTimeout, '--attempt-timeout'),
+      attemptTimeoutMs: parseTimeout(opts.attemptTimeout, '--attempt-timeout'),
       dataFile: opts.dataFile,
       shape: opts.shape,
       onRequest: ctx.global.verbose ? (r) => line(ctx.stderr, `${r.method} ${r.path} → ${r.status} (${r.ms} ms)`) : undefined,

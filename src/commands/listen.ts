@@ -73,14 +73,14 @@ export async function parseSize(text: string, what: string): Promise<number> {
 }
 
 export async function runListen(ctx: Context, o: ListenOptions): Promise<void> {
-  const { parseDuration } = await import('../util/duration.js');
+  const { parseDuration, parseTimeout } = await import('../util/duration.js');
   const { checkUrl } = await import('../api/requests.js');
   const port = wholeNumber(o.port, '--port', 0, 65535);
   const tolerance = wholeNumber(o.tolerance, '--tolerance', 1, 86_400 * 366);
   if (!o.path.startsWith('/')) throw new UsageError(`--path must start with "/", not "${o.path}".`);
-  const forwardTimeoutMs = parseDuration(o.forwardTimeout, '--forward-timeout');
+  const forwardTimeoutMs = parseTimeout(o.forwardTimeout, '--forward-timeout');
   const ttlMs = parseDuration(o.dedupeTtl, '--dedupe-ttl');
-  const readTimeoutMs = parseDuration(o.readTimeout, '--read-timeout');
+  const readTimeoutMs = parseTimeout(o.readTimeout, '--read-timeout');
   const maxBody = await parseSize(o.maxBody, '--max-body');
   const respondStatus = o.respondStatus === undefined ? undefined : wholeNumber(o.respondStatus, '--respond-status', 200, 599);
   const exitAfter = o.exitAfter === undefined ? undefined : wholeNumber(o.exitAfter, '--exit-after', 1, Number.MAX_SAFE_INTEGER);

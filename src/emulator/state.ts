@@ -1,7 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { open, rename, rm } from 'node:fs/promises';
+import { UsageError } from '../errors.js';
 import { generateSecret } from '../signing/sign.js';
+import { fsReason } from '../util/files.js';
 
 export interface EmuSubscription {
   id: string;
@@ -51,6 +53,21 @@ interface Persisted {
   webhooks: EmuWebhook[];
 }
 
+const NOT_OURS_HINT = 'Give --data-file a new file (it is created), or one an emulator wrote; or move this one aside.';
+
+function isPersisted(data: unknown): data is Persisted {
+  const d = data as Partial<Persisted> | null;
+  return (
+    typeof d === 'object' &&
+    d !== null &&
+    d.version === 1 &&
+    Number.isSafeInteger(d.next_webhook_id) &&
+    Number.isSafeInteger(d.next_subscription_id) &&
+    Array.isArray(d.webhooks) &&
+    d.webhooks.every((w) => typeof w === 'object' && w !== null && typeof w.id === 'string' && Array.isArray(w.subscriptions))
+  );
+}
+
 /** The emulator's data: in memory, or also in a file written atomically after every change. */
 export class EmulatorState {
   webhooks = new Map<string, EmuWebhook>();
@@ -71,9 +88,15 @@ export class EmulatorState {
       text = readFileSync(file, 'utf8');
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
-      throw err;
+      throw new UsageError(`Cannot read --data-file "${file}": ${fsReason(err)}.`);
     }
-    const data = JSON.parse(text) as Persisted;
+    let data: unknown;
+    try {
+      data = JSON.parse(text);
+    } catch (err) {
+      throw new UsageError(`--data-file "${file}" is not JSON (${(err as Error).message}); it was left untouched.`, { hint: NOT_OURS_HINT });
+    }
+    if (!isPersisted(data)) throw new UsageError(`--data-file "${file}" holds no emulator state (it was not written by \`wxhooks emulator\`); it was left untouched.`, { hint: NOT_OURS_HINT });
     this.nextWebhookId = data.next_webhook_id;
     this.nextSubscriptionId = data.next_subscription_id;
     for (const w of data.webhooks) this.webhooks.set(w.id, w);

@@ -14,6 +14,13 @@ export function parseDuration(text: string, what: string, bareUnit: keyof typeof
   return Math.round(Number(m[1]) * UNITS[m[2] ?? bareUnit]!);
 }
 
+/** A time limit: a duration of at least 1 ms (0 would not mean "no limit" but "fail at once"). */
+export function parseTimeout(text: string, what: string): number {
+  const ms = parseDuration(text, what);
+  if (ms < 1) throw new UsageError(`${what} must be more than 0, not "${text}".`);
+  return ms;
+}
+
 /** `1500` -> `1.5s`, `120000` -> `2m`. */
 export function formatDuration(ms: number): string {
   if (ms < 1000) return `${Math.round(ms)}ms`;

@@ -5,6 +5,7 @@ import { UsageError } from '../errors.js';
 const REASONS: Record<string, string> = {
   ENOENT: 'it does not exist',
   ENOTDIR: 'a part of the path is a file, not a folder',
+  EEXIST: 'it already exists',
   EISDIR: 'it is a folder',
   EACCES: 'permission denied',
   EPERM: 'not permitted',
@@ -39,6 +40,8 @@ export async function ensureWritableDir(dir: string, what: string): Promise<void
     await writeFile(probe, '', { mode: 0o600 });
     await rm(probe, { force: true });
   } catch (err) {
-    throw new UsageError(`Cannot write to ${what} "${dir}": ${fsReason(err)}.`);
+    // mkdir's EEXIST, with `recursive`, means the path is there and is not a folder
+    const reason = (err as NodeJS.ErrnoException).code === 'EEXIST' ? 'it is a file, not a folder' : fsReason(err);
+    throw new UsageError(`Cannot write to ${what} "${dir}": ${reason}.`);
   }
 }
