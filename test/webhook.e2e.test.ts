@@ -429,6 +429,13 @@ describe('the secret is never lost', () => {
     expect(set.stdout).not.toContain('whsec_from_stdin');
     expect((await runCli(['secret', 'show', '7'], { env })).stdout).toBe('whsec_from_stdin\n');
     expect((await runCli(['secret', 'set', '8'], { env, stdin: '' })).code).toBe(2);
+    // not text: bytes that are not UTF-8, or a control character; nothing is stored
+    for (const stdin of [Buffer.from([0xff, 0xfe, 0x41]), Buffer.from('whsec_a\u0007b')]) {
+      const bad = await runCli(['secret', 'set', '9'], { env, stdin });
+      expect(bad.code).toBe(2);
+      expect(bad.stderr).toContain('not UTF-8 text; nothing was stored');
+    }
+    expect((await runCli(['secret', 'show', '9'], { env })).code).toBe(4);
     expect((await runCli(['secret', 'remove', '7'], { env })).code).toBe(0);
     expect((await runCli(['secret', 'remove', '7'], { env })).code).toBe(4);
   });

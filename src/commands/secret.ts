@@ -83,6 +83,12 @@ export async function runSecretSet(ctx: Context, id: string, dash: string | unde
   const value = (terminal ? await readHidden(ctx, `Paste the secret of webhook ${id} (it is not shown), then press Enter: `) : await readStdin(ctx)).trim();
   if (!value) throw new UsageError('No secret was given on stdin.');
   if (/\s/.test(value)) throw new UsageError('The secret contains whitespace; give exactly one secret on stdin.');
+  // U+FFFD is what bytes that are not UTF-8 became: a binary file, or a terminal in another encoding
+  if (/[\u0000-\u001f\u007f\ufffd]/.test(value)) {
+    throw new UsageError('The secret has control characters or bytes that are not UTF-8 text; nothing was stored.', {
+      hint: 'A secret is text, such as the whsec_... value `webhook create` printed.',
+    });
+  }
   await store.save(base, id, value);
   if (ctx.global.json) {
     const { printJson } = await import('../output/render.js');
