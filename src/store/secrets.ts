@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto';
-import { access, constants, mkdir, open, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { access, constants, open, readFile, rename, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import lockfile from 'proper-lockfile';
 import { UsageError } from '../errors.js';
-import { fsReason } from '../util/files.js';
+import { fsReason, proveWritable } from '../util/files.js';
 import { ensurePrivateDir, STORE_HINT } from './paths.js';
 
 export interface StoredSecret {
@@ -40,11 +40,7 @@ export class SecretStore {
   /** Fails (exit 2) if a secret could not be written here, before anything is created. */
   async preflight(): Promise<void> {
     try {
-      await mkdir(this.dir, { recursive: true, mode: 0o700 });
-      await access(this.dir, constants.W_OK);
-      const probe = join(this.dir, `.write-test-${process.pid}-${randomBytes(4).toString('hex')}`);
-      await writeFile(probe, '', { mode: 0o600 });
-      await rm(probe, { force: true });
+      await proveWritable(this.dir, 0o700);
       const st = await stat(this.file).catch(() => undefined);
       if (st && !st.isFile()) throw new Error(`${this.file} is not a file`);
       if (st) await access(this.file, constants.R_OK | constants.W_OK);

@@ -32,13 +32,20 @@ export async function readInputFile(file: string, what: string): Promise<Buffer>
   }
 }
 
-/** A folder the user named for wxhooks to write into: created if needed, and written once to prove it; else a usage error (exit 2). */
+let probes = 0;
+
+/** Creates `dir` if needed and writes (then removes) a file in it, to prove it writable; throws the file system's error. */
+export async function proveWritable(dir: string, mode = 0o777): Promise<void> {
+  await mkdir(dir, { recursive: true, mode });
+  const probe = join(dir, `.wxhooks-write-test-${process.pid}-${++probes}`);
+  await writeFile(probe, '', { mode: 0o600 });
+  await rm(probe, { force: true });
+}
+
+/** A folder the user named for wxhooks to write into: proved writable, else a usage error (exit 2). */
 export async function ensureWritableDir(dir: string, what: string): Promise<void> {
   try {
-    await mkdir(dir, { recursive: true });
-    const probe = join(dir, `.wxhooks-write-test-${process.pid}-${Date.now()}`);
-    await writeFile(probe, '', { mode: 0o600 });
-    await rm(probe, { force: true });
+    await proveWritable(dir);
   } catch (err) {
     // mkdir's EEXIST, with `recursive`, means the path is there and is not a folder
     const reason = (err as NodeJS.ErrnoException).code === 'EEXIST' ? 'it is a file, not a folder' : fsReason(err);
