@@ -10,7 +10,7 @@ import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { generateSecret } from '../dist/index.js';
-import { freePort } from '../scripts/free-port.js';
+import { freePort } from '../scripts/harness.js';
 
 const ROOT = new URL('..', import.meta.url).pathname;
 const secret = generateSecret();

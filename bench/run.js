@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { request } from 'undici';
 import { Webhook } from 'standardwebhooks';
 import { signDelivery, verifyDelivery, generateSecret } from '../dist/index.js';
-import { freePort } from '../scripts/free-port.js';
+import { eachLine, freePort } from '../scripts/harness.js';
 
 const ROOT = new URL('..', import.meta.url).pathname;
 const BIN = join(ROOT, 'bin/wxhooks.js');
@@ -58,27 +58,23 @@ function interleaved(commands, n, env) {
 function startChild(args, env) {
   const child = spawn(process.execPath, args, { env, stdio: ['ignore', 'pipe', 'inherit'] });
   return new Promise((resolve, reject) => {
-    let buf = '';
-    const onData = (d) => {
-      buf += d;
-      const nl = buf.indexOf('\n');
-      if (nl !== -1) {
-        child.stdout.off('data', onData);
-        child.stdout.resume(); // keep draining whatever it prints next
-        resolve({ child, first: buf.slice(0, nl) });
-      }
-    };
-    child.stdout.setEncoding('utf8').on('data', onData);
+    // every line is read (so the child never blocks on a full pipe); the first one is its ready line
+    let first;
+    eachLine(child.stdout, (line) => {
+      if (first !== undefined) return;
+      first = line;
+      resolve({ child, first });
+    });
     child.on('exit', (code) => reject(new Error(`${args.join(' ')} exited ${code} before it was ready`)));
   });
 }
 /** Starts `listen` with what it prints going to a file (as a person's log would take it), not to the load generator. */
-async function startListen(env, dir, json) {
+async function startListen(env, dir, flags = [], bin = BIN) {
   const port = await freePort();
   const out = openSync(join(dir, `listen-${port}.out`), 'w');
   const errFile = join(dir, `listen-${port}.err`);
   const err = openSync(errFile, 'w');
-  const args = [BIN, 'listen', '--port', String(port), ...(json ? ['--json'] : []), '--secret-env', 'BENCH_SECRET'];
+  const args = [bin, 'listen', '--port', String(port), ...flags, '--secret-env', 'BENCH_SECRET'];
   const child = spawn(process.execPath, args, { env, stdio: ['ignore', out, err] });
   closeSync(out);
   closeSync(err);
@@ -180,14 +176,18 @@ async function listenThroughput() {
   const WARM = 20000; // `listen` reaches its steady speed 15,000-20,000 deliveries after it starts: a quick run warms up as fully
   const ONE = 1000;
   const MANY = 5000;
-  const listen = (json) => async () => {
+  const listen = (flags, bin) => async () => {
     const dir = benchDir();
-    const l = await startListen(cleanEnv({ WXHOOKS_CONFIG_DIR: dir, BENCH_SECRET: secret }), dir, json);
+    const l = await startListen(cleanEnv({ WXHOOKS_CONFIG_DIR: dir, BENCH_SECRET: secret }), dir, flags, bin);
     return { child: l.child, port: new URL(l.url).port };
   };
+  // BENCH_COMPARE=DIR adds the `listen` of another checkout (built), run as the default one is: to measure what a change cost
+  const compare = process.env.BENCH_COMPARE ? { before: listen([], join(process.env.BENCH_COMPARE, 'bin/wxhooks.js')) } : {};
   const starts = {
-    text: listen(false),
-    json: listen(true),
+    text: listen([]),
+    json: listen(['--json']),
+    fsync: listen(['--fsync']),
+    ...compare,
     bare: async () => {
       const b = await startChild([join(ROOT, 'bench/bare-receiver.js'), secret], cleanEnv());
       return { child: b.child, port: b.first.trim() };
@@ -230,15 +230,18 @@ async function listenThroughput() {
     const x = (name) => results[name][phase];
     row('listen', `deliveries/s, ${clients}: \`listen\` (verify + dedupe file + a line each)`, `${Math.round(m(x('text'), 'rps'))}/s`, floor(phase), ratio('text', phase, 'rps'), atLeast(0.8));
     row('listen', `deliveries/s, ${clients}: \`listen --json\``, `${Math.round(m(x('json'), 'rps'))}/s`, floor(phase), ratio('json', phase, 'rps'));
+    row('listen', `deliveries/s, ${clients}: \`listen --fsync\` (each batch synced to the disk before its answers)`, `${Math.round(m(x('fsync'), 'rps'))}/s`, floor(phase), ratio('fsync', phase, 'rps'));
+    if (results.before) row('listen', `deliveries/s, ${clients}: \`listen\` of ${process.env.BENCH_COMPARE} (BENCH_COMPARE)`, `${Math.round(m(x('before'), 'rps'))}/s`, floor(phase), ratio('before', phase, 'rps'));
     if (phase === 'many' && x('text')[0].cpuUs !== undefined) {
-      for (const name of ['text', 'json']) {
-        const label = name === 'json' ? '`listen --json`' : '`listen`';
+      for (const name of ['text', 'json', 'fsync', ...(results.before ? ['before'] : [])]) {
+        const label = { text: '`listen`', json: '`listen --json`', fsync: '`listen --fsync`', before: `\`listen\` of ${process.env.BENCH_COMPARE}` }[name];
         row('listen', `server CPU per delivery, ${clients}: ${label}`, `${m(x(name), 'cpuUs').toFixed(0)} µs`, `${m(x('bare'), 'cpuUs').toFixed(0)} µs`, ratio(name, phase, 'cpuUs'));
       }
     }
     row('listen', `p50 latency, ${clients}: \`listen\``, ms(m(x('text'), 'p50')), ms(m(x('bare'), 'p50')), ratio('text', phase, 'p50'));
     const p99 = m(x('text'), 'p99');
     row('listen', `p99 latency, ${clients}: \`listen\``, ms(p99), ms(m(x('bare'), 'p99')), ratio('text', phase, 'p99'), phase === 'many' ? { text: '< 10 ms', check: () => p99 < 10 } : undefined);
+    row('listen', `p99 latency, ${clients}: \`listen --fsync\``, ms(m(x('fsync'), 'p99')), ms(m(x('bare'), 'p99')), ratio('fsync', phase, 'p99'));
   }
   for (const name of ['text', 'json']) {
     const label = name === 'json' ? '`listen --json`' : '`listen`';

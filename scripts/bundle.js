@@ -1,7 +1,7 @@
 // Bundles the CLI and its dependencies into dist/bin/, split at each lazy import, so a command loads
 // a few pre-linked files instead of hundreds of modules (conf alone is ~70 ms unbundled, ~13 ms
-// bundled). undici stays outside: only the emulator, `listen --forward-to`, `send` and proxied
-// requests load it, and Node's own fetch serves the rest.
+// bundled). undici stays outside the bundle: only the emulator, `listen --forward-to`, `send` and
+// proxied requests load it; the service client's other requests go through node:http.
 import { build } from 'esbuild';
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 
@@ -11,7 +11,7 @@ const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url),
 rmSync(new URL('../dist/bin', import.meta.url), { recursive: true, force: true });
 
 await build({
-  entryPoints: [new URL('../src/cli.ts', import.meta.url).pathname],
+  entryPoints: [new URL('../src/cli.ts', import.meta.url).pathname, new URL('../src/help.ts', import.meta.url).pathname],
   outdir: new URL('../dist/bin', import.meta.url).pathname,
   bundle: true,
   splitting: true,
@@ -26,5 +26,5 @@ await build({
 });
 
 // Every command's help, rendered once here, so `--help` needs no commander at run time.
-const { renderAllHelp } = await import(new URL('../dist/bin/cli.js', import.meta.url).href);
+const { renderAllHelp } = await import(new URL('../dist/bin/help.js', import.meta.url).href);
 writeFileSync(new URL('../dist/bin/help.json', import.meta.url), JSON.stringify(await renderAllHelp()));

@@ -5,7 +5,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { freePort } from './free-port.js';
+import { eachLine, freePort } from './harness.js';
 
 const BIN = new URL('../bin/wxhooks.js', import.meta.url).pathname;
 const dir = mkdtempSync(join(tmpdir(), 'wxhooks-demo-'));
@@ -34,15 +34,7 @@ function start(args, onLine) {
   show([...args, '&']);
   const child = spawn(process.execPath, [BIN, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
   children.push(child);
-  let buf = '';
-  child.stdout.setEncoding('utf8').on('data', (d) => {
-    buf += d;
-    let nl;
-    while ((nl = buf.indexOf('\n')) !== -1) {
-      onLine(buf.slice(0, nl));
-      buf = buf.slice(nl + 1);
-    }
-  });
+  eachLine(child.stdout, onLine);
   child.stderrText = '';
   child.stderr.setEncoding('utf8').on('data', (d) => {
     child.stderrText += d;

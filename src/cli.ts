@@ -1,63 +1,53 @@
 import type { Command } from 'commander';
-import type { AuthScheme, Context } from './context.js';
-import { ExitCode, WxError } from './errors.js';
-import { parseTimeout } from './util/duration.js';
+import type { Act, AuthScheme, Context, Out, Run } from './context.js';
+import { ExitCode, SecretNotSavedError, WxError } from './errors.js';
 import { version } from './version.js';
 
-/** A command's run function: the context first, then commander's arguments (positionals, then options). */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-export type Run = (ctx: Context, ...args: any[]) => Promise<void>;
-export type Act = (run: Run, options?: { longRunning?: boolean }) => (...args: unknown[]) => Promise<void>;
+/**
+ * The world a run of the CLI sees: its variables, its streams, the signals that stop it. The binary
+ * passes the process's own (`processIo`); tests pass buffers, and run commands in-process.
+ */
+export interface Io {
+  env: Record<string, string | undefined>;
+  stdout: Out;
+  stderr: Out;
+  stdin: NodeJS.ReadableStream & { isTTY?: boolean };
+  /** Resolves with the signal when the process is told to stop. Only long-running commands wait on it. */
+  interrupted: Promise<NodeJS.Signals>;
+  /** Called when a long-running command starts: the first Ctrl-C then resolves `interrupted` instead of exiting. */
+  longRunning?(): void;
+  /** What to tell the user if stdout closes before everything was printed. */
+  setRecoveryHint?(hint: string): void;
+  /** The clock, in milliseconds. */
+  now?(): number;
+  /** Builds the service client instead of the usual one (tests: a shorter retry delay). */
+  serviceFactory?: Context['serviceFactory'];
+}
+
+/** The global options: declared once, here, for commander and for finding the command group before commander is loaded. */
+const GLOBAL_OPTIONS: [flags: string, description: string][] = [
+  ['--base-url <url>', 'the service address (else WX_BASE_URL, else the base-url setting)'],
+  ['--auth <scheme>', 'how to send the API key: auto (as the service\'s own client does), bearer or basic'],
+  ['--json', 'print one JSON document on stdout, nothing else'],
+  ['--verbose', 'log each request to stderr (the key redacted), and stacks on errors'],
+  ['--timeout <duration>', 'deadline for a request to the service, retries included'],
+  ['--no-color', 'no colours (NO_COLOR and FORCE_COLOR are honoured too)'],
+];
+const GLOBAL_WITH_VALUE = new Set(GLOBAL_OPTIONS.filter(([flags]) => flags.includes('<')).map(([flags]) => flags.split(' ')[0]!));
 
 interface GlobalFlags {
   baseUrl?: string;
   auth?: AuthScheme;
   json?: boolean;
   verbose?: boolean;
-  timeout: string;
+  timeout: number;
   color: boolean;
 }
-
-let interruptHandler: ((signal: NodeJS.Signals) => void) | undefined;
-let recoveryHint: string | undefined;
-
-function makeContext(flags: GlobalFlags, longRunning: boolean): Context {
-  const interrupted = new Promise<NodeJS.Signals>((resolve) => {
-    if (longRunning) interruptHandler = resolve;
-  });
-  return {
-    env: process.env,
-    stdout: process.stdout,
-    stderr: process.stderr,
-    get stdin() {
-      return process.stdin;
-    },
-    global: {
-      baseUrl: flags.baseUrl,
-      auth: flags.auth,
-      json: Boolean(flags.json),
-      verbose: Boolean(flags.verbose),
-      timeoutMs: parseTimeout(flags.timeout, '--timeout'),
-      color: flags.color,
-    },
-    interrupted,
-    setRecoveryHint(hint: string) {
-      recoveryHint = hint;
-    },
-  };
-}
-
-const act: Act = (run, options = {}) =>
-  async (...args: unknown[]) => {
-    const cmd = args[args.length - 1] as Command;
-    const ctx = makeContext(cmd.optsWithGlobals() as GlobalFlags, Boolean(options.longRunning));
-    await run(ctx, ...args.slice(0, -1));
-  };
 
 type Register = (cmd: Command, act: Act) => void;
 
 /** Every command group, one line each: its name, its summary, and the module that declares and runs it. */
-const GROUPS: [name: string, summary: string, load: () => Promise<{ register: Register }>][] = [
+export const GROUPS: [name: string, summary: string, load: () => Promise<{ register: Register }>][] = [
   ['auth', 'check the API key', () => import('./commands/auth.js')],
   ['webhook', 'create, list, show, change and delete webhooks', () => import('./commands/webhook.js')],
   ['subscription', "add, change, remove and list a webhook's subscriptions", () => import('./commands/subscription.js')],
@@ -71,8 +61,6 @@ const GROUPS: [name: string, summary: string, load: () => Promise<{ register: Re
   ['config', 'settings kept in the store (the API key is never stored)', () => import('./commands/config.js')],
   ['completion', 'print a shell completion script', () => import('./commands/completion.js')],
 ];
-
-const GLOBAL_WITH_VALUE = new Set(['--base-url', '--auth', '--timeout']);
 
 /** The command group argv names (`help GROUP` included), or undefined; `*` for all (completion needs the whole tree). */
 function requestedGroup(args: string[]): string | undefined {
@@ -90,28 +78,64 @@ function requestedGroup(args: string[]): string | undefined {
   return name === 'completion' ? '*' : name;
 }
 
+/** commander's action for a command: builds the command's context from the I/O and the global flags. */
+function actFor(io: Io): Act {
+  return (run, options = {}) =>
+    async (...args: unknown[]) => {
+      const cmd = args[args.length - 1] as Command;
+      const flags = cmd.optsWithGlobals() as GlobalFlags;
+      if (options.longRunning) io.longRunning?.();
+      const ctx: Context = {
+        env: io.env,
+        stdout: io.stdout,
+        stderr: io.stderr,
+        stdin: io.stdin,
+        global: {
+          baseUrl: flags.baseUrl,
+          auth: flags.auth,
+          json: Boolean(flags.json),
+          verbose: Boolean(flags.verbose),
+          timeoutMs: flags.timeout,
+          color: flags.color,
+        },
+        interrupted: options.longRunning ? io.interrupted : new Promise(() => undefined),
+        setRecoveryHint: (hint) => io.setRecoveryHint?.(hint),
+        given: (option) => {
+          const source = cmd.getOptionValueSourceWithGlobals(option);
+          return source === 'cli' || source === 'env';
+        },
+        now: io.now ?? Date.now,
+        serviceFactory: io.serviceFactory,
+      };
+      await run(ctx, ...args.slice(0, -1));
+    };
+}
+
 /**
  * The commander program. Only the command group being run is loaded and
  * declared in full; the others are listed by name and summary, which is all
- * `--help` shows of them.
+ * `--help` shows of them. `act` (tests) replaces what runs a command.
  */
-export async function buildProgram(argv: string[] = process.argv): Promise<Command> {
+export async function buildProgram(argv: string[], io: Io, act: Act = actFor(io)): Promise<Command> {
   const wanted = requestedGroup(argv.slice(2));
-  const [{ Command, Option }, ...loaded] = await Promise.all([
+  const [{ Command, Option }, { valued }, { timeLimit }, ...loaded] = await Promise.all([
     import('commander'),
+    import('./commands/options.js'),
+    import('./util/parse.js'),
     ...GROUPS.map(([name, , load]) => (wanted === '*' || wanted === name ? load() : undefined)),
   ]);
   const program = new Command('wxhooks')
     .description('Manage, receive, verify and emulate the weather forecast service\'s webhooks.')
-    .version(version(), '-V, --version', 'print the version')
-    .option('--base-url <url>', 'the service address (else WX_BASE_URL, else the base-url setting)')
-    .addOption(new Option('--auth <scheme>', 'how to send WX_API_KEY').choices(['bearer', 'basic']))
-    .option('--json', 'print one JSON document on stdout, nothing else')
-    .option('--verbose', 'log each request to stderr (the key redacted), and stacks on errors')
-    .option('--timeout <duration>', 'deadline for a request to the service, retries included', '30s')
-    .option('--no-color', 'no colours (NO_COLOR and FORCE_COLOR are honoured too)')
+    .version(version(), '-V, --version', 'print the version');
+  for (const [flags, description] of GLOBAL_OPTIONS) {
+    if (flags.startsWith('--auth')) program.addOption(new Option(flags, description).choices(['auto', 'bearer', 'basic']));
+    else if (flags.startsWith('--timeout')) program.addOption(valued(flags, description, timeLimit, [30_000, '30s']));
+    else program.option(flags, description);
+  }
+  program
     .helpOption('-h, --help', 'show help')
     .configureHelp({ showGlobalOptions: true, sortSubcommands: false })
+    .configureOutput({ writeOut: (text) => io.stdout.write(text), writeErr: (text) => io.stderr.write(text) })
     .showHelpAfterError('(run the command with --help for usage)')
     .exitOverride()
     .addHelpText(
@@ -123,72 +147,51 @@ Examples:
   $ wxhooks webhook create --url https://example.com/hooks --subscribe forecast_hour.available
   $ wxhooks listen --webhook 7 --forward-to http://localhost:3000/webhooks
 
-Environment: WX_API_KEY (required), WX_BASE_URL, WX_CLIENT_ID (with --auth basic), WXHOOKS_CONFIG_DIR.
+Environment: WX_API_KEY (else WB_API_KEY), WX_BASE_URL, WX_CLIENT_ID (else WB_CLIENT_ID, legacy keys only),
+             WXHOOKS_CONFIG_DIR.
 Exit codes: 0 done, 1 bug, 2 usage, 3 credentials, 4 not found, 5 refused, 6 unreachable,
-            7 ping failed, 8 secret not saved, 9 not verified, 130 interrupted.`,
+            7 delivery failed, 8 secret not saved, 9 not verified, 130 interrupted.`,
     );
 
   GROUPS.forEach(([name, summary], i) => {
     const cmd = program.command(name).description(summary);
     loaded[i]?.register(cmd, act);
   });
+  // every sub-command writes where the program does
+  const route = (cmd: Command) => {
+    cmd.configureOutput({ writeOut: (text) => io.stdout.write(text), writeErr: (text) => io.stderr.write(text) });
+    cmd.commands.forEach(route);
+  };
+  route(program);
   return program;
 }
 
-async function printError(err: unknown, verbose: boolean): Promise<number> {
-  const { redact } = await import('./util/redact.js');
-  const { Chalk } = await import('chalk');
-  const tty = process.stderr.isTTY && !process.env.NO_COLOR && !process.argv.includes('--no-color');
-  const c = new Chalk({ level: tty ? 1 : 0 });
-  const write = (text: string) => process.stderr.write(`${redact(text, [process.env.WX_API_KEY])}\n`);
+async function printError(err: unknown, verbose: boolean, io: Io, color: boolean): Promise<number> {
+  const [{ redact }, { printable }, { styleFor }] = await Promise.all([import('./util/redact.js'), import('./output/printable.js'), import('./output/style.js')]);
+  const style = styleFor({ env: io.env, global: { color } }, io.stderr);
+  // What an error says may quote the service: its control characters are shown escaped (line by line,
+  // so a stack keeps its lines), its secrets never. The label's colour is ours.
+  const write = (label: string, text: string) => io.stderr.write(`${label}${redact(text.split('\n').map(printable).join('\n'))}\n`);
   if (err instanceof WxError) {
     if (err.exitCode === ExitCode.INTERRUPTED) return err.exitCode;
-    if (err.exitCode === ExitCode.SECRET_NOT_SAVED) {
-      const e = err as import('./errors.js').SecretNotSavedError;
+    if (err instanceof SecretNotSavedError) {
       // The one place a secret is printed outside `secret show`: it would be lost otherwise.
-      process.stderr.write(`\n${c.bold('The webhook was created, but its secret could not be stored. Keep it now; it is shown only this once:')}\n\n  ${e.secret}\n\n`);
+      io.stderr.write(`\n${style.bold('The webhook was created, but its secret could not be stored. Keep it now; it is shown only this once:')}\n\n  ${err.secret}\n\n`);
     }
-    write(`${c.red('error:')} ${err.message}`);
-    if (err.hint) write(`${c.dim('hint:')} ${err.hint}`);
-    if (verbose && err.stack) write(c.dim(err.stack));
-    if (verbose && err.cause instanceof Error && err.cause.stack) write(c.dim(`caused by: ${err.cause.stack}`));
+    write(`${style.red('error:')} `, err.message);
+    if (err.hint) write(`${style.dim('hint:')} `, err.hint);
+    if (verbose && err.stack) write('', err.stack);
+    if (verbose && err.cause instanceof Error && err.cause.stack) write('caused by: ', err.cause.stack);
     return err.exitCode;
   }
   const message = err instanceof Error ? err.message : String(err);
-  write(`${c.red('error:')} unexpected: ${message}`);
-  if (verbose && err instanceof Error && err.stack) write(c.dim(err.stack));
-  else write(`${c.dim('hint:')} this is a bug in wxhooks; run again with --verbose for the stack, and report it.`);
+  write(`${style.red('error:')} `, `unexpected: ${message}`);
+  if (verbose && err instanceof Error && err.stack) write('', err.stack);
+  else write(`${style.dim('hint:')} `, 'this is a bug in wxhooks; run again with --verbose for the stack, and report it.');
   return ExitCode.UNEXPECTED;
 }
 
-/** Parses argv, runs the command, and returns the exit code. Never exits by itself. */
-/**
- * Every command's help, as commander renders it (80 columns): written at build time into
- * dist/bin/help.json by scripts/bundle.js, so `wxhooks [group [command]] --help` needs no commander.
- */
-export async function renderAllHelp(): Promise<Record<string, string>> {
-  const out: Record<string, string> = {};
-  const render = async (path: string[]) => {
-    const program = await buildProgram(['node', 'wxhooks', ...path, '--help']);
-    let cmd: Command = program;
-    for (const name of path) cmd = cmd.commands.find((c) => c.name() === name)!;
-    let text = '';
-    for (const c of [program, ...program.commands, ...program.commands.flatMap((g) => g.commands)]) {
-      c.configureOutput({ writeOut: (t) => (text += t), getOutHelpWidth: () => 80 });
-    }
-    cmd.outputHelp();
-    out[path.join(' ')] = text;
-    return cmd;
-  };
-  await render([]);
-  for (const [name] of GROUPS) {
-    const group = await render([name]);
-    for (const sub of group.commands) await render([name, sub.name()]);
-  }
-  return out;
-}
-
-/** `wxhooks [words] --help` from the pre-rendered texts, or undefined to let commander do it. */
+/** `wxhooks [words] --help` from the pre-rendered texts (src/help.ts), or undefined to let commander do it. */
 async function prerenderedHelp(args: string[]): Promise<string | undefined> {
   const last = args[args.length - 1];
   if (last !== '--help' && last !== '-h') return undefined;
@@ -203,20 +206,36 @@ async function prerenderedHelp(args: string[]): Promise<string | undefined> {
   }
 }
 
-export async function main(argv: string[] = process.argv): Promise<number> {
+/**
+ * What argv would run, without running it: the run function and the arguments it would get (positionals,
+ * then the parsed options). The first half of a command's tests (argv in, options out).
+ */
+export async function parseArgs(argv: string[], io: Io): Promise<{ run: Run; args: unknown[] }> {
+  let parsed: { run: Run; args: unknown[] } | undefined;
+  const record: Act = (run) => async (...args: unknown[]) => {
+    parsed = { run, args: args.slice(0, -1) };
+  };
+  const program = await buildProgram(argv, io, record);
+  await program.parseAsync(argv);
+  if (!parsed) throw new Error(`${argv.slice(2).join(' ')} runs no command`);
+  return parsed;
+}
+
+/** Parses argv, runs the command, and returns the exit code. Never exits by itself. */
+export async function main(argv: string[], io: Io): Promise<number> {
   const args = argv.slice(2);
   if (args.length === 1 && (args[0] === '--version' || args[0] === '-V')) {
     // the fast path: nothing but the version
-    process.stdout.write(`${version()}\n`);
+    io.stdout.write(`${version()}\n`);
     return ExitCode.OK;
   }
   const help = await prerenderedHelp(args);
   if (help !== undefined) {
-    process.stdout.write(help);
+    io.stdout.write(help);
     return ExitCode.OK;
   }
   try {
-    const program = await buildProgram(argv);
+    const program = await buildProgram(argv, io);
     await program.parseAsync(argv);
     return ExitCode.OK;
   } catch (err) {
@@ -225,26 +244,41 @@ export async function main(argv: string[] = process.argv): Promise<number> {
       // commander printed its own message; help and --version exit 0, parse errors are usage errors
       return (err as { exitCode: number }).exitCode === 0 ? ExitCode.OK : ExitCode.USAGE;
     }
-    return printError(err, argv.includes('--verbose'));
+    return printError(err, argv.includes('--verbose'), io, !argv.includes('--no-color'));
   }
 }
 
-/** The binary's entry: Ctrl-C handling, then exit with main's code once output is flushed. */
+/** The binary's entry: the process as the I/O, Ctrl-C handling, then exit with main's code once output is flushed. */
 export async function run(): Promise<void> {
-  let interrupts = 0;
+  let interrupt: ((signal: NodeJS.Signals) => void) | undefined;
+  let longRunning = false;
+  let recoveryHint: string | undefined;
+  const interrupted = new Promise<NodeJS.Signals>((resolve) => (interrupt = resolve));
+  let signals = 0;
   const onSignal = (signal: NodeJS.Signals) => {
-    interrupts++;
-    if (interruptHandler && interrupts === 1) interruptHandler(signal);
-    else process.exit(signal === 'SIGINT' ? ExitCode.INTERRUPTED : 128 + 15);
+    signals++;
+    if (longRunning && signals === 1) interrupt?.(signal);
+    else process.exit(signal === 'SIGINT' ? ExitCode.INTERRUPTED : 128 + (signal === 'SIGHUP' ? 1 : 15));
   };
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
+  process.on('SIGHUP', onSignal);
   process.stdout.on('error', (err: NodeJS.ErrnoException) => {
     // A closed pipe (`| head`): what was not printed is lost, so say how to get it back.
     if (recoveryHint) process.stderr.write(`wxhooks: the output was cut short (${err.code ?? err.message}); ${recoveryHint}\n`);
     process.exit(err.code === 'EPIPE' ? ExitCode.OK : ExitCode.UNEXPECTED);
   });
-  const code = await main();
+  const code = await main(process.argv, {
+    env: process.env,
+    stdout: process.stdout,
+    stderr: process.stderr,
+    get stdin() {
+      return process.stdin;
+    },
+    interrupted,
+    longRunning: () => (longRunning = true),
+    setRecoveryHint: (hint) => (recoveryHint = hint),
+  });
   const flush = (s: NodeJS.WriteStream) => new Promise<void>((resolve) => (s.writableLength ? s.write('', () => resolve()) : resolve()));
   await Promise.all([flush(process.stdout), flush(process.stderr)]);
   process.exit(code);

@@ -1,13 +1,17 @@
-/**
- * What a command needs from the outside world, passed in rather than read
- * from `process`, so commands can be driven with other streams and variables.
- */
+import type { ResolvedBaseUrl } from './api/base-url.js';
+import type { AuthScheme } from './api/credentials.js';
+import type { Service } from './api/service.js';
+
+export type { AuthScheme };
+
+/** A stream a command writes to: the process's stdout or stderr, or a buffer in a test. */
 export interface Out {
   write(text: string | Uint8Array): unknown;
   isTTY?: boolean;
+  /** Bytes written but not yet taken by the reader (a pipe nobody reads fills up). */
+  writableLength?: number;
+  once?(event: 'drain', listener: () => void): unknown;
 }
-
-export type AuthScheme = 'bearer' | 'basic';
 
 export interface GlobalOptions {
   baseUrl?: string;
@@ -18,6 +22,10 @@ export interface GlobalOptions {
   color: boolean;
 }
 
+/**
+ * What a command needs from the outside world, passed in rather than read
+ * from `process`, so commands can be driven with other streams and variables.
+ */
 export interface Context {
   env: Record<string, string | undefined>;
   stdout: Out;
@@ -28,7 +36,19 @@ export interface Context {
   interrupted: Promise<NodeJS.Signals>;
   /** What to tell the user if stdout closes before everything was printed (e.g. how to recover a secret). */
   setRecoveryHint(hint: string): void;
+  /** Whether the user gave this option (by its camel-case name), rather than it taking its default. */
+  given(option: string): boolean;
+  /** The clock, in milliseconds. */
+  now(): number;
+  /** Builds the service client in place of the usual one (src/commands/shared.ts, serviceFor), for tests. */
+  serviceFactory?: (ctx: Context) => Promise<{ service: Service; base: ResolvedBaseUrl; scheme: AuthScheme }>;
 }
+
+/** A command's run function: the context first, then commander's arguments (positionals, then options). */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type Run = (ctx: Context, ...args: any[]) => Promise<void>;
+/** Wraps a run function as commander's action: it builds the context from the parsed global flags. */
+export type Act = (run: Run, options?: { longRunning?: boolean }) => (...args: unknown[]) => Promise<void>;
 
 export function line(out: Out, text = ''): void {
   out.write(text.endsWith('\n') ? text : `${text}\n`);

@@ -17,12 +17,12 @@ export const ExitCode = {
   REFUSED: 5,
   /** the service could not be reached, timed out, or answered 5xx after the retries allowed */
   UNREACHABLE: 6,
-  /** ping: the delivery attempt failed */
-  PING_FAILED: 7,
+  /** a delivery attempt failed: `ping` (the service's attempt), `send` (the receiver's answer was not 2xx) */
+  DELIVERY_FAILED: 7,
   /** the webhook was created but its secret could not be stored */
   SECRET_NOT_SAVED: 8,
-  /** a delivery did not verify (`verify`), or `listen --until` saw nothing within `--within` */
-  VERIFY_FAILED: 9,
+  /** not verified: a delivery did not verify (`verify`), or the verified deliveries `listen` waits for did not come within `--within` */
+  NOT_VERIFIED: 9,
   /** interrupted (Ctrl-C) */
   INTERRUPTED: 130,
 } as const;
@@ -32,20 +32,24 @@ export type ExitCodeValue = (typeof ExitCode)[keyof typeof ExitCode];
 export interface WxErrorOptions {
   hint?: string;
   cause?: unknown;
-  /** The HTTP status the service answered, when there was one. */
+  /** The HTTP status the service (or a receiver) answered, when there was one. */
   status?: number;
+  /** What the service said, in its own words (its message, error or detail field, else the start of its body). */
+  serviceMessage?: string;
 }
 
 export class WxError extends Error {
   readonly exitCode: ExitCodeValue = ExitCode.UNEXPECTED;
   readonly hint?: string;
   readonly status?: number;
+  readonly serviceMessage?: string;
 
   constructor(message: string, options: WxErrorOptions = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = new.target.name;
     this.hint = options.hint;
     this.status = options.status;
+    this.serviceMessage = options.serviceMessage;
   }
 }
 
@@ -69,12 +73,14 @@ export class UnreachableError extends WxError {
   override readonly exitCode = ExitCode.UNREACHABLE;
 }
 
-export class PingFailedError extends WxError {
-  override readonly exitCode = ExitCode.PING_FAILED;
+/** A delivery attempt failed (exit 7): the service's test delivery (`ping`), or `send`'s receiver answering other than 2xx. */
+export class DeliveryFailedError extends WxError {
+  override readonly exitCode = ExitCode.DELIVERY_FAILED;
 }
 
-export class VerifyFailedError extends WxError {
-  override readonly exitCode = ExitCode.VERIFY_FAILED;
+/** Not verified (exit 9): a delivery that does not verify, or verified deliveries that did not come in time. */
+export class NotVerifiedError extends WxError {
+  override readonly exitCode = ExitCode.NOT_VERIFIED;
 }
 
 export class InterruptedError extends WxError {

@@ -1,4 +1,15 @@
-export { ExitCode, WxError, UsageError, AuthError, NotFoundError, RefusedError, UnreachableError, PingFailedError, SecretNotSavedError } from './errors.js';
+export {
+  ExitCode,
+  WxError,
+  UsageError,
+  AuthError,
+  NotFoundError,
+  RefusedError,
+  UnreachableError,
+  DeliveryFailedError,
+  NotVerifiedError,
+  SecretNotSavedError,
+} from './errors.js';
 export { HttpClient, type HttpClientOptions } from './api/http.js';
 export { Service } from './api/service.js';
 export { resolveCredentials, type Credentials } from './api/credentials.js';
@@ -8,7 +19,10 @@ export {
   signDelivery,
   generateSecret,
   Verifier,
+  LAYOUTS,
   LAYOUT_NAMES,
+  SCHEMES,
+  type Layout,
   type LayoutName,
   type Scheme,
   type VerifyOptions,

@@ -254,7 +254,7 @@ describe('emulator state', () => {
     writeFileSync(join(dir, 'a-file'), 'x');
     const cases: [string, string][] = [
       [join(dir, 'a-folder'), 'it is a folder (EISDIR)'],
-      [join(dir, 'not-json'), 'is not JSON'],
+      [join(dir, 'not-json'), 'is not valid JSON'],
       [join(dir, 'other.json'), 'holds no emulator state'],
       [join(dir, 'a-file', 'state.json'), `Cannot write to the folder of --data-file "${join(dir, 'a-file')}": it is a file, not a folder.`],
     ];

@@ -2,7 +2,7 @@ import { Chalk } from 'chalk';
 import { describe, expect, it } from 'vitest';
 import { formatEvent } from '../src/output/listen.js';
 import { PLAIN } from '../src/output/style.js';
-import type { ReceiverEvent } from '../src/receiver/server.js';
+import type { ReceiverEvent } from '../src/receiver/event.js';
 
 /** Events with every combination of the fields formatEvent looks at being there, empty or missing. */
 function* events(): Generator<ReceiverEvent> {

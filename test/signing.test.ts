@@ -4,7 +4,7 @@ import Stripe from 'stripe';
 import { Webhook } from 'standardwebhooks';
 import { describe, expect, it } from 'vitest';
 import { Verifier, generateSecret, signDelivery, verifyDelivery, type VerifyFailure } from '../src/signing/index.js';
-import { isBase64 } from '../src/signing/layouts.js';
+import { LAYOUTS, hmac, type Layout } from '../src/signing/layouts.js';
 import { parseTimestamp } from '../src/signing/timestamp.js';
 
 const vector = JSON.parse(readFileSync(new URL('./fixtures/standard-webhooks-vector.json', import.meta.url), 'utf8')) as {
@@ -37,33 +37,20 @@ const failure = (r: ReturnType<typeof verifyDelivery>) => {
   return r as VerifyFailure;
 };
 
-/** Strings of up to `max` characters drawn from `alphabet`, every one of each length up to 2, then random ones. */
-function strings(alphabet: string, max: number, count: number): string[] {
-  const out = ['', ...alphabet];
-  for (const a of alphabet) for (const b of alphabet) out.push(a + b);
-  let seed = 12345;
-  const random = () => (seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) / 2 ** 32;
-  for (let i = 0; i < count; i++) {
-    let text = '';
-    const length = Math.floor(random() * (max + 1));
-    for (let k = 0; k < length; k++) text += alphabet[Math.floor(random() * alphabet.length)];
-    out.push(text);
-  }
-  return out;
-}
-
-describe('the strict parsers, against their definitions as regular expressions', () => {
-  it('parseTimestamp takes 10 to 13 ASCII digits and nothing else', () => {
-    const inputs = [...strings('0123456789', 15, 20_000), ...strings('19 +-.eE\u0660x', 14, 20_000), '1790000000', '1790000000123', '０１２３４５６７８９'];
-    for (const text of inputs) {
-      const expected = /^[0-9]{10,13}$/.test(text) ? (Number(text) > 1e12 ? Math.floor(Number(text) / 1000) : Number(text)) : undefined;
-      expect(parseTimestamp(text), text).toBe(expected);
-    }
-  });
-
-  it('isBase64 is /^[A-Za-z0-9+\\/]+={0,2}$/', () => {
-    const inputs = [...strings('Az09+/=', 12, 20_000), ...strings('a=-_ \n\u00e9.', 8, 20_000), Buffer.alloc(32, 255).toString('base64')];
-    for (const text of inputs) expect(isBase64(text), JSON.stringify(text)).toBe(/^[A-Za-z0-9+/]+={0,2}$/.test(text));
+describe('timestamps', () => {
+  it.each([
+    ['1790000000', 1790000000],
+    ['1790000000123', 1790000000],
+    ['179000000', undefined],
+    ['17900000001234', undefined],
+    [' 1790000000', undefined],
+    ['+1790000000', undefined],
+    ['1.79e9', undefined],
+    ['1790000000.5', undefined],
+    ['\u0661\u0667\u0669\u0660\u0660\u0660\u0660\u0660\u0660\u0660', undefined],
+    ['０１２３４５６７８９', undefined],
+  ])('parseTimestamp(%j) is %j: 10 to 13 ASCII digits, nothing else', (text, expected) => {
+    expect(parseTimestamp(text)).toBe(expected);
   });
 });
 
@@ -115,7 +102,7 @@ describe('layouts', () => {
     const headers = signDelivery({ secret: SECRET, body: BODY, triggerId: 'trg_1', timestamp: TS, layout: 'hex-body' });
     const auto = failure(verify(headers));
     expect(auto.reason).toBe('no_match');
-    expect(auto.message).toContain('body alone');
+    expect(auto.message).toContain('in the hex-body layout, which does not sign the timestamp');
     expect(auto.hint).toContain('--scheme hex-body');
     const pinned = verify(headers, BODY, { scheme: 'hex-body' });
     expect(pinned).toMatchObject({ ok: true, layout: 'hex-body' });
@@ -279,5 +266,41 @@ describe('adversarial deliveries', () => {
     const lower = Object.fromEntries(Object.entries(headers).map(([k, v]) => [k.toLowerCase(), v]));
     expect(verify(lower).ok).toBe(true);
     expect(verifyDelivery({ secret: SECRET, headers: new Headers(headers), body: BODY, now: NOW }).ok).toBe(true);
+  });
+});
+
+describe('the layout table is the one place a layout is defined', () => {
+  // A layout of a sender of one's own: HMAC-SHA256 over "timestamp:trigger:body", sent as "hmac=<hex>".
+  const colon: Layout = {
+    name: 'colon-hex',
+    signsTimestamp: true,
+    signsTriggerId: true,
+    keys: (secret) => [Buffer.from(secret, 'utf8')],
+    prefix: (id, ts) => `${ts}:${id}:`,
+    parse: (header) => ({ signatures: header.startsWith('hmac=') ? [Buffer.from(header.slice(5), 'hex')] : [], problems: [] }),
+    format: (sig) => `hmac=${sig.toString('hex')}`,
+  };
+  const table = [...LAYOUTS, colon];
+
+  it('a row added to the table is signed, tried by auto, pinned by name, and reported', () => {
+    const headers = signDelivery({ secret: SECRET, body: BODY, triggerId: 'trg_1', timestamp: TS, layout: colon });
+    expect(headers['Webhook-Signature']).toBe(`hmac=${hmac(Buffer.from(SECRET), `${TS}:trg_1:`, BODY).toString('hex')}`);
+    expect(verify(headers, BODY, { layouts: table })).toMatchObject({ ok: true, layout: 'colon-hex', signs: { timestamp: true, triggerId: true } });
+    expect(verify(headers, BODY, { layouts: table, scheme: 'colon-hex' as never })).toMatchObject({ ok: true, layout: 'colon-hex' });
+    // without the row, the same delivery is not verified
+    expect(failure(verify(headers, BODY)).reason).toBe('malformed_signature');
+    // a session pins it like any other
+    const session = new Verifier({ secret: SECRET, layouts: table });
+    expect(session.verify(headers, BODY, NOW)).toMatchObject({ ok: true, layout: 'colon-hex', pinnedNow: true });
+    expect(session.pinned).toBe('colon-hex');
+  });
+
+  it('auto never tries a row that does not sign the timestamp, whatever the table', () => {
+    const loose: Layout = { ...colon, name: 'loose', signsTimestamp: false, prefix: (id) => `${id}:` };
+    const headers = signDelivery({ secret: SECRET, body: BODY, triggerId: 'trg_1', timestamp: TS, layout: loose });
+    const refused = failure(verify(headers, BODY, { layouts: [...LAYOUTS, loose] }));
+    expect(refused.message).toContain('in the loose layout, which does not sign the timestamp');
+    expect(refused.hint).toContain('--scheme loose');
+    expect(verify(headers, BODY, { layouts: [...LAYOUTS, loose], scheme: 'loose' as never })).toMatchObject({ ok: true, layout: 'loose' });
   });
 });

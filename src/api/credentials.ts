@@ -1,5 +1,7 @@
 import { AuthError, UsageError } from '../errors.js';
-import type { AuthScheme } from '../context.js';
+
+/** How the key is sent: `auto` chooses as the service's own client does. */
+export type AuthScheme = 'auto' | 'bearer' | 'basic';
 
 export interface Credentials {
   scheme: AuthScheme;

@@ -1,4 +1,4 @@
-import { UsageError } from '../errors.js';
+import { UnreachableError, UsageError } from '../errors.js';
 import type { HttpClient } from './http.js';
 
 export interface PublishEvent {
@@ -42,7 +42,7 @@ export class EmulatorClient {
       const { data } = await this.http.request<{ emulator?: boolean }>('GET', '/emulator/v1/info');
       ok = data?.emulator === true;
     } catch (err) {
-      if ((err as { exitCode?: number }).exitCode === 6) throw err;
+      if (err instanceof UnreachableError) throw err;
     }
     if (!ok) {
       throw new UsageError(`${this.http.baseUrl} is not a wxhooks emulator; \`trigger\` only publishes events on an emulator.`, {
@@ -54,10 +54,5 @@ export class EmulatorClient {
   async publish(event: PublishEvent): Promise<PublishResult> {
     const { data } = await this.http.request<PublishResult>('POST', '/emulator/v1/events', { body: event });
     return data;
-  }
-
-  async deliveries(query: { webhook_id?: string; trigger_id?: string } = {}): Promise<AttemptSummary[]> {
-    const { data } = await this.http.request<{ deliveries: AttemptSummary[] }>('GET', '/emulator/v1/deliveries', { query });
-    return data.deliveries;
   }
 }

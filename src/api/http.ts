@@ -1,6 +1,7 @@
 import type { Dispatcher } from 'undici';
 import { AuthError, NotFoundError, RefusedError, UnreachableError, WxError } from '../errors.js';
 import { formatDuration } from '../util/duration.js';
+import { networkReason } from '../util/net.js';
 import { redact } from '../util/redact.js';
 import { userAgent } from '../version.js';
 import type { Credentials } from './credentials.js';
@@ -42,7 +43,6 @@ export interface RequestOptions {
 export interface HttpResponse<T = unknown> {
   status: number;
   data: T;
-  attempts: number;
 }
 
 const RETRYABLE_STATUS = new Set([502, 503, 504]);
@@ -149,42 +149,20 @@ export function parseRetryAfter(value: string | string[] | undefined, now = Date
   return Number.isNaN(date) ? undefined : Math.max(0, date - now);
 }
 
-function connectionReason(err: unknown): string {
-  const e = err as { code?: string; message?: string; cause?: { code?: string } };
-  const code = e.code ?? e.cause?.code;
-  switch (code) {
-    case 'ECONNREFUSED':
-      return 'connection refused';
-    case 'ENOTFOUND':
-    case 'EAI_AGAIN':
-      return 'host not found';
-    case 'ECONNRESET':
-    case 'UND_ERR_SOCKET':
-      return 'the connection was closed';
-    case 'UND_ERR_CONNECT_TIMEOUT':
-      return 'the connection timed out';
-    case 'EHOSTUNREACH':
-    case 'ENETUNREACH':
-      return 'no route to host';
-    default:
-      return code ? `${code}: ${e.message ?? ''}`.trim() : (e.message ?? String(err));
-  }
-}
-
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /** The service client's transport: auth, timeouts, retries for GET, errors as typed exceptions. */
 export class HttpClient {
   readonly baseUrl: string;
-  private readonly o: HttpClientOptions;
+  private readonly options: HttpClientOptions;
 
   constructor(options: HttpClientOptions) {
-    this.o = options;
+    this.options = options;
     this.baseUrl = options.baseUrl;
   }
 
   private log(text: string): void {
-    this.o.log?.(redact(text, [this.o.credentials.key, this.o.credentials.authorization]));
+    this.options.log?.(redact(text, [this.options.credentials.key, this.options.credentials.authorization]));
   }
 
   url(path: string, query?: RequestOptions['query']): string {
@@ -197,10 +175,10 @@ export class HttpClient {
 
   async request<T = unknown>(method: Method, path: string, options: RequestOptions = {}): Promise<HttpResponse<T>> {
     const url = this.url(path, options.query);
-    const deadline = Date.now() + this.o.timeoutMs;
-    const retries = method === 'GET' ? (this.o.maxRetries ?? 3) : 0;
+    const deadline = Date.now() + this.options.timeoutMs;
+    const retries = method === 'GET' ? (this.options.maxRetries ?? 3) : 0;
     const headers: Record<string, string> = {
-      authorization: this.o.credentials.authorization,
+      authorization: this.options.credentials.authorization,
       'user-agent': userAgent(),
       accept: 'application/json',
     };
@@ -222,11 +200,11 @@ export class HttpClient {
       let retryAfterHeader: string | undefined;
       let failure: unknown;
       try {
-        this.log(`→ ${method} ${url}  (attempt ${attempt}, Authorization: ${this.o.credentials.scheme === 'bearer' ? 'Bearer' : 'Basic'} ***)`);
+        this.log(`→ ${method} ${url}  (attempt ${attempt}, Authorization: ${this.options.credentials.scheme === 'bearer' ? 'Bearer' : 'Basic'} ***)`);
         const res = await exchange(
           url,
           { method, headers, body, signal: controller.signal },
-          this.o.dispatcher ?? (this.o.proxy ? envProxyDispatcher() : undefined),
+          this.options.dispatcher ?? (this.options.proxy ? envProxyDispatcher() : undefined),
         );
         status = res.status;
         retryAfterHeader = res.retryAfter;
@@ -242,20 +220,20 @@ export class HttpClient {
       if (failure === undefined && status !== undefined) {
         this.log(`← ${status} ${method} ${url}  (${formatDuration(took)})`);
         if (status >= 200 && status < 300) {
-          return { status, data: parseBody(text) as T, attempts: attempt };
+          return { status, data: parseBody(text) as T };
         }
         if (!(RETRYABLE_STATUS.has(status) && attempt <= retries)) {
           throw this.statusError(method, url, status, text, attempt, options);
         }
       } else {
-        this.log(`✗ ${method} ${url}  ${timedOut ? 'timed out' : connectionReason(failure)}  (${formatDuration(took)})`);
+        this.log(`✗ ${method} ${url}  ${timedOut ? 'timed out' : networkReason(failure)}  (${formatDuration(took)})`);
         if (attempt > retries || Date.now() >= deadline) {
           throw this.transportError(method, failure, timedOut, attempt, options);
         }
       }
 
       const retryAfter = status === undefined ? undefined : parseRetryAfter(retryAfterHeader);
-      const backoff = (this.o.retryBaseMs ?? 250) * 2 ** (attempt - 1);
+      const backoff = (this.options.retryBaseMs ?? 250) * 2 ** (attempt - 1);
       const delay = Math.min(retryAfter ?? backoff * (0.5 + Math.random()), MAX_RETRY_AFTER_MS);
       if (Date.now() + delay >= deadline) {
         if (status !== undefined) throw this.statusError(method, url, status, text, attempt, options);
@@ -270,32 +248,36 @@ export class HttpClient {
     const said = describeErrorBody(text);
     const saying = said ? `: ${said}` : '';
     const tries = attempts > 1 ? ` after ${attempts} attempts` : '';
+    const serviceMessage = said || undefined;
     if (status === 401 || status === 403) {
       return new AuthError(`The service refused the credentials (${status})${saying}`, {
         status,
+        serviceMessage,
         hint: 'Check WX_API_KEY (and WX_CLIENT_ID with --auth basic), and that --base-url points at the service the key belongs to.',
       });
     }
     if (status === 404) {
       return new NotFoundError(`${options.subject ? `Not found: ${options.subject}` : `Not found: ${method} ${url}`} (404)${saying}`, {
         status,
+        serviceMessage,
         hint: options.subject?.startsWith('webhook') ? 'List what exists with `wxhooks webhook list`.' : undefined,
       });
     }
     if (status >= 500) {
       return new UnreachableError(`The service answered ${status}${tries}${saying}`, {
         status,
+        serviceMessage,
         hint: method === 'GET' ? 'The service is having trouble; try again later.' : options.writeHint ?? WRITE_HINT,
       });
     }
-    return new RefusedError(`The service refused the request (${status})${saying}`, { status });
+    return new RefusedError(`The service refused the request (${status})${saying}`, { status, serviceMessage });
   }
 
   private transportError(method: Method, failure: unknown, timedOut: boolean, attempts: number, options: RequestOptions): WxError {
     const tries = attempts > 1 ? ` (${attempts} attempts)` : '';
     const what = timedOut
-      ? `The service at ${this.baseUrl} did not answer within ${formatDuration(this.o.timeoutMs)}${tries}.`
-      : `Could not reach the service at ${this.baseUrl}: ${connectionReason(failure)}${tries}.`;
+      ? `The service at ${this.baseUrl} did not answer within ${formatDuration(this.options.timeoutMs)}${tries}.`
+      : `Could not reach the service at ${this.baseUrl}: ${networkReason(failure)}${tries}.`;
     // A connection that was never made cannot have changed anything, write or not.
     const e = failure as { code?: string; cause?: { code?: string } } | undefined;
     const neverSent = !timedOut && NEVER_SENT.has(e?.code ?? e?.cause?.code ?? '');

@@ -1,10 +1,12 @@
-import { UnreachableError } from '../errors.js';
-
 /**
  * The one place that knows the service answers in two shapes: the live one
  * (`id` integers, `signing_secret`, subscriptions as a list) and the
  * documented one (`webhook_id`, `secret`, subscriptions as a map by type).
+ * Everything past this module sees one shape: the types below.
  */
+import { UnreachableError } from '../errors.js';
+
+/** A subscription, in either shape. */
 export interface Subscription {
   id: string;
   type: string;

@@ -1,13 +1,6 @@
 import { UsageError } from '../errors.js';
-
-/** The subscription types SERVICE.md names. Others are sent anyway, with a warning. */
-export const SUBSCRIPTION_TYPES = [
-  'initialization_time.available',
-  'forecast_hour.available',
-  'degree_days.available',
-  'tropical_cyclones.available',
-  'events.available',
-] as const;
+import { url } from '../util/parse.js';
+import { hourOfDayProblem, SUBSCRIPTION_TYPES } from '../vocabulary.js';
 
 export interface SubscriptionConfig {
   note?: string | null;
@@ -27,33 +20,14 @@ export interface SubscriptionFlags {
   clearNote?: boolean;
 }
 
-export function checkUrl(text: string, what = '--url'): string {
-  let u: URL;
-  try {
-    u = new URL(text);
-  } catch {
-    throw new UsageError(`${what} must be an absolute http(s) URL, not "${text}".`, { hint: 'For example https://example.com/webhooks.' });
-  }
-  if (u.protocol !== 'http:' && u.protocol !== 'https:') {
-    throw new UsageError(`${what} must be an http or https URL, not "${u.protocol}".`);
-  }
-  return text;
-}
-
-/** `H:MM`, H 0-23 and MM 00-59, as the service writes cycle hours (`0:00`, `12:00`). */
+/** `H:MM` hours of day, comma-separated or repeated. */
 export function checkHours(values: string[]): string[] {
   const out = values.flatMap((v) => v.split(',')).map((v) => v.trim()).filter(Boolean);
   for (const h of out) {
-    const m = /^(\d{1,2}):(\d{2})$/.exec(h);
-    if (!m || Number(m[1]) > 23 || Number(m[2]) > 59) {
-      throw new UsageError(`"${h}" is not an hour of the day in H:MM form.`, { hint: 'Use values such as 0:00, 6:00, 12:00, 18:30 (H 0-23, MM 00-59).' });
-    }
+    const problem = hourOfDayProblem(h);
+    if (problem) throw new UsageError(`${problem}.`, { hint: 'Use values such as 0:00, 6:00, 12:00, 18:30.' });
   }
   return out;
-}
-
-export function isKnownType(type: string): boolean {
-  return (SUBSCRIPTION_TYPES as readonly string[]).includes(type);
 }
 
 function checkType(type: string): string {
@@ -203,7 +177,7 @@ export function createWebhookBody(base: unknown, flags: CreateFlags): { body: Re
   if (flags.note !== undefined) body.note = flags.note;
   if (flags.inactive) body.active = false;
   if (typeof body.url !== 'string' || !body.url) throw new UsageError('A webhook needs a URL: give --url (or "url" in --body).');
-  checkUrl(body.url);
+  url(body.url, '--url');
 
   const subs: Record<string, unknown> = {};
   const seen = new Set<string>();

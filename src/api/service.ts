@@ -1,4 +1,4 @@
-import { PingFailedError, RefusedError, UnreachableError, WxError } from '../errors.js';
+import { DeliveryFailedError, RefusedError, UnreachableError, WxError } from '../errors.js';
 import { HttpClient } from './http.js';
 import { pathId } from './ids.js';
 import {
@@ -149,9 +149,10 @@ export class Service {
       );
     } catch (err) {
       if ((err instanceof RefusedError || err instanceof UnreachableError) && err.status !== undefined) {
-        const said = err.message.replace(/^The service (?:refused the request|answered) \(?\d+\)?:?\s*/, '');
-        throw new PingFailedError(`The test delivery failed (the service answered ${err.status})${said ? `: ${said}` : '.'}`, {
+        const said = err.serviceMessage;
+        throw new DeliveryFailedError(`The test delivery failed (the service answered ${err.status})${said ? `: ${said}` : '.'}`, {
           status: err.status,
+          serviceMessage: said,
           hint: "Check that the webhook's URL is reachable from the service and answers 2xx; `wxhooks listen` shows what arrives.",
         });
       }

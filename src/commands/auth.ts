@@ -1,6 +1,11 @@
 import type { Command } from 'commander';
-import type { Act } from '../cli.js';
-import { line, type Context } from '../context.js';
+import { line, type Act, type Context } from '../context.js';
+import { AuthError } from '../errors.js';
+import { printable } from '../output/printable.js';
+import { printJson } from '../output/render.js';
+import { withSpinner } from '../output/spinner.js';
+import { styleFor } from '../output/style.js';
+import { serviceFor } from './shared.js';
 
 export function register(auth: Command, act: Act): void {
   auth
@@ -19,26 +24,20 @@ Examples:
 }
 
 export async function runAuthStatus(ctx: Context): Promise<void> {
-  const { serviceFor } = await import('./shared.js');
-  const { AuthError } = await import('../errors.js');
   const { service, base, scheme } = await serviceFor(ctx);
-  const { withSpinner } = await import('../output/spinner.js');
   const status = await withSpinner(ctx, `Checking credentials with ${base.url}`, () => service.authStatus());
-  if (ctx.global.json) {
-    const { printJson } = await import('../output/render.js');
-    printJson(ctx.stdout, status);
-  }
+  // with --json the service's object is printed whatever it says, so a script can read why
+  if (ctx.global.json) printJson(ctx.stdout, status);
   if (!status.authed) {
     throw new AuthError(`The service at ${base.url} does not accept these credentials (authed: false).`, {
       hint: 'Check WX_API_KEY (and WX_CLIENT_ID with --auth basic); a key belongs to one service, so check --base-url too.',
     });
   }
   if (ctx.global.json) return;
-  const { styleFor } = await import('../output/style.js');
-  const c = styleFor(ctx, ctx.stdout);
+  const style = styleFor(ctx, ctx.stdout);
   const source = { flag: '--base-url', env: 'WX_BASE_URL', setting: 'the base-url setting' }[base.source];
-  line(ctx.stdout, `${c.green('✓')} Authenticated with ${c.bold(base.url)}`);
-  line(ctx.stdout, `  Client ID:  ${status.client_id ?? '(not given)'}`);
+  line(ctx.stdout, `${style.green('✓')} Authenticated with ${style.bold(base.url)}`);
+  line(ctx.stdout, `  Client ID:  ${status.client_id === undefined ? '(not given)' : printable(String(status.client_id))}`);
   line(ctx.stdout, `  Scheme:     ${scheme === 'bearer' ? 'Bearer (WX_API_KEY)' : 'Basic (legacy: client id and WX_API_KEY)'}`);
   line(ctx.stdout, `  Base URL:   ${base.url} (from ${source})`);
 }

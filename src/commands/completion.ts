@@ -1,12 +1,12 @@
 import type { Command } from 'commander';
-import type { Act } from '../cli.js';
+import type { Act, Context } from '../context.js';
 import { UsageError } from '../errors.js';
-import type { Context } from '../context.js';
 
 /**
- * Completion scripts generated from the commander tree itself, so they never
- * drift from the commands. (The completion libraries on npm want a runtime
- * hook in the binary; a static script is faster at every Tab.)
+ * Completion scripts generated from the commander tree itself, so they never drift from the commands:
+ * every command path (`secret list`, `webhook create`) with its own sub-commands and its own flags, the
+ * global ones included. (The completion libraries on npm want a runtime hook in the binary; a static
+ * script is faster at every Tab.)
  */
 export function register(cmd: Command, act: Act): void {
   cmd
@@ -22,35 +22,60 @@ Examples:
     .action(act(async (ctx: Context, shell: string) => runCompletion(ctx, cmd.parent!, shell)));
 }
 
+interface Flag {
+  name: string;
+  takesValue: boolean;
+  description: string;
+}
+
+/** One command path of the tree: its sub-commands, and every flag it accepts. */
 interface Node {
   path: string;
   subs: { name: string; description: string }[];
-  options: string[];
+  flags: Flag[];
 }
 
-function walk(cmd: Command, path: string, inherited: string[], out: Node[]): void {
-  const own = cmd.options.flatMap((o) => [o.long, o.short].filter((f): f is string => Boolean(f)));
-  const options = [...new Set([...inherited, ...own, '--help'])];
-  out.push({ path, subs: cmd.commands.map((c) => ({ name: c.name(), description: c.description() })), options });
-  for (const sub of cmd.commands) walk(sub, path ? `${path} ${sub.name()}` : sub.name(), inherited.length ? inherited : own, out);
+export function commandPaths(program: Command): Node[] {
+  const out: Node[] = [];
+  const flagsOf = (cmd: Command): Flag[] =>
+    cmd.options.flatMap((o) =>
+      [o.long, o.short].filter((f): f is string => Boolean(f)).map((name) => ({ name, takesValue: o.required || o.optional, description: o.description })),
+    );
+  const help: Flag = { name: '--help', takesValue: false, description: 'show help' };
+  const globals = flagsOf(program);
+  const walk = (cmd: Command, path: string) => {
+    const own = cmd === program ? [] : flagsOf(cmd);
+    const seen = new Set<string>();
+    const flags = [...globals, ...own, help].filter((f) => !seen.has(f.name) && seen.add(f.name));
+    out.push({ path, subs: cmd.commands.map((c) => ({ name: c.name(), description: c.description() })), flags });
+    for (const sub of cmd.commands) walk(sub, path ? `${path} ${sub.name()}` : sub.name());
+  };
+  walk(program, '');
+  return out;
 }
 
 const q = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
 
+/** The two lookup tables every shell's script starts from: a path's sub-commands, and its flags. */
+function tables(program: Command): { subs: string; flags: string } {
+  const nodes = commandPaths(program);
+  return {
+    subs: nodes.map((n) => `    ${q(n.path)}) echo ${q(n.subs.map((s) => s.name).join(' '))} ;;`).join('\n'),
+    flags: nodes.map((n) => `    ${q(n.path)}) echo ${q(n.flags.map((f) => f.name).join(' '))} ;;`).join('\n'),
+  };
+}
+
 export function bashScript(program: Command): string {
-  const nodes: Node[] = [];
-  walk(program, '', [], nodes);
-  const subs = nodes.map((n) => `    ${q(n.path)}) echo ${q(n.subs.map((s) => s.name).join(' '))} ;;`).join('\n');
-  const opts = nodes.map((n) => `    ${q(n.path)}) echo ${q(n.options.join(' '))} ;;`).join('\n');
+  const t = tables(program);
   return `# wxhooks completion for bash
 _wxhooks_subs() {
   case "$1" in
-${subs}
+${t.subs}
   esac
 }
 _wxhooks_opts() {
   case "$1" in
-${opts}
+${t.flags}
   esac
 }
 _wxhooks() {
@@ -70,32 +95,82 @@ complete -o default -F _wxhooks wxhooks
 `;
 }
 
+/** zsh's own completion (not its bash layer: bash's 0-based COMP_WORDS and zsh's 1-based arrays disagree). */
 export function zshScript(program: Command): string {
+  const t = tables(program);
   return `#compdef wxhooks
-# wxhooks completion for zsh (through zsh's bash completion layer)
-autoload -U +X bashcompinit && bashcompinit
-${bashScript(program)}`;
+# wxhooks completion for zsh
+_wxhooks_subs() {
+  case "$1" in
+${t.subs}
+  esac
+}
+_wxhooks_opts() {
+  case "$1" in
+${t.flags}
+  esac
+}
+_wxhooks() {
+  local cmdpath="" w i
+  for ((i = 2; i < CURRENT; i++)); do
+    w=\${words[i]}
+    if [[ " $(_wxhooks_subs "$cmdpath") " == *" $w "* ]]; then cmdpath="\${cmdpath:+$cmdpath }$w"; fi
+  done
+  if [[ \${words[CURRENT]} == -* ]]; then
+    compadd -- \${=$(_wxhooks_opts "$cmdpath")}
+  else
+    compadd -- \${=$(_wxhooks_subs "$cmdpath")}
+  fi
+}
+if [[ \${zsh_eval_context[-1]} == loadautofunc ]]; then
+  _wxhooks "$@"
+else
+  compdef _wxhooks wxhooks
+fi
+`;
 }
 
+/**
+ * Fish decides each completion by a condition; here the condition is the whole command path typed so
+ * far (`__wxhooks_path`), so `secret list --<Tab>` offers secret list's flags, not webhook list's.
+ */
 export function fishScript(program: Command): string {
-  const nodes: Node[] = [];
-  walk(program, '', [], nodes);
-  const lines = ['# wxhooks completion for fish', 'complete -c wxhooks -f'];
+  const nodes = commandPaths(program);
+  const lines = [
+    '# wxhooks completion for fish',
+    'function __wxhooks_subs',
+    '    switch "$argv[1]"',
+    ...nodes.filter((n) => n.subs.length).flatMap((n) => [`        case ${q(n.path)}`, `            printf '%s\\n' ${n.subs.map((s) => q(s.name)).join(' ')}`]),
+    '    end',
+    'end',
+    'function __wxhooks_path',
+    '    set -l path ""',
+    '    for word in (commandline -opc)[2..-1]',
+    '        if contains -- $word (__wxhooks_subs "$path")',
+    '            if test -z "$path"',
+    '                set path $word',
+    '            else',
+    '                set path "$path $word"',
+    '            end',
+    '        end',
+    '    end',
+    '    echo $path',
+    'end',
+    'function __wxhooks_at',
+    '    set -l path (__wxhooks_path)',
+    '    test "$path" = "$argv[1]"',
+    'end',
+    'complete -c wxhooks -f',
+  ];
   for (const n of nodes) {
-    const words = n.path ? n.path.split(' ') : [];
-    const children = n.subs.map((s) => s.name).join(' ');
-    const cond = words.length === 0 ? '__fish_use_subcommand' : `__fish_seen_subcommand_from ${words[words.length - 1]}`;
-    for (const s of n.subs) {
-      const guard = words.length && children ? `; and not __fish_seen_subcommand_from ${children}` : '';
-      lines.push(`complete -c wxhooks -n ${q(cond + guard)} -a ${q(s.name)} -d ${q(s.description.slice(0, 60))}`);
-    }
-    if (words.length === 0) {
-      for (const o of n.options.filter((o) => o.startsWith('--'))) lines.push(`complete -c wxhooks -l ${o.slice(2)}`);
-    } else {
-      for (const o of n.options.filter((o) => o.startsWith('--'))) lines.push(`complete -c wxhooks -n ${q(cond)} -l ${o.slice(2)}`);
+    const at = q(`__wxhooks_at ${q(n.path)}`);
+    for (const s of n.subs) lines.push(`complete -c wxhooks -n ${at} -a ${q(s.name)} -d ${q(s.description.slice(0, 60))}`);
+    for (const f of n.flags) {
+      const flag = f.name.startsWith('--') ? `-l ${f.name.slice(2)}` : `-s ${f.name.slice(1)}`;
+      lines.push(`complete -c wxhooks -n ${at} ${flag}${f.takesValue ? ' -r' : ''} -d ${q(f.description.slice(0, 60))}`);
     }
   }
-  return `${[...new Set(lines)].join('\n')}\n`;
+  return `${lines.join('\n')}\n`;
 }
 
 export async function runCompletion(ctx: Context, program: Command, shell: string): Promise<void> {

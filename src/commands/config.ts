@@ -1,12 +1,13 @@
+import { join } from 'node:path';
 import type { Command } from 'commander';
-import type { Act } from '../cli.js';
-import { line, type Context } from '../context.js';
+import { line, type Act, type Context } from '../context.js';
+import { emit } from '../output/render.js';
+import { configDir } from '../store/paths.js';
 
 export function register(config: Command, act: Act): void {
-  config
-    .addHelpText(
-      'after',
-      `
+  config.addHelpText(
+    'after',
+    `
 Settings:
   base-url   the service address used when neither --base-url nor WX_BASE_URL is given
 
@@ -15,7 +16,7 @@ Examples:
   $ wxhooks config get base-url
   $ wxhooks config list --json
   $ wxhooks config path`,
-    );
+  );
   config.command('get').description('print one setting').argument('<key>').action(act(runConfigGet));
   config.command('set').description('store one setting').argument('<key>').argument('<value>').action(act(runConfigSet));
   config.command('unset').description('forget one setting').argument('<key>').action(act(runConfigUnset));
@@ -23,16 +24,10 @@ Examples:
   config.command('path').description('where the settings and secrets live').action(act(runConfigPath));
 }
 
+/** The settings file, through conf: loaded only here, since every other command reads the one setting it needs directly. */
 async function settings(ctx: Context) {
   const { Settings } = await import('../store/settings.js');
   return new Settings(ctx.env);
-}
-
-async function out(ctx: Context, json: unknown, text: string): Promise<void> {
-  if (ctx.global.json) {
-    const { printJson } = await import('../output/render.js');
-    printJson(ctx.stdout, json);
-  } else line(ctx.stdout, text);
 }
 
 export async function runConfigGet(ctx: Context, key: string): Promise<void> {
@@ -41,17 +36,17 @@ export async function runConfigGet(ctx: Context, key: string): Promise<void> {
     line(ctx.stderr, `${key} is not set.`);
     return;
   }
-  await out(ctx, { [key]: value ?? null }, value ?? '');
+  emit(ctx, { [key]: value ?? null }, () => value ?? '');
 }
 
 export async function runConfigSet(ctx: Context, key: string, value: string): Promise<void> {
   const stored = (await settings(ctx)).set(key, value);
-  await out(ctx, { [key]: stored }, `${key} = ${stored}`);
+  emit(ctx, { [key]: stored }, () => `${key} = ${stored}`);
 }
 
 export async function runConfigUnset(ctx: Context, key: string): Promise<void> {
   (await settings(ctx)).unset(key);
-  await out(ctx, { [key]: null }, `${key} unset`);
+  emit(ctx, { [key]: null }, () => `${key} unset`);
 }
 
 export async function runConfigList(ctx: Context): Promise<void> {
@@ -59,16 +54,10 @@ export async function runConfigList(ctx: Context): Promise<void> {
   const text = Object.entries(all)
     .map(([k, v]) => `${k} = ${v}`)
     .join('\n');
-  await out(ctx, all, text || '(no settings stored)');
+  emit(ctx, all, () => text || '(no settings stored)');
 }
 
 export async function runConfigPath(ctx: Context): Promise<void> {
-  const { configDir } = await import('../store/paths.js');
-  const { join } = await import('node:path');
   const dir = configDir(ctx.env);
-  await out(
-    ctx,
-    { dir, settings: join(dir, 'settings.json'), secrets: join(dir, 'secrets.json') },
-    dir,
-  );
+  emit(ctx, { dir, settings: join(dir, 'settings.json'), secrets: join(dir, 'secrets.json'), processed_pairs: join(dir, 'processed-pairs.ndjson') }, () => dir);
 }

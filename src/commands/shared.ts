@@ -1,11 +1,19 @@
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { Command } from 'commander';
 import { resolveBaseUrl, type ResolvedBaseUrl } from '../api/base-url.js';
 import { resolveCredentials } from '../api/credentials.js';
 import { HttpClient, proxyConfigured } from '../api/http.js';
 import { Service } from '../api/service.js';
 import { line, type AuthScheme, type Context } from '../context.js';
+import { NotFoundError, UsageError } from '../errors.js';
 import { configDir, settingsFileError } from '../store/paths.js';
 import type { SecretStore } from '../store/secrets.js';
+import { readStdin } from '../util/input.js';
+import { identifier } from '../util/parse.js';
 import { addSensitive } from '../util/redact.js';
+import { isKnownType, SUBSCRIPTION_TYPES } from '../vocabulary.js';
+import { valued } from './options.js';
 
 /**
  * A stored setting, read only when neither the flag nor the variable gave one.
@@ -13,8 +21,6 @@ import { addSensitive } from '../util/redact.js';
  * loading conf (and its schema validator), which only `config` needs to write.
  */
 async function storedSetting(ctx: Context, key: string): Promise<string | undefined> {
-  const { readFile } = await import('node:fs/promises');
-  const { join } = await import('node:path');
   const file = join(configDir(ctx.env), 'settings.json');
   let value: unknown;
   try {
@@ -33,6 +39,7 @@ export async function baseUrlFor(ctx: Context): Promise<ResolvedBaseUrl> {
 }
 
 export async function serviceFor(ctx: Context): Promise<{ service: Service; base: ResolvedBaseUrl; scheme: AuthScheme }> {
+  if (ctx.serviceFactory) return ctx.serviceFactory(ctx);
   const scheme: AuthScheme = ctx.global.auth ?? 'bearer';
   const credentials = resolveCredentials(ctx.env, scheme);
   addSensitive(credentials.key);
@@ -55,6 +62,20 @@ export async function secretStoreFor(ctx: Context): Promise<SecretStore> {
   return new SecretStore(configDir(ctx.env));
 }
 
+/** Warns, on stderr, about subscription types wxhooks does not know: they are sent anyway, since the service may know more. */
+export function warnUnknownTypes(ctx: Context, types: readonly string[]): void {
+  for (const t of types) {
+    if (!isKnownType(t)) line(ctx.stderr, `warning: "${t}" is not a subscription type wxhooks knows (${SUBSCRIPTION_TYPES.join(', ')}); sending it anyway.`);
+  }
+}
+
+/** `--webhook ID` and `--secret-env VAR`: where a command that verifies or signs takes its secret from. */
+export function secretSourceOptions(cmd: Command, verb: string): Command {
+  return cmd
+    .addOption(valued('--webhook <id>', `${verb} this webhook's stored secret`, identifier))
+    .option('--secret-env <var>', `${verb} the secret in this environment variable (several: space-separated)`);
+}
+
 export interface SecretSource {
   webhook?: string;
   secretEnv?: string;
@@ -66,14 +87,11 @@ export interface SecretSource {
  * Several secrets (a rotation) may be given separated by spaces or commas.
  */
 export async function resolveSecrets(ctx: Context, source: SecretSource): Promise<{ secrets: string[]; from: string }> {
-  const { NotFoundError, UsageError } = await import('../errors.js');
   const split = (text: string) => text.split(/[\s,]+/).filter(Boolean);
   if (source.webhook !== undefined && source.secretEnv !== undefined) {
     throw new UsageError('Give either --webhook or --secret-env, not both.');
   }
   if (source.webhook !== undefined) {
-    const { pathId } = await import('../api/ids.js');
-    pathId(source.webhook, 'webhook id');
     const base = await baseUrlFor(ctx);
     const entry = await (await secretStoreFor(ctx)).get(base.url, source.webhook);
     if (!entry) {
@@ -98,8 +116,7 @@ export async function resolveSecrets(ctx: Context, source: SecretSource): Promis
       hint: 'For example: wxhooks secret show 7 | wxhooks listen',
     });
   }
-  const { readStdin } = await import('../output/prompt.js');
-  const secrets = split(await readStdin(ctx));
+  const secrets = split(await readStdin(ctx.stdin));
   if (!secrets.length) {
     throw new UsageError('No secret was given: stdin was empty.', { hint: 'Use --webhook ID (from the store) or --secret-env VAR, or pipe the secret on stdin.' });
   }

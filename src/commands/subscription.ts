@@ -1,9 +1,12 @@
 import type { Command } from 'commander';
-import type { Act } from '../cli.js';
-import type { SubscriptionFlags } from '../api/requests.js';
-import { line, type Context } from '../context.js';
-
-const collect = (value: string, previous: string[] = []) => [...previous, value];
+import { addSubscriptionBody, updateSubscriptionBody, type SubscriptionFlags } from '../api/requests.js';
+import { line, type Act, type Context } from '../context.js';
+import { confirm } from '../output/prompt.js';
+import { emit, succeeded } from '../output/render.js';
+import { subscriptionsTable } from '../output/webhooks.js';
+import { collect } from '../util/parse.js';
+import { idArgument } from './options.js';
+import { serviceFor, warnUnknownTypes } from './shared.js';
 
 function filterFlags(cmd: Command): Command {
   return cmd
@@ -15,12 +18,15 @@ function filterFlags(cmd: Command): Command {
     .option('--note <note>', 'a free-text note');
 }
 
+const webhookId = () => idArgument('<webhook-id>', 'the webhook id');
+const subscriptionId = () => idArgument('<subscription-id>', 'the subscription id');
+
 export function register(sub: Command, act: Act): void {
   filterFlags(
     sub
       .command('add')
       .description('add one subscription to a webhook (at most one of each type)')
-      .argument('<webhook-id>', 'the webhook id')
+      .addArgument(webhookId())
       .argument('<type>', 'forecast_hour.available, initialization_time.available, degree_days.available, tropical_cyclones.available, events.available'),
   )
     .addHelpText(
@@ -33,13 +39,7 @@ Examples:
     )
     .action(act(runSubscriptionAdd));
 
-  filterFlags(
-    sub
-      .command('update')
-      .description('change a subscription: what is omitted is kept')
-      .argument('<webhook-id>', 'the webhook id')
-      .argument('<subscription-id>', 'the subscription id'),
-  )
+  filterFlags(sub.command('update').description('change a subscription: what is omitted is kept').addArgument(webhookId()).addArgument(subscriptionId()))
     .option('--clear-filters', 'remove every filter (sends filters: {})')
     .option('--no-response', 'stop including an API response (sends response_options: null)')
     .option('--clear-note', 'remove the note (sends note: null)')
@@ -57,8 +57,8 @@ Examples:
   sub
     .command('remove')
     .description('remove one subscription')
-    .argument('<webhook-id>', 'the webhook id')
-    .argument('<subscription-id>', 'the subscription id')
+    .addArgument(webhookId())
+    .addArgument(subscriptionId())
     .option('-y, --yes', 'do not ask (required when not in a terminal)')
     .addHelpText('after', '\nExamples:\n  $ wxhooks subscription remove 7 12 --yes')
     .action(act(runSubscriptionRemove));
@@ -66,53 +66,29 @@ Examples:
   sub
     .command('list')
     .description("a webhook's subscriptions as a table")
-    .argument('<webhook-id>', 'the webhook id')
+    .addArgument(webhookId())
     .addHelpText('after', '\nExamples:\n  $ wxhooks subscription list 7\n  $ wxhooks subscription list 7 --json | jq -r \'.[].id\'')
     .action(act(runSubscriptionList));
 }
 
-async function show(ctx: Context, json: unknown, text: string): Promise<void> {
-  if (ctx.global.json) {
-    const { printJson } = await import('../output/render.js');
-    printJson(ctx.stdout, json);
-  } else {
-    const { styleFor } = await import('../output/style.js');
-    line(ctx.stdout, `${styleFor(ctx, ctx.stdout).green('✓')} ${text}`);
-  }
-}
-
 export async function runSubscriptionAdd(ctx: Context, webhookId: string, type: string, flags: SubscriptionFlags): Promise<void> {
-  const { pathId } = await import('../api/ids.js');
-  const { addSubscriptionBody, isKnownType, SUBSCRIPTION_TYPES } = await import('../api/requests.js');
-  pathId(webhookId, 'webhook id');
   const body = addSubscriptionBody(type, flags);
-  if (!isKnownType(type)) line(ctx.stderr, `warning: "${type}" is not a subscription type wxhooks knows (${SUBSCRIPTION_TYPES.join(', ')}); sending it anyway.`);
-  const { serviceFor } = await import('./shared.js');
+  warnUnknownTypes(ctx, [type]);
   const { service } = await serviceFor(ctx);
   const hook = await service.addSubscription(webhookId, body);
   const added = hook.subscriptions.find((s) => s.type === type);
-  await show(ctx, added ?? hook, `Added ${type} to webhook ${hook.id || webhookId}${added?.id ? ` (subscription ${added.id})` : ''}`);
+  succeeded(ctx, added ?? hook, `Added ${type} to webhook ${hook.id || webhookId}${added?.id ? ` (subscription ${added.id})` : ''}`);
 }
 
 export async function runSubscriptionUpdate(ctx: Context, webhookId: string, subscriptionId: string, flags: SubscriptionFlags): Promise<void> {
-  const { pathId } = await import('../api/ids.js');
-  const { updateSubscriptionBody } = await import('../api/requests.js');
-  pathId(webhookId, 'webhook id');
-  pathId(subscriptionId, 'subscription id');
   const body = updateSubscriptionBody(flags);
-  const { serviceFor } = await import('./shared.js');
   const { service } = await serviceFor(ctx);
   const hook = await service.updateSubscription(webhookId, subscriptionId, body);
   const updated = hook.subscriptions.find((s) => s.id === subscriptionId);
-  await show(ctx, updated ?? hook, `Updated subscription ${subscriptionId} of webhook ${webhookId}: ${Object.keys(body).join(', ')}`);
+  succeeded(ctx, updated ?? hook, `Updated subscription ${subscriptionId} of webhook ${webhookId}: ${Object.keys(body).join(', ')}`);
 }
 
 export async function runSubscriptionRemove(ctx: Context, webhookId: string, subscriptionId: string, opts: { yes?: boolean }): Promise<void> {
-  const { pathId } = await import('../api/ids.js');
-  pathId(webhookId, 'webhook id');
-  pathId(subscriptionId, 'subscription id');
-  const { confirm } = await import('../output/prompt.js');
-  const { serviceFor } = await import('./shared.js');
   const { service } = await serviceFor(ctx);
   const question = `Remove subscription ${subscriptionId} from webhook ${webhookId}?`;
   if (!(await confirm(ctx, question, opts.yes, `wxhooks subscription remove ${webhookId} ${subscriptionId} --yes`))) {
@@ -120,24 +96,15 @@ export async function runSubscriptionRemove(ctx: Context, webhookId: string, sub
     return;
   }
   await service.removeSubscription(webhookId, subscriptionId);
-  await show(ctx, { removed: true, webhook_id: webhookId, subscription_id: subscriptionId }, `Removed subscription ${subscriptionId} from webhook ${webhookId}`);
+  succeeded(ctx, { removed: true, webhook_id: webhookId, subscription_id: subscriptionId }, `Removed subscription ${subscriptionId} from webhook ${webhookId}`);
 }
 
 export async function runSubscriptionList(ctx: Context, webhookId: string): Promise<void> {
-  const { pathId } = await import('../api/ids.js');
-  pathId(webhookId, 'webhook id');
-  const { serviceFor } = await import('./shared.js');
   const { service } = await serviceFor(ctx);
   const hook = await service.getWebhook(webhookId);
-  if (ctx.global.json) {
-    const { printJson } = await import('../output/render.js');
-    printJson(ctx.stdout, hook.subscriptions);
-    return;
-  }
-  if (hook.subscriptions.length === 0) {
+  if (!ctx.global.json && hook.subscriptions.length === 0) {
     line(ctx.stderr, `Webhook ${webhookId} has no subscriptions; add one with \`wxhooks subscription add ${webhookId} TYPE\`.`);
     return;
   }
-  const { subscriptionsTable } = await import('../output/webhooks.js');
-  ctx.stdout.write(subscriptionsTable(hook.subscriptions, Boolean(ctx.stdout.isTTY)));
+  emit(ctx, hook.subscriptions, () => subscriptionsTable(hook.subscriptions, Boolean(ctx.stdout.isTTY)));
 }

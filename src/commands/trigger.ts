@@ -1,19 +1,25 @@
 import type { Command } from 'commander';
-import type { Act } from '../cli.js';
-import type { AttemptSummary, PublishEvent, PublishResult } from '../api/emulator-client.js';
-import { line, type Context } from '../context.js';
+import { EmulatorClient, type AttemptSummary, type PublishEvent, type PublishResult } from '../api/emulator-client.js';
+import { line, type Act, type Context } from '../context.js';
 import { UsageError } from '../errors.js';
-import { isoSeconds, latestCycle } from '../signing/payload.js';
+import { emit } from '../output/render.js';
+import { duration, hours, integer, isoTime } from '../util/parse.js';
+import { latestCycle } from '../vocabulary.js';
+import { valued } from './options.js';
+import { serviceFor } from './shared.js';
 
 export function register(cmd: Command, act: Act): void {
   cmd
     .argument('<type>', 'the subscription type to publish (such as forecast_hour.available), or "run" for a whole model run')
     .option('--model <model>', 'the model', 'wm-6')
-    .option('--init-time <iso>', 'the run, such as 2026-11-21T00:00:00Z (default: the latest 6-hourly cycle)')
-    .option('--forecast-hour <n>', 'the forecast hour (forecast_hour.available)')
+    .addOption(valued('--init-time <iso>', 'the run, such as 2026-11-21T00:00:00Z (default: the latest 6-hourly cycle)', isoTime))
+    .addOption(valued('--forecast-hour <n>', 'the forecast hour (forecast_hour.available)', integer(0)))
     .option('--event-type <type>', 'events.available: atmospheric_river, heatwave, coldwave or front')
-    .option('--hours <spec>', 'run: the forecast hours, FROM-TO/STEP, FROM-TO or a list (default 0-24/6)')
-    .option('--interval <duration>', 'run: a pause between hours, to watch them arrive (default 0s)')
+    .addOption(valued('--hours <range>', 'run: the forecast hours, such as 0-240/6 or 0-72/3,78-240/6', hours, [[0, 6, 12, 18, 24], '0-24/6']))
+    .addOption(valued('--skip-hours <range>', 'run: leave these hours out (a run with holes)', hours))
+    .addOption(valued('--repeat-hours <range>', 'run: publish these hours twice (as a retry would)', hours))
+    .option('--shuffle', 'run: publish the hours out of order')
+    .addOption(valued('--interval <duration>', 'run: a pause between hours, to watch them arrive', duration, [0, '0s']))
     .addHelpText(
       'after',
       `
@@ -23,39 +29,39 @@ then one initialization_time.available once every hour is out.
 Examples:
   $ wxhooks trigger forecast_hour.available --model wm-6 --forecast-hour 6
   $ wxhooks trigger events.available --event-type heatwave
-  $ wxhooks trigger run --model wm-6 --init-time 2026-11-21T00:00:00Z --hours 0-24/6 --interval 1s`,
+  $ wxhooks trigger run --model wm-6 --init-time 2026-11-21T00:00:00Z --hours 0-24/6 --interval 1s
+  $ wxhooks trigger run --hours 0-48/6 --skip-hours 18,36 --repeat-hours 6 --shuffle   # gaps, repeats, disorder`,
     )
     .action(act(runTrigger));
 }
 
-function checkInit(text: string | undefined): string | undefined {
-  if (text === undefined) return undefined;
-  const t = Date.parse(text);
-  if (!/^\d{4}-\d{2}-\d{2}T/.test(text) || Number.isNaN(t)) throw new UsageError(`--init-time must be an ISO 8601 time such as 2026-11-21T00:00:00Z, not "${text}".`);
-  return isoSeconds(t);
+export interface TriggerOptions {
+  model: string;
+  initTime?: string;
+  forecastHour?: number;
+  eventType?: string;
+  hours: number[];
+  skipHours?: number[];
+  repeatHours?: number[];
+  shuffle?: boolean;
+  interval: number;
 }
 
-/** `0-24/6` → 0,6,12,18,24; `0-3` → 0,1,2,3; `0,6,12` as given. */
-export function parseHours(spec: string): number[] {
-  const range = /^(\d+)-(\d+)(?:\/(\d+))?$/.exec(spec.trim());
-  let hours: number[];
-  if (range) {
-    const [from, to, step] = [Number(range[1]), Number(range[2]), Number(range[3] ?? 1)];
-    if (step < 1 || to < from) throw new UsageError(`--hours "${spec}": FROM must not exceed TO, and STEP must be at least 1.`);
-    hours = [];
-    for (let h = from; h <= to; h += step) hours.push(h);
-  } else if (/^\d+(,\d+)*$/.test(spec.trim())) {
-    hours = spec.split(',').map(Number);
-  } else {
-    throw new UsageError(`--hours must be FROM-TO/STEP (0-24/6), FROM-TO or a list (0,6,12), not "${spec}".`);
+/** The hours `trigger run` publishes, in the order it publishes them. */
+export function runOrder(o: Pick<TriggerOptions, 'hours' | 'skipHours' | 'repeatHours' | 'shuffle'>, random = Math.random): number[] {
+  const skip = new Set(o.skipHours ?? []);
+  const kept = o.hours.filter((h) => !skip.has(h));
+  const order = [...kept, ...(o.repeatHours ?? []).filter((h) => kept.includes(h))];
+  if (o.shuffle) {
+    for (let i = order.length - 1; i > 0; i--) {
+      const j = Math.floor(random() * (i + 1));
+      [order[i], order[j]] = [order[j]!, order[i]!];
+    }
   }
-  if (hours.length > 1000) throw new UsageError('--hours names more than 1000 hours.');
-  return hours;
+  return order;
 }
 
-async function emulatorClient(ctx: Context) {
-  const { serviceFor } = await import('./shared.js');
-  const { EmulatorClient } = await import('../api/emulator-client.js');
+async function emulatorClient(ctx: Context): Promise<EmulatorClient> {
   const { service } = await serviceFor(ctx);
   const client = new EmulatorClient(service.http);
   await client.ensureEmulator();
@@ -69,20 +75,12 @@ function describeAttempt(a: AttemptSummary): string {
   return `  webhook ${a.webhook_id} subscription ${a.subscription_id} → ${a.url}: ${what} in ${a.duration_ms} ms${retry}`;
 }
 
-async function report(ctx: Context, result: PublishResult): Promise<void> {
+/** What one published event caused: a line, and a line per delivery attempt. */
+function describePublish(result: PublishResult): string {
   const e = result.event;
   const where = [e.model, e.initialization_time, e.forecast_hour !== undefined ? `+${e.forecast_hour}h` : undefined, e.event_type].filter(Boolean).join(' ');
-  line(ctx.stdout, `${e.type} ${where}: ${result.notifications} notification${result.notifications === 1 ? '' : 's'}${result.trigger_id ? ` (trigger ${result.trigger_id})` : ''}`);
-  for (const a of result.deliveries) line(ctx.stdout, describeAttempt(a));
-}
-
-export interface TriggerOptions {
-  model: string;
-  initTime?: string;
-  forecastHour?: string;
-  eventType?: string;
-  hours?: string;
-  interval?: string;
+  const head = `${e.type} ${where}: ${result.notifications} notification${result.notifications === 1 ? '' : 's'}${result.trigger_id ? ` (trigger ${result.trigger_id})` : ''}`;
+  return [head, ...result.deliveries.map(describeAttempt)].join('\n');
 }
 
 export async function runTrigger(ctx: Context, type: string, opts: TriggerOptions): Promise<void> {
@@ -90,40 +88,27 @@ export async function runTrigger(ctx: Context, type: string, opts: TriggerOption
     if (opts.forecastHour !== undefined || opts.eventType !== undefined) throw new UsageError('`trigger run` publishes every hour itself: --forecast-hour and --event-type do not apply.');
     return runTriggerRun(ctx, opts);
   }
-  if (opts.hours !== undefined || opts.interval !== undefined) throw new UsageError('--hours and --interval are for `trigger run`.');
-  if (opts.forecastHour !== undefined && !/^\d+$/.test(opts.forecastHour)) throw new UsageError(`--forecast-hour must be a whole number, not "${opts.forecastHour}".`);
-  const event: PublishEvent = {
-    type,
-    model: opts.model,
-    initialization_time: checkInit(opts.initTime),
-    forecast_hour: opts.forecastHour === undefined ? undefined : Number(opts.forecastHour),
-    event_type: opts.eventType,
-  };
+  if (['hours', 'skipHours', 'repeatHours', 'shuffle', 'interval'].some(ctx.given)) {
+    throw new UsageError('--hours, --skip-hours, --repeat-hours, --shuffle and --interval are for `trigger run`.');
+  }
+  const event: PublishEvent = { type, model: opts.model, initialization_time: opts.initTime, forecast_hour: opts.forecastHour, event_type: opts.eventType };
   const client = await emulatorClient(ctx);
   const result = await client.publish(event);
-  if (ctx.global.json) {
-    const { printJson } = await import('../output/render.js');
-    printJson(ctx.stdout, result);
-  } else await report(ctx, result);
+  emit(ctx, result, () => describePublish(result));
 }
 
 async function runTriggerRun(ctx: Context, opts: TriggerOptions): Promise<void> {
-  const { parseDuration } = await import('../util/duration.js');
-  const hours = parseHours(opts.hours ?? '0-24/6');
-  const interval = parseDuration(opts.interval ?? '0s', '--interval');
-  const init = checkInit(opts.initTime) ?? latestCycle();
+  const init = opts.initTime ?? latestCycle();
+  const order = runOrder(opts);
   const client = await emulatorClient(ctx);
   const results: PublishResult[] = [];
-  for (const [i, h] of hours.entries()) {
-    if (i > 0 && interval > 0) await new Promise((r) => setTimeout(r, interval));
+  for (const [i, h] of order.entries()) {
+    if (i > 0 && opts.interval > 0) await new Promise((r) => setTimeout(r, opts.interval));
     const r = await client.publish({ type: 'forecast_hour.available', model: opts.model, initialization_time: init, forecast_hour: h });
     results.push(r);
-    if (!ctx.global.json) await report(ctx, r);
+    if (!ctx.global.json) line(ctx.stdout, describePublish(r));
   }
   const done = await client.publish({ type: 'initialization_time.available', model: opts.model, initialization_time: init });
   results.push(done);
-  if (ctx.global.json) {
-    const { printJson } = await import('../output/render.js');
-    printJson(ctx.stdout, { model: opts.model, initialization_time: init, hours, events: results });
-  } else await report(ctx, done);
+  emit(ctx, { model: opts.model, initialization_time: init, hours: order, events: results }, () => describePublish(done));
 }

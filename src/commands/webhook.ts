@@ -1,9 +1,17 @@
 import { Option, type Command } from 'commander';
-import type { Act } from '../cli.js';
-import { line, type Context } from '../context.js';
+import { withoutSecret } from '../api/normalize.js';
+import { createWebhookBody } from '../api/requests.js';
+import { line, type Act, type Context } from '../context.js';
 import { SecretNotSavedError, UsageError } from '../errors.js';
-
-const collect = (value: string, previous: string[] = []) => [...previous, value];
+import { confirm } from '../output/prompt.js';
+import { emit, succeeded } from '../output/render.js';
+import { withSpinner } from '../output/spinner.js';
+import { styleFor } from '../output/style.js';
+import { secretBox, subscriptionsTable, webhookDetails, webhooksTable } from '../output/webhooks.js';
+import { readJsonInput } from '../util/input.js';
+import { collect, integer, url } from '../util/parse.js';
+import { idArgument, valued } from './options.js';
+import { secretStoreFor, serviceFor, warnUnknownTypes } from './shared.js';
 
 export function register(webhook: Command, act: Act): void {
   webhook
@@ -34,10 +42,10 @@ Examples:
     .command('list')
     .description('list webhooks as a table (tab-separated when piped)')
     .addOption(new Option('--active <bool>', 'only active (true) or inactive (false) webhooks').choices(['true', 'false']))
-    .option('--url <url>', 'only webhooks with this URL')
+    .addOption(valued('--url <url>', 'only webhooks with this URL', url))
     .option('--type <type>', 'only webhooks with a subscription of this type')
-    .option('--page <n>', 'the page to show (from 1)')
-    .option('--page-size <n>', 'webhooks per page (1-100, default 20)')
+    .addOption(valued('--page <n>', 'the page to show (from 1)', integer(1)))
+    .addOption(valued('--page-size <n>', 'webhooks per page (1-100, default 20)', integer(1, 100)))
     .option('--all', 'follow the pages and list every webhook')
     .addHelpText(
       'after',
@@ -52,15 +60,15 @@ Examples:
   webhook
     .command('get')
     .description('show a webhook and its subscriptions (never its secret)')
-    .argument('<id>', 'the webhook id')
+    .addArgument(idArgument('<id>', 'the webhook id'))
     .addHelpText('after', '\nExamples:\n  $ wxhooks webhook get 7\n  $ wxhooks webhook get 7 --json')
     .action(act(runWebhookGet));
 
   webhook
     .command('update')
     .description('change only the fields given')
-    .argument('<id>', 'the webhook id')
-    .option('--url <url>', 'a new delivery URL')
+    .addArgument(idArgument('<id>', 'the webhook id'))
+    .addOption(valued('--url <url>', 'a new delivery URL', url))
     .option('--name <name>', 'a new name')
     .option('--note <note>', 'a new note')
     .option('--active', 'switch deliveries on')
@@ -73,7 +81,7 @@ Examples:
   webhook
     .command('delete')
     .description('delete a webhook and its subscriptions, and forget its stored secret')
-    .argument('<id>', 'the webhook id')
+    .addArgument(idArgument('<id>', 'the webhook id'))
     .option('-y, --yes', 'do not ask (required when not in a terminal)')
     .addHelpText('after', '\nExamples:\n  $ wxhooks webhook delete 7\n  $ wxhooks webhook delete 7 --yes   # in scripts')
     .action(act(runWebhookDelete));
@@ -90,19 +98,16 @@ export interface WebhookCreateOptions {
 }
 
 export async function runWebhookCreate(ctx: Context, opts: WebhookCreateOptions): Promise<void> {
-  const { createWebhookBody, isKnownType, SUBSCRIPTION_TYPES } = await import('../api/requests.js');
-  const { readJsonInput } = await import('../output/prompt.js');
-  const base = opts.body !== undefined ? await readJsonInput(ctx, opts.body, '--body') : undefined;
+  const base = opts.body !== undefined ? await readJsonInput(ctx.stdin, opts.body, '--body') : undefined;
   const { body, types } = createWebhookBody(base, opts);
-  for (const t of types) {
-    if (!isKnownType(t)) line(ctx.stderr, `warning: "${t}" is not a subscription type wxhooks knows (${SUBSCRIPTION_TYPES.join(', ')}); sending it anyway.`);
-  }
-  const { serviceFor, secretStoreFor } = await import('./shared.js');
+  warnUnknownTypes(ctx, types);
   const { service, base: baseUrl } = await serviceFor(ctx);
   const store = await secretStoreFor(ctx);
-  if (opts.save) await store.preflight();
+  if (opts.save) {
+    const warning = await store.preflight();
+    if (warning) line(ctx.stderr, `warning: ${warning}`);
+  }
 
-  const { withSpinner } = await import('../output/spinner.js');
   const hook = await withSpinner(ctx, 'Creating the webhook', () => service.createWebhook(body));
   const secret = hook.secret;
   let storedIn: string | undefined;
@@ -119,25 +124,16 @@ export async function runWebhookCreate(ctx: Context, opts: WebhookCreateOptions)
     }
   }
 
-  if (ctx.global.json) {
-    const { printJson } = await import('../output/render.js');
-    printJson(ctx.stdout, { ...hook, secret: secret ?? null, secret_stored: Boolean(storedIn) });
-    return;
-  }
-  const { styleFor } = await import('../output/style.js');
-  const { secretBox, subscriptionsTable } = await import('../output/webhooks.js');
-  const c = styleFor(ctx, ctx.stdout);
-  const tty = Boolean(ctx.stdout.isTTY);
-  line(ctx.stdout, `${c.green('✓')} Created webhook ${c.bold(hook.id)} → ${hook.url}${hook.active === false ? ' (inactive)' : ''}`);
-  if (hook.subscriptions.length) ctx.stdout.write(subscriptionsTable(hook.subscriptions, tty));
-  if (!secret) {
-    line(ctx.stderr, 'warning: the service did not return a signing secret for this webhook.');
-  } else if (tty) {
-    ctx.stdout.write(`\n${secretBox(secret, hook.id, storedIn, c)}`);
-  } else {
-    line(ctx.stdout, `secret: ${secret}`);
-    line(ctx.stdout, storedIn ? `stored: ${storedIn}` : 'stored: no (--no-save)');
-  }
+  emit(ctx, { ...hook, secret: secret ?? null, secret_stored: Boolean(storedIn) }, () => {
+    const style = styleFor(ctx, ctx.stdout);
+    const tty = Boolean(ctx.stdout.isTTY);
+    let text = `${style.green('✓')} Created webhook ${style.bold(hook.id)} → ${hook.url}${hook.active === false ? ' (inactive)' : ''}\n`;
+    if (hook.subscriptions.length) text += subscriptionsTable(hook.subscriptions, tty);
+    if (secret && tty) text += `\n${secretBox(secret, hook.id, storedIn, style)}`;
+    else if (secret) text += `secret: ${secret}\n${storedIn ? `stored: ${storedIn}` : 'stored: no (--no-save)'}\n`;
+    return text;
+  });
+  if (!secret) line(ctx.stderr, 'warning: the service did not return a signing secret for this webhook.');
   if (!opts.save && secret) line(ctx.stderr, 'warning: the secret was not stored (--no-save); it cannot be shown again.');
 }
 
@@ -145,68 +141,38 @@ export interface WebhookListOptions {
   active?: 'true' | 'false';
   url?: string;
   type?: string;
-  page?: string;
-  pageSize?: string;
+  page?: number;
+  pageSize?: number;
   all?: boolean;
 }
 
-function positiveInt(text: string | undefined, what: string, max = Number.MAX_SAFE_INTEGER): number | undefined {
-  if (text === undefined) return undefined;
-  if (!/^\d+$/.test(text) || Number(text) < 1 || Number(text) > max) {
-    throw new UsageError(`${what} must be a whole number from 1${max < Number.MAX_SAFE_INTEGER ? ` to ${max}` : ''}, not "${text}".`);
-  }
-  return Number(text);
-}
-
 export async function runWebhookList(ctx: Context, opts: WebhookListOptions): Promise<void> {
-  const page = positiveInt(opts.page, '--page');
-  const pageSize = positiveInt(opts.pageSize, '--page-size', 100);
-  if (opts.all && page !== undefined) throw new UsageError('--all and --page cannot be given together.');
-  const { serviceFor } = await import('./shared.js');
+  if (opts.all && opts.page !== undefined) throw new UsageError('--all and --page cannot be given together.');
   const { service } = await serviceFor(ctx);
-  const params = { active: opts.active === undefined ? undefined : opts.active === 'true', url: opts.url, type: opts.type, pageSize };
-  const { withSpinner } = await import('../output/spinner.js');
+  const params = { active: opts.active === undefined ? undefined : opts.active === 'true', url: opts.url, type: opts.type, pageSize: opts.pageSize };
   const result = await withSpinner(ctx, 'Listing webhooks', async () => {
     if (opts.all) {
       const webhooks = await service.listAllWebhooks(params);
       return { webhooks, page: undefined, page_size: undefined, total: webhooks.length };
     }
-    return service.listWebhooks({ ...params, page });
+    return service.listWebhooks({ ...params, page: opts.page });
   });
-  const { withoutSecret } = await import('../api/normalize.js');
   const webhooks = result.webhooks.map(withoutSecret);
-  if (ctx.global.json) {
-    const { printJson } = await import('../output/render.js');
-    printJson(ctx.stdout, opts.all ? { webhooks, total: webhooks.length } : { ...result, webhooks });
-    return;
-  }
-  if (webhooks.length === 0) {
+  if (!ctx.global.json && webhooks.length === 0) {
     line(ctx.stderr, 'No webhooks found.' + (opts.active || opts.url || opts.type ? ' (filters were applied)' : ''));
     return;
   }
-  const { webhooksTable } = await import('../output/webhooks.js');
-  ctx.stdout.write(webhooksTable(webhooks, Boolean(ctx.stdout.isTTY)));
-  if (!opts.all && ctx.stdout.isTTY && result.total !== undefined && result.page_size !== undefined && result.total > webhooks.length) {
+  emit(ctx, opts.all ? { webhooks, total: webhooks.length } : { ...result, webhooks }, () => webhooksTable(webhooks, Boolean(ctx.stdout.isTTY)));
+  if (!ctx.global.json && !opts.all && ctx.stdout.isTTY && result.total !== undefined && result.page_size !== undefined && result.total > webhooks.length) {
     const pages = Math.ceil(result.total / result.page_size);
     line(ctx.stderr, `page ${result.page} of ${pages} (${result.total} webhooks); --page N for another, --all for every one`);
   }
 }
 
 export async function runWebhookGet(ctx: Context, id: string): Promise<void> {
-  const { pathId } = await import('../api/ids.js');
-  pathId(id, 'webhook id');
-  const { serviceFor } = await import('./shared.js');
   const { service } = await serviceFor(ctx);
-  const { withoutSecret } = await import('../api/normalize.js');
   const hook = withoutSecret(await service.getWebhook(id));
-  if (ctx.global.json) {
-    const { printJson } = await import('../output/render.js');
-    printJson(ctx.stdout, hook);
-    return;
-  }
-  const { styleFor } = await import('../output/style.js');
-  const { webhookDetails } = await import('../output/webhooks.js');
-  ctx.stdout.write(webhookDetails(hook, styleFor(ctx, ctx.stdout), Boolean(ctx.stdout.isTTY)));
+  emit(ctx, hook, () => webhookDetails(hook, styleFor(ctx, ctx.stdout), Boolean(ctx.stdout.isTTY)));
 }
 
 export interface WebhookUpdateOptions {
@@ -220,14 +186,11 @@ export interface WebhookUpdateOptions {
 }
 
 export async function runWebhookUpdate(ctx: Context, id: string, opts: WebhookUpdateOptions): Promise<void> {
-  const { pathId } = await import('../api/ids.js');
-  const { checkUrl } = await import('../api/requests.js');
-  pathId(id, 'webhook id');
   const patch: Record<string, unknown> = {};
   if (opts.active && opts.inactive) throw new UsageError('--active and --inactive cannot be given together.');
   if (opts.name !== undefined && opts.clearName) throw new UsageError('--name and --clear-name cannot be given together.');
   if (opts.note !== undefined && opts.clearNote) throw new UsageError('--note and --clear-note cannot be given together.');
-  if (opts.url !== undefined) patch.url = checkUrl(opts.url);
+  if (opts.url !== undefined) patch.url = opts.url;
   if (opts.name !== undefined) patch.name = opts.name;
   if (opts.clearName) patch.name = null;
   if (opts.note !== undefined) patch.note = opts.note;
@@ -237,25 +200,12 @@ export async function runWebhookUpdate(ctx: Context, id: string, opts: WebhookUp
   if (Object.keys(patch).length === 0) {
     throw new UsageError('Nothing to update.', { hint: 'Give at least one of --url, --name, --note, --active, --inactive, --clear-name, --clear-note.' });
   }
-  const { serviceFor } = await import('./shared.js');
   const { service } = await serviceFor(ctx);
-  const { withoutSecret } = await import('../api/normalize.js');
   const hook = withoutSecret(await service.updateWebhook(id, patch));
-  if (ctx.global.json) {
-    const { printJson } = await import('../output/render.js');
-    printJson(ctx.stdout, hook);
-    return;
-  }
-  const { styleFor } = await import('../output/style.js');
-  const c = styleFor(ctx, ctx.stdout);
-  line(ctx.stdout, `${c.green('✓')} Updated webhook ${hook.id}: ${Object.keys(patch).join(', ')}`);
+  succeeded(ctx, hook, `Updated webhook ${hook.id}: ${Object.keys(patch).join(', ')}`);
 }
 
 export async function runWebhookDelete(ctx: Context, id: string, opts: { yes?: boolean }): Promise<void> {
-  const { pathId } = await import('../api/ids.js');
-  pathId(id, 'webhook id');
-  const { confirm } = await import('../output/prompt.js');
-  const { serviceFor, secretStoreFor } = await import('./shared.js');
   const { service, base } = await serviceFor(ctx);
   if (!(await confirm(ctx, `Delete webhook ${id} and all its subscriptions?`, opts.yes, `wxhooks webhook delete ${id} --yes`))) {
     line(ctx.stderr, 'Nothing deleted.');
@@ -263,19 +213,10 @@ export async function runWebhookDelete(ctx: Context, id: string, opts: { yes?: b
   }
   await service.deleteWebhook(id);
   let forgot = false;
-  let storeProblem: string | undefined;
   try {
     forgot = await (await secretStoreFor(ctx)).remove(base.url, id);
   } catch (err) {
-    storeProblem = (err as Error).message;
+    line(ctx.stderr, `warning: the webhook is deleted, but its stored secret could not be removed: ${(err as Error).message}`);
   }
-  if (storeProblem) line(ctx.stderr, `warning: the webhook is deleted, but its stored secret could not be removed: ${storeProblem}`);
-  if (ctx.global.json) {
-    const { printJson } = await import('../output/render.js');
-    printJson(ctx.stdout, { deleted: true, webhook_id: id, secret_removed: forgot });
-    return;
-  }
-  const { styleFor } = await import('../output/style.js');
-  const c = styleFor(ctx, ctx.stdout);
-  line(ctx.stdout, `${c.green('✓')} Deleted webhook ${id}${forgot ? ' and forgot its stored secret' : ''}`);
+  succeeded(ctx, { deleted: true, webhook_id: id, secret_removed: forgot }, `Deleted webhook ${id}${forgot ? ' and forgot its stored secret' : ''}`);
 }

@@ -1,5 +1,7 @@
 import { Agent, request } from 'undici';
-import { buildPayload, newTriggerId } from '../signing/payload.js';
+import { networkReason, readStart } from '../util/net.js';
+import { buildPayload } from '../signing/payload.js';
+import { newTriggerId } from '../vocabulary.js';
 import { signDelivery } from '../signing/sign.js';
 import { syntheticResponse, type EventData } from './responses.js';
 import type { DeliveryAttempt, EmuSubscription, EmuWebhook, EmulatorState } from './state.js';
@@ -11,6 +13,7 @@ export interface PublishedEvent extends EventData {
 export interface Notification {
   webhook: EmuWebhook;
   subscription: EmuSubscription;
+  type: string;
   triggerId: string;
   body: Buffer;
   test: boolean;
@@ -21,6 +24,27 @@ export interface SchedulerOptions {
   retryDelays: number[];
   /** An attempt with no answer by then has failed (10 s). */
   attemptTimeoutMs?: number;
+  /** Attempts in flight at once, across every webhook (64). */
+  concurrency?: number;
+}
+
+/** At most `limit` at once; the others wait their turn, in order. */
+class Slots {
+  private used = 0;
+  private readonly queue: (() => void)[] = [];
+  constructor(private readonly limit: number) {}
+
+  async run<T>(work: () => Promise<T>): Promise<T> {
+    if (this.used >= this.limit) await new Promise<void>((resolve) => this.queue.push(resolve));
+    else this.used++;
+    try {
+      return await work();
+    } finally {
+      const next = this.queue.shift();
+      if (next) next();
+      else this.used--;
+    }
+  }
 }
 
 
@@ -52,14 +76,17 @@ export function payloadFor(hook: EmuWebhook, sub: EmuSubscription, event: Publis
 
 /** Sends notifications: each attempt signed afresh, failures retried with growing delays, every attempt recorded. */
 export class DeliveryScheduler {
-  private readonly agent = new Agent({ keepAliveTimeout: 4_000, connections: 256 });
+  private readonly agent = new Agent({ keepAliveTimeout: 4_000 });
   private readonly timers = new Set<NodeJS.Timeout>();
+  private readonly slots: Slots;
   private closed = false;
 
   constructor(
     private readonly state: EmulatorState,
     private readonly options: SchedulerOptions,
-  ) {}
+  ) {
+    this.slots = new Slots(options.concurrency ?? 64);
+  }
 
   /** Every active subscription of the event's type whose filters match: one notification each, one trigger id for all. */
   notificationsFor(event: PublishedEvent): Notification[] {
@@ -69,54 +96,54 @@ export class DeliveryScheduler {
       if (!hook.active) continue;
       for (const sub of hook.subscriptions) {
         if (sub.type !== event.type || !filtersMatch(sub.filters, event)) continue;
-        out.push({ webhook: hook, subscription: sub, triggerId, body: payloadFor(hook, sub, event, triggerId, false), test: false });
+        out.push({ webhook: hook, subscription: sub, type: event.type, triggerId, body: payloadFor(hook, sub, event, triggerId, false), test: false });
       }
     }
     return out;
   }
 
-  /** One attempt: POST the bytes with fresh signature headers; never throws. */
-  async attempt(n: Notification, attemptNo: number): Promise<Omit<DeliveryAttempt, 'id'>> {
-    const started = Date.now();
-    const headers = {
-      'content-type': 'application/json',
-      'user-agent': 'wxhooks-emulator',
-      ...signDelivery({ secret: n.webhook.secret, body: n.body, triggerId: n.triggerId }),
-    };
-    const base = {
-      webhook_id: n.webhook.id,
-      subscription_id: n.subscription.id,
-      trigger_id: n.triggerId,
-      type: JSON.parse(n.body.toString('utf8')).type as string,
-      test: n.test,
-      attempt: attemptNo,
-      url: n.webhook.url,
-      started_at: new Date(started).toISOString(),
-    };
-    const timeout = this.options.attemptTimeoutMs ?? 10_000;
-    try {
-      const res = await request(n.webhook.url, {
-        method: 'POST',
-        headers,
-        body: n.body,
-        dispatcher: this.agent,
-        signal: AbortSignal.timeout(timeout),
-        headersTimeout: timeout,
-        bodyTimeout: timeout,
-      });
-      const text = (await res.body.text()).slice(0, 200);
-      const ok = res.statusCode >= 200 && res.statusCode < 300;
-      return { ...base, duration_ms: Date.now() - started, outcome: ok ? 'delivered' : 'failed', status: res.statusCode, response: text };
-    } catch (err) {
-      const e = err as { name?: string; code?: string; message?: string };
-      const reason =
-        e.name === 'TimeoutError' || e.name === 'AbortError' || e.code === 'UND_ERR_HEADERS_TIMEOUT'
-          ? `no answer within ${timeout / 1000} s`
-          : e.code === 'ECONNREFUSED'
-            ? 'connection refused'
-            : `${e.code ?? e.name ?? 'error'}: ${e.message ?? ''}`.trim();
-      return { ...base, duration_ms: Date.now() - started, outcome: 'failed', error: reason };
-    }
+  /**
+   * One attempt: POST the bytes with fresh signature headers; never throws. It waits for a free slot
+   * first (`concurrency`), and its time starts when its request is sent, not while it waits. The
+   * outcome is the status line's; of the answer only its start is read, so a receiver that answers
+   * without end costs nothing.
+   */
+  attempt(n: Notification, attemptNo: number): Promise<Omit<DeliveryAttempt, 'id'>> {
+    return this.slots.run(async () => {
+      const started = Date.now();
+      const headers = {
+        'content-type': 'application/json',
+        'user-agent': 'wxhooks-emulator',
+        ...signDelivery({ secret: n.webhook.secret, body: n.body, triggerId: n.triggerId }),
+      };
+      const base = {
+        webhook_id: n.webhook.id,
+        subscription_id: n.subscription.id,
+        trigger_id: n.triggerId,
+        type: n.type,
+        test: n.test,
+        attempt: attemptNo,
+        url: n.webhook.url,
+        started_at: new Date(started).toISOString(),
+      };
+      const timeout = this.options.attemptTimeoutMs ?? 10_000;
+      try {
+        const res = await request(n.webhook.url, {
+          method: 'POST',
+          headers,
+          body: n.body,
+          dispatcher: this.agent,
+          signal: AbortSignal.timeout(timeout),
+          headersTimeout: timeout,
+          bodyTimeout: timeout,
+        });
+        const ok = res.statusCode >= 200 && res.statusCode < 300;
+        const text = (await readStart(res.body)).slice(0, 200);
+        return { ...base, duration_ms: Date.now() - started, outcome: ok ? 'delivered' : 'failed', status: res.statusCode, response: text };
+      } catch (err) {
+        return { ...base, duration_ms: Date.now() - started, outcome: 'failed', error: networkReason(err, timeout) };
+      }
+    });
   }
 
   /**

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { isoSeconds } from '../signing/payload.js';
+import { isoSeconds } from '../vocabulary.js';
 
 export interface EventData {
   model: string;

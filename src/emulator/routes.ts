@@ -1,6 +1,5 @@
 import { timingSafeEqual } from 'node:crypto';
-import { SUBSCRIPTION_TYPES } from '../api/requests.js';
-import { isoSeconds, latestCycle, newTriggerId } from '../signing/payload.js';
+import { hourOfDayProblem, isKnownType, isoSeconds, latestCycle, newTriggerId, SUBSCRIPTION_TYPES, urlProblem } from '../vocabulary.js';
 import { payloadFor, type DeliveryScheduler, type PublishedEvent } from './deliveries.js';
 import type { EmuSubscription, EmuWebhook, EmulatorState } from './state.js';
 
@@ -53,13 +52,8 @@ function bad(message: string): never {
 
 function checkUrl(v: unknown): string {
   if (typeof v !== 'string') bad('url must be a string');
-  try {
-    const u = new URL(v);
-    if (u.protocol !== 'http:' && u.protocol !== 'https:') bad('url must be an http or https URL');
-  } catch (err) {
-    if (err instanceof HttpError) throw err;
-    bad(`url is not a valid URL: ${JSON.stringify(v)}`);
-  }
+  const problem = urlProblem(v);
+  if (problem) bad(`url ${problem}: ${JSON.stringify(v)}`);
   return v;
 }
 
@@ -76,8 +70,8 @@ function checkFilters(v: unknown): Record<string, unknown> | undefined {
   if (hours !== undefined) {
     if (!Array.isArray(hours)) bad('filters.initialization_time_hours must be a list of H:MM strings');
     for (const h of hours) {
-      const m = typeof h === 'string' ? /^(\d{1,2}):(\d{2})$/.exec(h) : null;
-      if (!m || Number(m[1]) > 23 || Number(m[2]) > 59) bad(`filters.initialization_time_hours: "${String(h)}" is not H:MM`);
+      const problem = typeof h === 'string' ? hourOfDayProblem(h) : 'is not a string';
+      if (problem) bad(`filters.initialization_time_hours: ${problem}`);
     }
   }
   if (v.model !== undefined && typeof v.model !== 'string' && !(Array.isArray(v.model) && v.model.every((m) => typeof m === 'string'))) {
@@ -96,7 +90,7 @@ function checkResponseOptions(v: unknown): Record<string, unknown> | null | unde
 }
 
 function checkType(v: unknown): string {
-  if (typeof v !== 'string' || !(SUBSCRIPTION_TYPES as readonly string[]).includes(v)) {
+  if (typeof v !== 'string' || !isKnownType(v)) {
     bad(`unknown subscription type ${JSON.stringify(v)}; known: ${SUBSCRIPTION_TYPES.join(', ')}`);
   }
   return v;
@@ -330,7 +324,7 @@ export class EmulatorRouter {
     hour.setUTCMinutes(0, 0, 0);
     const event: PublishedEvent = { type: sub.type, model: 'wm-6', initialization_time: isoSeconds(hour), forecast_hour: 0 };
     const body = payloadFor(hook, sub, event, triggerId, true);
-    const attempt = await this.scheduler.deliver({ webhook: hook, subscription: sub, triggerId, body, test: true });
+    const attempt = await this.scheduler.deliver({ webhook: hook, subscription: sub, type: sub.type, triggerId, body, test: true });
     if (attempt.outcome === 'delivered') return { status: 204 };
     const said = attempt.status !== undefined ? `the receiver answered ${attempt.status}${attempt.response ? `: ${attempt.response.slice(0, 120)}` : ''}` : `the receiver could not be reached: ${attempt.error}`;
     throw new HttpError(502, 'ping_failed', `test delivery to ${hook.url} failed: ${said}`);

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { listenOn } from '../util/net.js';
+import { MAX_JSON_DEPTH, nestsDeeperThan } from '../vocabulary.js';
 import { DeliveryScheduler } from './deliveries.js';
 import { EmulatorRouter, errorBody, type EmuResponse, type Shape } from './routes.js';
 import { EmulatorState } from './state.js';
@@ -16,6 +17,8 @@ export interface EmulatorOptions {
   shape?: Shape;
   /** An attempt with no answer by then has failed (default 10 s). */
   attemptTimeoutMs?: number;
+  /** Delivery attempts in flight at once (default 64). */
+  concurrency?: number;
   /** Called once per request, for a log. */
   onRequest?: (line: { method: string; path: string; status: number; ms: number }) => void;
 }
@@ -39,13 +42,21 @@ function send(res: ServerResponse, r: EmuResponse): void {
     res.writeHead(r.status, headers).end();
     return;
   }
-  const text = JSON.stringify(r.body);
+  let text: string;
+  try {
+    text = JSON.stringify(r.body);
+  } catch (err) {
+    // nothing stored should be unserialisable (depth is checked on the way in); if it is, a 500, and the emulator stays up
+    text = JSON.stringify(errorBody('internal', `the answer could not be serialised: ${(err as Error).message}`));
+    r = { status: 500 };
+  }
   headers['content-type'] = 'application/json';
   res.writeHead(r.status, headers).end(text);
 }
 
-function readBody(req: IncomingMessage): Promise<Buffer | 'too-large'> {
-  return new Promise((resolve, reject) => {
+/** The request's body, at most MAX_REQUEST_BODY bytes; it grows as bytes arrive (nothing is set aside from a declared length). */
+function readBody(req: IncomingMessage): Promise<Buffer | 'too-large' | 'aborted'> {
+  return new Promise((resolve) => {
     const declared = Number(req.headers['content-length']);
     if (Number.isFinite(declared) && declared > MAX_REQUEST_BODY) {
       resolve('too-large');
@@ -57,13 +68,14 @@ function readBody(req: IncomingMessage): Promise<Buffer | 'too-large'> {
       size += c.length;
       if (size > MAX_REQUEST_BODY) {
         req.removeAllListeners('data');
+        req.pause();
         resolve('too-large');
         return;
       }
       chunks.push(c);
     });
     req.on('end', () => resolve(Buffer.concat(chunks)));
-    req.on('error', reject);
+    req.on('close', () => resolve('aborted'));
   });
 }
 
@@ -73,17 +85,21 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Runn
   const scheduler = new DeliveryScheduler(state, {
     retryDelays: options.retryDelays ?? [5_000, 30_000, 120_000],
     attemptTimeoutMs: options.attemptTimeoutMs,
+    concurrency: options.concurrency,
   });
   const apiKey = options.apiKey ?? `emu_${randomBytes(12).toString('hex')}`;
   const clientId = options.clientId ?? 'emulator';
   const router = new EmulatorRouter(state, scheduler, { apiKey, clientId, shape: options.shape ?? 'documented' });
 
-  const server: Server = createServer(async (req, res) => {
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const started = Date.now();
-    const u = new URL(req.url ?? '/', 'http://emulator');
+    let path = req.url ?? '/';
     let response: EmuResponse;
     try {
+      const u = new URL(req.url ?? '/', 'http://emulator');
+      path = u.pathname;
       const raw = await readBody(req);
+      if (raw === 'aborted') return;
       if (raw === 'too-large') {
         response = { status: 413, body: errorBody('payload_too_large', `request bodies are limited to ${MAX_REQUEST_BODY} bytes`), headers: { connection: 'close' } };
       } else {
@@ -98,13 +114,19 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Runn
         }
         response = malformed
           ? { status: 400, body: errorBody('invalid_json', 'the request body is not valid JSON') }
-          : await router.handle({ method: req.method ?? 'GET', path: u.pathname, query: u.searchParams, headers: req.headers, body });
+          : nestsDeeperThan(body)
+            ? { status: 400, body: errorBody('invalid_request', `the request body nests deeper than ${MAX_JSON_DEPTH} levels`) }
+            : await router.handle({ method: req.method ?? 'GET', path: u.pathname, query: u.searchParams, headers: req.headers, body });
       }
     } catch (err) {
       response = { status: 500, body: errorBody('internal', (err as Error).message) };
     }
     send(res, response);
-    options.onRequest?.({ method: req.method ?? '', path: u.pathname, status: response.status, ms: Date.now() - started });
+    options.onRequest?.({ method: req.method ?? '', path, status: response.status, ms: Date.now() - started });
+  }
+  // Whatever a handler throws is answered 500; the emulator stays up.
+  const server: Server = createServer((req, res) => {
+    handle(req, res).catch((err: Error) => send(res, { status: 500, body: errorBody('internal', err.message) }));
   });
   server.headersTimeout = 10_000;
   server.requestTimeout = 60_000;
@@ -114,17 +136,16 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Runn
   });
 
   const host = options.host ?? '127.0.0.1';
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(options.port ?? 8788, host, () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
-  const port = (server.address() as AddressInfo).port;
-  const shownHost = host.includes(':') ? `[${host}]` : host === '0.0.0.0' ? '127.0.0.1' : host;
+  let bound: { port: number; url: string };
+  try {
+    bound = await listenOn(server, host, options.port ?? 8788);
+  } catch (err) {
+    await scheduler.close();
+    throw err;
+  }
+  const port = bound.port;
   return {
-    url: `http://${shownHost}:${port}`,
+    url: bound.url,
     port,
     host,
     apiKey,

@@ -1,9 +1,7 @@
-import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { open, rename, rm } from 'node:fs/promises';
 import { UsageError } from '../errors.js';
 import { generateSecret } from '../signing/sign.js';
-import { fsReason } from '../util/files.js';
+import { fsReason, jsonProblem, writeFileAtomic } from '../util/files.js';
 
 export interface EmuSubscription {
   id: string;
@@ -94,7 +92,7 @@ export class EmulatorState {
     try {
       data = JSON.parse(text);
     } catch (err) {
-      throw new UsageError(`--data-file "${file}" is not JSON (${(err as Error).message}); it was left untouched.`, { hint: NOT_OURS_HINT });
+      throw new UsageError(`--data-file "${file}" is ${jsonProblem(err)}; it was left untouched.`, { hint: NOT_OURS_HINT });
     }
     if (!isPersisted(data)) throw new UsageError(`--data-file "${file}" holds no emulator state (it was not written by \`wxhooks emulator\`); it was left untouched.`, { hint: NOT_OURS_HINT });
     this.nextWebhookId = data.next_webhook_id;
@@ -102,7 +100,7 @@ export class EmulatorState {
     for (const w of data.webhooks) this.webhooks.set(w.id, w);
   }
 
-  /** Writes the file (if any): temp file, fsync, rename; one write at a time. */
+  /** Writes the file (if any), atomically; one write at a time (a failed one does not stop the next). */
   persist(): Promise<void> {
     if (!this.dataFile) return Promise.resolve();
     const file = this.dataFile;
@@ -112,20 +110,7 @@ export class EmulatorState {
       next_subscription_id: this.nextSubscriptionId,
       webhooks: [...this.webhooks.values()],
     };
-    this.writing = this.writing.then(async () => {
-      const tmp = `${file}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
-      const h = await open(tmp, 'wx', 0o600);
-      try {
-        await h.writeFile(JSON.stringify(data, null, 2));
-        await h.sync();
-      } finally {
-        await h.close();
-      }
-      await rename(tmp, file).catch(async (err: unknown) => {
-        await rm(tmp, { force: true });
-        throw err;
-      });
-    });
+    this.writing = this.writing.catch(() => undefined).then(() => writeFileAtomic(file, JSON.stringify(data, null, 2)));
     return this.writing;
   }
 

@@ -1,5 +1,6 @@
+import type { ReceiverEvent } from '../receiver/event.js';
+import { hasControl, printable } from './printable.js';
 import type { Style } from './style.js';
-import type { ReceiverEvent } from '../receiver/server.js';
 
 function size(n: number | undefined): string {
   if (n === undefined) return '';
@@ -14,6 +15,29 @@ function add(text: string, part: string | undefined, sep: string): string {
   return text ? `${text}${sep}${part}` : part;
 }
 
+const field = (value: string | undefined) => (value === undefined ? undefined : printable(value));
+
+/**
+ * The event with the fields that came from the delivery's body or headers made printable (control
+ * characters shown escaped). Checked as one string first: one test instead of one per field, ~5,000
+ * instructions a line less (callgrind, `listen` at steady state: 160,700 → 155,600 per delivery when not
+ * escaping at all); the usual event has none and is used as it is.
+ */
+function printableEvent(e: ReceiverEvent): ReceiverEvent {
+  if (!hasControl(`${e.type}${e.webhook_id}${e.subscription_id}${e.trigger_id}${e.model}${e.initialization_time}${e.method}${e.path}`)) return e;
+  return {
+    ...e,
+    type: field(e.type),
+    webhook_id: field(e.webhook_id),
+    subscription_id: field(e.subscription_id),
+    trigger_id: field(e.trigger_id),
+    model: field(e.model),
+    initialization_time: field(e.initialization_time),
+    method: field(e.method),
+    path: field(e.path),
+  };
+}
+
 function run(e: ReceiverEvent): string {
   let text = add('', e.model, ' ');
   text = add(text, e.initialization_time?.replace(':00:00Z', ':00Z'), ' ');
@@ -26,51 +50,62 @@ function ids(e: ReceiverEvent): string {
   return add(text, e.trigger_id, ' ');
 }
 
+const DEDUPE = { body: 'dedupe on the body trigger_id', header: 'dedupe on the Trigger-Id', hash: 'dedupe on a hash of the signed timestamp and body' };
+
 /** Ids, model run, size and layout of a delivery, two spaces apart. */
-function details(e: ReceiverEvent, c: Style): string {
+function details(e: ReceiverEvent, style: Style): string {
   let text = add(ids(e), run(e), '  ');
   text = add(text, size(e.size), '  ');
-  return add(text, c.dim(e.layout ?? ''), '  ');
+  text = add(text, style.dim(e.layout ?? ''), '  ');
+  return e.dedupe_key ? add(text, style.dim(`(${DEDUPE[e.dedupe_key]}: the layout does not sign the Trigger-Id)`), '  ') : text;
 }
 
 function forward(e: ReceiverEvent): string {
   const f = e.forward;
   if (!f) return '';
-  if (f.error) return `→ app: ${f.error}`;
+  if (f.error) return `→ app: ${printable(f.error)}`;
   return `→ app ${f.status}${f.body ? ` ${JSON.stringify(f.body.slice(0, 60))}` : ''} (${f.ms} ms)`;
 }
 
 /** One readable line per request for `listen`, with a second indented line for advice. */
-export function formatEvent(e: ReceiverEvent, c: Style): string {
-  const time = c.dim(e.time.slice(11, 19));
+export function formatEvent(event: ReceiverEvent, style: Style): string {
+  const e = printableEvent(event);
+  const time = style.dim(e.time.slice(11, 19));
   const status = String(e.status);
+  const type = e.type;
   switch (e.outcome) {
     case 'accepted':
     case 'refused_by_flag': {
-      const mark = e.outcome === 'accepted' ? c.green('✓') : c.yellow('!');
-      const fields = add(c.bold(e.type ?? '(no type)') + (e.test ? c.cyan(' test') : ''), details(e, c), '  ');
+      const mark = e.outcome === 'accepted' ? style.green('✓') : style.yellow('!');
+      const fields = add(style.bold(type ?? '(no type)') + (e.test ? style.cyan(' test') : ''), details(e, style), '  ');
       let text = `${time} ${mark} ${status}  ${add(fields, forward(e), '  ')}`;
-      if (e.outcome === 'refused_by_flag') text += c.yellow(`  (answered ${status} as --respond-status asks; not marked processed)`);
-      if (e.pinned) text += `\n         ${c.dim(`signatures use the ${e.layout} layout; pinned for this session (pin it yourself with --scheme ${e.layout})`)}`;
-      if (e.warning) text += `\n         ${c.yellow(`warning: ${e.warning}`)}`;
-      if (e.saved_to) text += `\n         ${c.dim(`saved to ${e.saved_to}`)}`;
+      if (e.outcome === 'refused_by_flag') text += style.yellow(`  (answered ${status} as --respond-status asks; not marked processed)`);
+      if (e.pinned) text += `\n         ${style.dim(`signatures use the ${e.layout} layout; pinned for this session (pin it yourself with --scheme ${e.layout})`)}`;
+      if (e.warning) text += `\n         ${style.yellow(`warning: ${e.warning}`)}`;
+      if (e.saved_to) text += `\n         ${style.dim(`saved to ${printable(e.saved_to)}`)}`;
       return text;
     }
     case 'duplicate':
-      return `${time} ${c.blue('↺')} ${status}  duplicate, skipped: ${e.type ?? ''} ${ids(e)} was already processed`;
+      return `${time} ${style.blue('↺')} ${status}  duplicate, skipped: ${type ?? ''} ${ids(e)} was already processed`;
     case 'in_progress':
-      return `${time} ${c.yellow('…')} ${status}  ${e.type ?? ''} ${ids(e)} is still being processed; answered 409 so the service retries`;
+      return `${time} ${style.yellow('…')} ${status}  ${type ?? ''} ${ids(e)} is still being processed; answered 409 so the service retries`;
     case 'forward_failed':
-      return `${time} ${c.red('✗')} ${status}  ${add(c.bold(e.type ?? ''), details(e, c), '  ')}  ${c.red(forward(e))}\n         ${c.dim('not marked processed: the service will retry it')}`;
+      return `${time} ${style.red('✗')} ${status}  ${add(style.bold(type ?? ''), details(e, style), '  ')}  ${style.red(forward(e))}\n         ${style.dim('not marked processed: the service will retry it')}`;
+    case 'store_failed':
+      return `${time} ${style.red('✗')} ${status}  ${add(style.bold(type ?? ''), ids(e), '  ')}  ${style.red(printable(e.message ?? 'the processed pair could not be stored'))}`;
     case 'unverified':
     case 'bad_request':
-      return `${time} ${c.red('✗')} ${status}  ${c.red(e.message ?? e.reason ?? 'rejected')}${e.size !== undefined ? c.dim(`  ${size(e.size)}`) : ''}${e.hint ? `\n         ${c.dim(e.hint)}` : ''}`;
+    case 'timed_out':
+    case 'overloaded':
+      return `${time} ${style.red('✗')} ${status}  ${style.red(printable(e.message ?? e.reason ?? 'rejected'))}${e.size !== undefined ? style.dim(`  ${size(e.size)}`) : ''}${e.hint ? `\n         ${style.dim(printable(e.hint))}` : ''}`;
+    case 'aborted':
+      return `${time} ${style.red('✗')}   -  ${printable(e.message ?? 'the client went away')}`;
     case 'too_large':
-      return `${time} ${c.red('✗')} ${status}  body too large: ${e.message ?? ''}`;
+      return `${time} ${style.red('✗')} ${status}  body too large: ${e.message ?? ''}`;
     case 'method_not_allowed':
     case 'not_found':
-      return c.dim(`${e.time.slice(11, 19)}   ${status}  ${e.method} ${e.path} (ignored)`);
+      return style.dim(`${e.time.slice(11, 19)}   ${status}  ${e.method ?? ''} ${e.path ?? ''} (ignored)`);
     default:
-      return `${time} ${c.red('✗')} ${status}  ${e.message ?? e.outcome}`;
+      return `${time} ${style.red('✗')} ${status}  ${printable(e.message ?? e.outcome)}`;
   }
 }

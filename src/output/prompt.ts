@@ -1,7 +1,6 @@
 import { createInterface } from 'node:readline';
 import type { Context } from '../context.js';
 import { InterruptedError, UsageError } from '../errors.js';
-import { readInputFile } from '../util/files.js';
 
 export const interactive = (ctx: Context) => Boolean(ctx.stdin.isTTY && ctx.stderr.isTTY);
 
@@ -53,25 +52,4 @@ export function readHidden(ctx: Context, prompt: string): Promise<string> {
     input.once('end', onEnd);
     input.resume();
   });
-}
-
-export async function readStdin(ctx: Context): Promise<string> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of ctx.stdin) chunks.push(Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk as string));
-  return Buffer.concat(chunks).toString('utf8');
-}
-
-/** A file's text, or standard input for `-`. */
-export async function readInput(ctx: Context, path: string, what: string): Promise<string> {
-  if (path === '-') return readStdin(ctx);
-  return (await readInputFile(path, what)).toString('utf8');
-}
-
-export async function readJsonInput(ctx: Context, path: string, what: string): Promise<unknown> {
-  const text = await readInput(ctx, path, what);
-  try {
-    return JSON.parse(text);
-  } catch (err) {
-    throw new UsageError(`${what} "${path}" is not valid JSON: ${(err as Error).message}.`);
-  }
 }

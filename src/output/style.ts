@@ -2,7 +2,7 @@ import { Chalk, type ChalkInstance } from 'chalk';
 import type { Context, Out } from '../context.js';
 
 /** Colours for one stream, following NO_COLOR, FORCE_COLOR, --no-color and whether the stream is a terminal. */
-export function styleFor(ctx: Pick<Context, 'env' | 'global'>, out: Out): ChalkInstance {
+export function styleFor(ctx: { env: Context['env']; global: Pick<Context['global'], 'color'> }, out: Out): ChalkInstance {
   const force = ctx.env.FORCE_COLOR;
   let level: 0 | 1 | 2 | 3 = 0;
   if (!ctx.global.color) level = 0;

@@ -1,5 +1,6 @@
 import type { ChalkInstance } from 'chalk';
 import type { Subscription, Webhook } from '../api/normalize.js';
+import { printable } from './printable.js';
 import { table, truncate } from './render.js';
 
 export function describeFilters(s: Subscription): string {
@@ -41,14 +42,14 @@ export function subscriptionsTable(subs: Subscription[], tty: boolean): string {
   );
 }
 
-export function webhookDetails(h: Webhook, c: ChalkInstance, tty: boolean): string {
+export function webhookDetails(h: Webhook, style: ChalkInstance, tty: boolean): string {
   const rows = [
-    `${c.bold('Webhook')} ${h.id}`,
-    `  URL:      ${h.url}`,
-    h.name ? `  Name:     ${h.name}` : undefined,
-    h.note ? `  Note:     ${h.note}` : undefined,
-    h.active === undefined ? undefined : `  Active:   ${h.active ? 'yes' : c.yellow('no')}`,
-    h.created_at ? `  Created:  ${h.created_at}` : undefined,
+    `${style.bold('Webhook')} ${printable(h.id)}`,
+    `  URL:      ${printable(h.url)}`,
+    h.name ? `  Name:     ${printable(String(h.name))}` : undefined,
+    h.note ? `  Note:     ${printable(String(h.note))}` : undefined,
+    h.active === undefined ? undefined : `  Active:   ${h.active ? 'yes' : style.yellow('no')}`,
+    h.created_at ? `  Created:  ${printable(String(h.created_at))}` : undefined,
     '',
     h.subscriptions.length ? subscriptionsTable(h.subscriptions, tty).trimEnd() : '  (no subscriptions)',
   ];
@@ -56,7 +57,7 @@ export function webhookDetails(h: Webhook, c: ChalkInstance, tty: boolean): stri
 }
 
 /** The once-only display of a new secret. */
-export function secretBox(secret: string, webhookId: string, stored: string | undefined, c: ChalkInstance): string {
+export function secretBox(secret: string, webhookId: string, stored: string | undefined, style: ChalkInstance): string {
   const lines = [
     `Signing secret for webhook ${webhookId}: shown only this once by the service.`,
     '',
@@ -68,5 +69,5 @@ export function secretBox(secret: string, webhookId: string, stored: string | un
   const top = `┌${'─'.repeat(width + 2)}┐`;
   const bottom = `└${'─'.repeat(width + 2)}┘`;
   const body = lines.map((l) => `│ ${l.padEnd(width)} │`);
-  return `${c.yellow([top, ...body, bottom].join('\n'))}\n`;
+  return `${style.yellow([top, ...body, bottom].join('\n'))}\n`;
 }

@@ -1,4 +1,5 @@
 import type { Dispatcher } from 'undici';
+import { networkReason, readStart } from '../util/net.js';
 
 export interface ForwardResult {
   ok: boolean;
@@ -18,12 +19,14 @@ export async function forwardDelivery(
   body: Buffer,
   timeoutMs: number,
   dispatcher: Dispatcher,
+  extraHeaders: Record<string, string> = {},
 ): Promise<ForwardResult> {
   const started = Date.now();
   const out: Record<string, string | string[]> = {};
   for (const [k, v] of Object.entries(headers)) if (v !== undefined && !HOP_BY_HOP.has(k.toLowerCase())) out[k] = v;
   if (headers.host) out['x-forwarded-host'] = String(headers.host);
   out['x-forwarded-proto'] = 'http';
+  Object.assign(out, extraHeaders);
   try {
     // through the agent itself, so that undici is loaded only when there is somewhere to forward to
     const u = new URL(target);
@@ -37,20 +40,11 @@ export async function forwardDelivery(
       headersTimeout: timeoutMs,
       bodyTimeout: timeoutMs,
     });
-    let text = '';
-    for await (const chunk of res.body) {
-      if (text.length < 300) text += (chunk as Buffer).toString('utf8');
-    }
+    const text = await readStart(res.body, 4096);
     const ok = res.statusCode >= 200 && res.statusCode < 300;
     return { ok, status: res.statusCode, body: text.replace(/\s+/g, ' ').trim().slice(0, 200), ms: Date.now() - started };
   } catch (err) {
-    const e = err as { name?: string; code?: string; message?: string };
-    const error =
-      e.name === 'TimeoutError' || e.name === 'AbortError' || e.code === 'UND_ERR_HEADERS_TIMEOUT' || e.code === 'UND_ERR_BODY_TIMEOUT'
-        ? `no answer within ${Math.round(timeoutMs / 100) / 10} s`
-        : e.code === 'ECONNREFUSED'
-          ? 'connection refused (is your app running?)'
-          : `${e.code ?? e.name}: ${e.message}`;
-    return { ok: false, error, ms: Date.now() - started };
+    const reason = networkReason(err, timeoutMs);
+    return { ok: false, error: reason === 'connection refused' ? 'connection refused (is your app running?)' : reason, ms: Date.now() - started };
   }
 }

@@ -1,8 +1,6 @@
-import { randomBytes } from 'node:crypto';
-import { mkdir, open, rename } from 'node:fs/promises';
-import { join } from 'node:path';
+import { mkdir } from 'node:fs/promises';
 import { UsageError } from '../errors.js';
-import { readInputFile as read } from '../util/files.js';
+import { createNewFile, readInputFile as read } from '../util/files.js';
 
 /** A delivery as `listen --save-dir` writes it, and `verify` and `send` read it back. */
 export interface SavedDelivery {
@@ -17,14 +15,14 @@ export interface SavedDelivery {
   body_base64?: string;
 }
 
-export function toSaved(received: Date, method: string, path: string, headers: Record<string, string | string[] | undefined>, body: Buffer): SavedDelivery {
+export function toSaved(receivedAt: string, method: string, path: string, headers: Record<string, string | string[] | undefined>, body: Buffer): SavedDelivery {
   const flat: Record<string, string> = {};
   for (const [k, v] of Object.entries(headers)) if (v !== undefined) flat[k] = Array.isArray(v) ? v.join(', ') : v;
   const text = body.toString('utf8');
   const exact = Buffer.byteLength(text) === body.length && Buffer.from(text, 'utf8').equals(body);
   return {
     wxhooks_delivery: 1,
-    received_at: received.toISOString(),
+    received_at: receivedAt,
     method,
     path,
     headers: flat,
@@ -41,20 +39,15 @@ export function isSavedDelivery(value: unknown): value is SavedDelivery {
   return typeof value === 'object' && value !== null && (value as SavedDelivery).wxhooks_delivery === 1 && typeof (value as SavedDelivery).headers === 'object';
 }
 
-/** Writes one delivery atomically into `dir`; returns the file's path. */
+/**
+ * Writes one delivery into `dir` as a new file (never over another: two deliveries in the same
+ * millisecond with the same ids get `-2`, `-3`...); returns the file's path. Not synced to the disk: a
+ * saved delivery is a copy to look at, and the processed pair, not this file, is what must survive.
+ */
 export async function saveDelivery(dir: string, saved: SavedDelivery, name: string): Promise<string> {
   await mkdir(dir, { recursive: true });
   const safe = name.replace(/[^A-Za-z0-9._-]/g, '_').slice(0, 120);
-  const file = join(dir, `${saved.received_at.replace(/[:.]/g, '-')}-${safe}.json`);
-  const tmp = `${file}.${randomBytes(4).toString('hex')}.tmp`;
-  const h = await open(tmp, 'wx', 0o600);
-  try {
-    await h.writeFile(JSON.stringify(saved, null, 2));
-  } finally {
-    await h.close();
-  }
-  await rename(tmp, file);
-  return file;
+  return createNewFile(dir, `${saved.received_at.replace(/[:.]/g, '-')}-${safe}`, '.json', JSON.stringify(saved, null, 2), { sync: false });
 }
 
 /** A headers file: a JSON object, or HTTP-style "Name: value" lines (a status line is skipped). */

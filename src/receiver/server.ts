@@ -1,62 +1,25 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { Socket } from 'node:net';
 import type { Dispatcher } from 'undici';
-import type { Verifier, VerifyFailure } from '../signing/verify.js';
-import type { LayoutName } from '../signing/layouts.js';
-import { forwardDelivery, type ForwardResult } from './forward.js';
-import type { ProcessedPairs } from './pairs.js';
+import type { HeaderSource, Verifier } from '../signing/verify.js';
+import type { PairStore } from '../store/pair-store.js';
 import { isoMillis } from '../util/clock.js';
+import { listenOn } from '../util/net.js';
+import { decide, deliveryEvent, failureEvent, pairOf, statusForFailure, type Answer, type Facts, type Processed } from './decide.js';
+import type { ReceiverEvent } from './event.js';
+import { forwardDelivery } from './forward.js';
+import { declaredLength, InflightBudget, readBody, type BodyRead } from './read-body.js';
 import { saveDelivery, toSaved } from './saved.js';
-
-export type Outcome =
-  | 'listening'
-  | 'accepted'
-  | 'duplicate'
-  | 'in_progress'
-  | 'forward_failed'
-  | 'refused_by_flag'
-  | 'unverified'
-  | 'bad_request'
-  | 'too_large'
-  | 'method_not_allowed'
-  | 'not_found'
-  | 'error';
-
-/** One line of `listen`'s report: what arrived and what was answered. */
-export interface ReceiverEvent {
-  time: string;
-  outcome: Outcome;
-  status: number;
-  method?: string;
-  path?: string;
-  size?: number;
-  type?: string;
-  webhook_id?: string;
-  subscription_id?: string;
-  trigger_id?: string;
-  model?: string;
-  initialization_time?: string;
-  forecast_hour?: number;
-  test?: boolean;
-  layout?: LayoutName;
-  /** Set on the first match in auto mode: the layout is now pinned. */
-  pinned?: boolean;
-  warning?: string;
-  forward?: ForwardResult;
-  saved_to?: string;
-  reason?: string;
-  message?: string;
-  hint?: string;
-  skew_seconds?: number;
-}
 
 export interface ReceiverOptions {
   port: number;
   host: string;
   path: string;
   verifier: Verifier;
-  pairs: ProcessedPairs;
+  store: PairStore;
   maxBody: number;
+  /** The body bytes all connections together may hold (`--max-inflight`). */
+  maxInflight: number;
   forwardTo?: string;
   forwardTimeoutMs: number;
   saveDir?: string;
@@ -69,246 +32,165 @@ export interface ReceiverOptions {
 export interface RunningReceiver {
   url: string;
   port: number;
+  /** Requests answered 503 because the bodies in flight would have gone over `--max-inflight`. */
+  readonly refusedOverBudget: number;
   close(): Promise<void>;
 }
 
-/** What each verification failure is answered with: 400 for what is not a delivery, 401 for what is not authentic. */
-export function statusForFailure(f: VerifyFailure): number {
-  if (f.reason === 'not_json_object') return 400;
-  if (f.reason === 'missing_header') return f.header === 'Webhook-Signature' ? 401 : 400;
-  return 401;
+/** Node reads the headers given to writeHead without changing them, so these can be made once. */
+const JSON_HEADERS = (length: number) => ({ 'content-type': 'application/json', 'content-length': length });
+const OK_HEADERS = JSON_HEADERS('{"ok":true}'.length);
+
+function send(res: ServerResponse, answer: Pick<Answer, 'status' | 'body'>, extra?: Record<string, string>): void {
+  if (res.headersSent) return;
+  if (answer.status === 200 && answer.body.length === 11 && !extra) res.writeHead(200, OK_HEADERS);
+  else res.writeHead(answer.status, { ...JSON_HEADERS(Buffer.byteLength(answer.body)), ...extra });
+  res.end(answer.body);
 }
 
-type BodyResult = { body: Buffer } | { tooLarge: number } | { aborted: true };
-
 /**
- * Reads the body into one buffer (pre-sized from Content-Length), stopping at the limit. A callback, not
- * a promise: the answer is then written in the same turn as the last chunk arrives (measured: the
- * promise's extra turn cost the response write its batching with the request's own I/O).
+ * The Webhook-Signature header, every value of it: Node joins repeated headers with ", ", which would
+ * glue two signature entries into one; the values are space-separated entries of one list instead.
  */
-function readBody(req: IncomingMessage, max: number, resolve: (r: BodyResult) => void): void {
-  const declared = Number(req.headers['content-length']);
-  if (Number.isFinite(declared) && declared > max) {
-    resolve({ tooLarge: declared });
-    return;
-  }
-  const expected = Number.isFinite(declared) && declared >= 0 ? declared : -1;
-  // The usual small delivery arrives as one chunk of the declared size, and is kept as it is;
-  // otherwise the chunks are copied into one buffer of the declared size, or gathered.
-  let whole: Buffer | undefined;
-  let buf: Buffer | undefined;
-  const chunks: Buffer[] = [];
-  let size = 0;
-  let done = false;
-  const finish = (r: BodyResult) => {
-    if (done) return;
-    done = true;
-    resolve(r);
-  };
-  req.on('data', (chunk: Buffer) => {
-    if (done) return;
-    if (size + chunk.length > max) {
-      req.pause();
-      finish({ tooLarge: size + chunk.length });
-      return;
-    }
-    if (size === 0 && chunk.length === expected) whole = chunk;
-    else {
-      if (whole) {
-        // more than was declared: gather from here on
-        chunks.push(whole);
-        whole = undefined;
-      } else if (size === 0 && expected > chunk.length) buf = Buffer.allocUnsafe(expected);
-      if (buf && size + chunk.length <= buf.length) chunk.copy(buf, size);
-      else {
-        if (buf) {
-          chunks.push(buf.subarray(0, size));
-          buf = undefined;
-        }
-        chunks.push(chunk);
-      }
-    }
-    size += chunk.length;
-  });
-  req.on('end', () => finish({ body: whole ?? (buf ? buf.subarray(0, size) : Buffer.concat(chunks, size)) }));
-  // 'close' after 'end' finds it finished; before it, the client went away. (No 'error' listener:
-  // Node emits a request's errors only to listeners, and 'close' follows them.)
-  req.on('close', () => finish({ aborted: true }));
+function headersOf(req: IncomingMessage): HeaderSource {
+  const signature = req.headers['webhook-signature'];
+  if (signature === undefined || !signature.includes(', ')) return req.headers;
+  return { ...req.headers, 'webhook-signature': req.headersDistinct['webhook-signature']?.join(' ') };
 }
 
-const OK_BODY = '{"ok":true}';
-/** Node reads the headers given to writeHead without changing them, so the common answer's can be made once. */
-const OK_HEADERS = { 'content-type': 'application/json', 'content-length': OK_BODY.length };
-const DUPLICATE_BODY = '{"ok":true,"duplicate":true}';
-const str = (v: unknown) => (typeof v === 'string' || typeof v === 'number' ? String(v) : undefined);
-
 /**
- * The local receiver: reads each delivery's raw bytes, verifies it, skips
- * pairs already processed, saves and forwards it, and reports every request.
+ * The local receiver: reads each delivery's raw bytes, verifies it, claims its pair, saves and forwards
+ * it, stores the pair, and only then answers 2xx; and reports every request. What to answer is decided
+ * by `decide` (src/receiver/decide.ts); this is the I/O around it.
  */
 export async function startReceiver(o: ReceiverOptions): Promise<RunningReceiver> {
-  const inFlight = new Set<string>();
+  const budget = new InflightBudget(o.maxInflight);
   // undici is loaded only when there is somewhere to forward to
-  const agent: Dispatcher | undefined = o.forwardTo
-    ? new (await import('undici')).Agent({ keepAliveTimeout: 10_000, connections: 64 })
-    : undefined;
+  const agent: Dispatcher | undefined = o.forwardTo ? new (await import('undici')).Agent({ keepAliveTimeout: 10_000, connections: 64 }) : undefined;
+  /** What the server itself answered a connection it cut off (a timeout, a malformed body), for the report. */
+  const cutOff = new WeakMap<Socket, number>();
 
-  const answer = (res: ServerResponse, status: number, body: Record<string, unknown> | string, close = false) => {
-    if (res.headersSent) return;
-    if (body === OK_BODY) {
-      res.writeHead(status, OK_HEADERS);
-      res.end(OK_BODY);
-      return;
-    }
-    const text = typeof body === 'string' ? body : JSON.stringify(body);
-    const headers: Record<string, string | number> = { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) };
-    if (close) headers.connection = 'close';
-    res.writeHead(status, headers);
-    res.end(text);
-  };
-
-  const failed = (res: ServerResponse, err: Error) => {
-    answer(res, 500, { error: 'internal error in wxhooks listen' });
-    o.onEvent({ time: isoMillis(Date.now()), outcome: 'error', status: 500, message: err.message });
-  };
-  /** Reports what was answered: at once, or when saving and forwarding are done. */
-  const report = (res: ServerResponse, event: ReceiverEvent | Promise<ReceiverEvent>) => {
-    if (event instanceof Promise) event.then(o.onEvent, (err: Error) => failed(res, err));
-    else o.onEvent(event);
-  };
-
-  /** Answers one request, and reports it. */
   function handle(req: IncomingMessage, res: ServerResponse): void {
     const now = Date.now();
     const url = req.url ?? '/';
     const query = url.indexOf('?');
     const path = query === -1 ? url : url.slice(0, query);
     if (path !== o.path) {
-      answer(res, 404, { error: 'not found', hint: `deliveries go to ${o.path}` });
+      send(res, { status: 404, body: JSON.stringify({ error: 'not found', hint: `deliveries go to ${o.path}` }) });
       req.resume();
-      return report(res, { time: isoMillis(now), outcome: 'not_found', status: 404, method: req.method, path });
+      return o.onEvent({ time: isoMillis(now), outcome: 'not_found', status: 404, method: req.method, path });
     }
     if (req.method !== 'POST') {
-      res.setHeader('allow', 'POST');
-      answer(res, 405, { error: 'only POST is accepted here' });
+      send(res, { status: 405, body: '{"error":"only POST is accepted here"}' }, { allow: 'POST' });
       req.resume();
-      return report(res, { time: isoMillis(now), outcome: 'method_not_allowed', status: 405, method: req.method, path });
+      return o.onEvent({ time: isoMillis(now), outcome: 'method_not_allowed', status: 405, method: req.method, path });
     }
-    readBody(req, o.maxBody, (read) => {
-      let event: ReceiverEvent | Promise<ReceiverEvent>;
-      try {
-        event = afterBody(req, res, now, path, read);
-      } catch (err) {
-        event = Promise.reject(err);
-      }
-      report(res, event);
-    });
+    readBody(req, o.maxBody, budget, (read) => afterBody(req, res, now, path, read));
   }
 
-  function afterBody(req: IncomingMessage, res: ServerResponse, now: number, path: string, read: BodyResult): ReceiverEvent | Promise<ReceiverEvent> {
+  function afterBody(req: IncomingMessage, res: ServerResponse, now: number, path: string, read: BodyRead): void {
     const time = isoMillis(now);
-    if ('aborted' in read) {
-      return { time, outcome: 'bad_request', status: 408, method: 'POST', path, message: 'the body did not arrive in time, or the client went away (--read-timeout)' };
-    }
-    if ('tooLarge' in read) {
-      answer(res, 413, { error: `body over ${o.maxBody} bytes` }, true);
-      req.destroy();
-      return { time, outcome: 'too_large', status: 413, method: 'POST', path, size: read.tooLarge, message: `${read.tooLarge} bytes or more; --max-body is ${o.maxBody}` };
+    const base = { time, method: 'POST', path } as const;
+    switch (read.kind) {
+      case 'aborted': {
+        const answered = cutOff.get(req.socket);
+        if (answered === 408) return o.onEvent({ ...base, outcome: 'timed_out', status: 408, message: 'the body did not arrive within 6 × --read-timeout' });
+        if (answered === 400) return o.onEvent({ ...base, outcome: 'bad_request', status: 400, message: 'the request was not valid HTTP (a malformed body)' });
+        return o.onEvent({ ...base, outcome: 'aborted', status: 0, message: 'the client went away before the body arrived; nothing was answered' });
+      }
+      case 'too_large':
+        send(res, { status: 413, body: JSON.stringify({ error: `body over ${o.maxBody} bytes` }) }, { connection: 'close' });
+        req.destroy();
+        return o.onEvent({ ...base, outcome: 'too_large', status: 413, size: read.size, message: `${read.size} bytes or more; --max-body is ${o.maxBody}` });
+      case 'over_budget':
+        send(res, { status: 503, body: '{"error":"too many bodies in flight; try again later"}' }, { connection: 'close', 'retry-after': '5' });
+        req.destroy();
+        return o.onEvent({
+          ...base,
+          outcome: 'overloaded',
+          status: 503,
+          size: read.size,
+          message: `answered 503: the bodies in flight would pass --max-inflight (${o.maxInflight} bytes); ${budget.refused} refused so far`,
+        });
     }
     const body = read.body;
-    const result = o.verifier.verify(req.headers, body, now);
-    if (!result.ok) {
-      const status = statusForFailure(result);
-      answer(res, status, { error: result.message });
-      return {
-        time,
-        outcome: status === 400 ? 'bad_request' : 'unverified',
-        status,
-        method: 'POST',
-        path,
-        size: body.length,
-        reason: result.reason,
-        message: result.message,
-        hint: result.hint,
-        skew_seconds: result.skewSeconds,
-        trigger_id: str(req.headers['trigger-id']),
-      };
-    }
-    const p = result.payload;
-    const data = (typeof p.data === 'object' && p.data !== null ? p.data : {}) as Record<string, unknown>;
-    const subscription = str(p.subscription_id) ?? str((p.subscription as Record<string, unknown> | undefined)?.id) ?? '';
-    const trigger = str(p.trigger_id) ?? result.triggerId;
-    const ev: ReceiverEvent = {
-      time,
-      outcome: 'accepted',
-      status: 200,
-      method: 'POST',
-      path,
-      size: body.length,
-      type: str(p.type),
-      webhook_id: str(p.webhook_id),
-      subscription_id: subscription || undefined,
-      trigger_id: trigger,
-      model: str(data.model),
-      initialization_time: str(data.initialization_time),
-      forecast_hour: typeof data.forecast_hour === 'number' ? data.forecast_hour : undefined,
-      layout: result.layout,
-    };
-    // the rarely set ones only when set: every property, even an undefined one, costs JSON.stringify time
-    if (p.test === true) ev.test = true;
-    if (result.pinnedNow) ev.pinned = true;
-    if (result.warning) ev.warning = result.warning;
-    if (o.pairs.has(trigger, subscription, now)) {
-      answer(res, 200, DUPLICATE_BODY);
-      ev.outcome = 'duplicate';
-      return ev;
-    }
-    if (!o.saveDir && !o.forwardTo) {
-      // the common case, answered in this turn: nothing is ever in flight without saving or forwarding
-      return finishAccepted(res, ev, 200, trigger, subscription);
-    }
-    const key = `${trigger}\u0000${subscription}`;
-    if (inFlight.has(key)) {
-      answer(res, 409, { error: 'this notification is being processed; try again later' });
-      ev.outcome = 'in_progress';
-      ev.status = 409;
-      return ev;
-    }
-    inFlight.add(key);
-    return handleSlow(req, res, ev, now, body, trigger, subscription, key);
+    const facts: Facts = { verification: o.verifier.verify(headersOf(req), body, now) };
+    settle(req, res, time, path, body, facts).then(
+      (event) => {
+        budget.give(read.held);
+        o.onEvent(event);
+      },
+      (err: Error) => {
+        budget.give(read.held);
+        send(res, { status: 500, body: '{"error":"internal error in wxhooks listen"}' });
+        o.onEvent({ ...base, outcome: 'error', status: 500, message: err.message });
+      },
+    );
   }
 
-  function finishAccepted(res: ServerResponse, ev: ReceiverEvent, appStatus: number, trigger: string, subscription: string): ReceiverEvent {
-    const status = o.respondStatus ?? appStatus;
-    const ok = status >= 200 && status < 300;
-    // Only a delivery acknowledged with a 2xx counts as processed; otherwise the service's retry must get through.
-    if (ok) o.pairs.add(trigger, subscription);
-    answer(res, status, ok ? OK_BODY : { error: `answered ${status} (--respond-status)` });
-    ev.outcome = ok ? 'accepted' : 'refused_by_flag';
-    ev.status = status;
-    return ev;
+  /** Does what `decide` asks, step by step, until the answer; returns the report. */
+  async function settle(req: IncomingMessage, res: ServerResponse, time: string, path: string, body: Buffer, facts: Facts): Promise<ReceiverEvent> {
+    const v = facts.verification;
+    if (!v.ok) {
+      const step = decide(facts);
+      if (step.do === 'answer') send(res, step.answer);
+      const trigger = req.headers['trigger-id'];
+      return failureEvent(time, path, v, statusForFailure(v), body.length, typeof trigger === 'string' ? trigger : undefined);
+    }
+    const pair = pairOf(v, body);
+    const event = deliveryEvent(time, path, v, pair, body.length);
+    if ((v as { pinnedNow?: boolean }).pinnedNow) event.pinned = true;
+    for (;;) {
+      const step = decide(facts, { respondStatus: o.respondStatus });
+      switch (step.do) {
+        case 'claim':
+          facts.claim = await o.store.claim(pair.trigger, pair.subscription, Date.now());
+          break;
+        case 'process':
+          facts.processed = o.saveDir || agent ? await processDelivery(req, body, time, pair.trigger, pair.subscription) : {};
+          if (facts.processed.forward) event.forward = facts.processed.forward;
+          if (facts.processed.savedTo) event.saved_to = facts.processed.savedTo;
+          break;
+        case 'store':
+          try {
+            await o.store.complete(pair.trigger, pair.subscription, Date.now());
+            facts.stored = { ok: true };
+          } catch (err) {
+            const e = err as Error & { persistent?: boolean };
+            facts.stored = { ok: false, message: e.message, persistent: Boolean(e.persistent) };
+            event.message = `${e.message} Answered 503, so the service retries it.`;
+            if (e.persistent) event.fatal = true;
+          }
+          break;
+        case 'release':
+          await o.store.release(pair.trigger, pair.subscription);
+          send(res, step.answer);
+          return reported(event, step.answer);
+        case 'answer':
+          send(res, step.answer);
+          return reported(event, step.answer);
+      }
+    }
   }
 
-  async function handleSlow(req: IncomingMessage, res: ServerResponse, ev: ReceiverEvent, now: number, body: Buffer, trigger: string, subscription: string, key: string): Promise<ReceiverEvent> {
-    try {
-      if (o.saveDir) {
-        ev.saved_to = await saveDelivery(o.saveDir, toSaved(new Date(now), req.method ?? 'POST', req.url ?? '/', req.headers, body), `${trigger}-${subscription}`);
+  function reported(event: ReceiverEvent, answer: Answer): ReceiverEvent {
+    event.outcome = answer.outcome;
+    event.status = answer.status;
+    return event;
+  }
+
+  async function processDelivery(req: IncomingMessage, body: Buffer, time: string, trigger: string, subscription: string): Promise<Processed> {
+    const processed: Processed = {};
+    if (o.saveDir) {
+      try {
+        processed.savedTo = await saveDelivery(o.saveDir, toSaved(time, req.method ?? 'POST', req.url ?? '/', req.headers, body), `${trigger}-${subscription}`);
+      } catch (err) {
+        processed.saveError = (err as Error).message;
+        return processed;
       }
-      let status = 200;
-      if (o.forwardTo && agent) {
-        ev.forward = await forwardDelivery(o.forwardTo, req.headers, body, o.forwardTimeoutMs, agent);
-        if (!ev.forward.ok) {
-          answer(res, 502, { error: `forwarding failed: ${ev.forward.error ?? `your app answered ${ev.forward.status}`}` });
-          ev.outcome = 'forward_failed';
-          ev.status = 502;
-          return ev;
-        }
-        status = ev.forward.status!;
-      }
-      return finishAccepted(res, ev, status, trigger, subscription);
-    } finally {
-      inFlight.delete(key);
     }
+    if (o.forwardTo && agent) processed.forward = await forwardDelivery(o.forwardTo, req.headers, body, o.forwardTimeoutMs, agent);
+    return processed;
   }
 
   // Slow clients: headers within the read timeout, the whole request within six times it. (Node checks
@@ -319,28 +201,40 @@ export async function startReceiver(o: ReceiverOptions): Promise<RunningReceiver
       try {
         handle(req, res);
       } catch (err) {
-        failed(res, err as Error);
+        send(res, { status: 500, body: '{"error":"internal error in wxhooks listen"}' });
+        o.onEvent({ time: isoMillis(Date.now()), outcome: 'error', status: 500, message: (err as Error).message });
       }
     },
   );
   server.keepAliveTimeout = 5_000;
-  server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
+  // `Expect: 100-continue`: a body that is too large, or would not fit the budget, is refused before the client sends it.
+  server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => {
+    const declared = declaredLength(req);
+    if (declared !== undefined && (declared > o.maxBody || budget.used + declared > budget.max)) {
+      handleRefusedContinue(req, res, declared);
+      return;
+    }
+    res.writeContinue();
+    server.emit('request', req, res);
+  });
+  function handleRefusedContinue(req: IncomingMessage, res: ServerResponse, declared: number): void {
+    const tooLarge = declared > o.maxBody;
+    if (!tooLarge) budget.refused++;
+    afterBody(req, res, Date.now(), (req.url ?? '/').split('?')[0]!, tooLarge ? { kind: 'too_large', size: declared } : { kind: 'over_budget', size: declared });
+  }
+  server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => {
     const timedOut = err.code === 'ERR_HTTP_REQUEST_TIMEOUT' || err.code === 'ERR_HTTP_HEADERS_TIMEOUT';
+    cutOff.set(socket, timedOut ? 408 : 400);
     if (socket.writable) socket.end(`HTTP/1.1 ${timedOut ? '408 Request Timeout' : '400 Bad Request'}\r\nconnection: close\r\n\r\n`);
     else socket.destroy();
   });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(o.port, o.host, () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
-  const port = (server.address() as AddressInfo).port;
-  const host = o.host.includes(':') ? `[${o.host}]` : o.host === '0.0.0.0' ? '127.0.0.1' : o.host;
+  const { port, url } = await listenOn(server, o.host, o.port, o.path);
   return {
-    url: `http://${host}:${port}${o.path}`,
+    url,
     port,
+    get refusedOverBudget() {
+      return budget.refused;
+    },
     async close() {
       await new Promise<void>((resolve) => {
         server.close(() => resolve());
@@ -348,7 +242,6 @@ export async function startReceiver(o: ReceiverOptions): Promise<RunningReceiver
         setTimeout(() => server.closeAllConnections(), 2000).unref();
       });
       await agent?.close().catch(() => undefined);
-      o.pairs.close();
     },
   };
 }

@@ -1,9 +1,5 @@
 import { createHmac } from 'node:crypto';
 
-export type LayoutName = 'standard' | 'stripe' | 'hex-timestamp' | 'hex-body';
-
-export const LAYOUT_NAMES: readonly LayoutName[] = ['standard', 'stripe', 'hex-timestamp', 'hex-body'];
-
 /** What a signature header holds for one layout: the signatures, and for `stripe` its own `t=`. */
 export interface ParsedHeader {
   signatures: Buffer[];
@@ -13,13 +9,16 @@ export interface ParsedHeader {
 }
 
 /**
- * One row of the verifier's table: how the key is derived, what is signed,
- * and how the header is written. Adding a layout is adding a row.
+ * One row of the verifier's table: how the key is derived, what is signed, and how the header is
+ * written. Everything else (the layout names, `--scheme`'s choices, which rows `auto` tries) is
+ * derived from the table: adding a layout is adding a row.
  */
 export interface Layout {
-  name: LayoutName;
-  /** Whether the timestamp (and so the replay window) is covered by the signature. */
+  name: string;
+  /** Whether the timestamp (and so the replay window) is covered by the signature. `auto` tries only rows that sign it. */
   signsTimestamp: boolean;
+  /** Whether the Trigger-Id is covered: if not, `listen` does not trust the header as a dedupe key. */
+  signsTriggerId: boolean;
   /** The candidate keys a secret gives for this layout. */
   keys(secret: string): Buffer[];
   /** What is signed before the body (the signed bytes are this text's UTF-8, then the body's bytes). */
@@ -32,27 +31,10 @@ export interface Layout {
 
 const SHA256_BYTES = 32;
 const HEX = /^[0-9a-fA-F]+$/;
+const BASE64 = /^[A-Za-z0-9+/]+={0,2}$/;
 
-const BASE64_CHARS = new Uint8Array(128);
-for (const c of 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/') BASE64_CHARS[c.charCodeAt(0)] = 1;
-
-/**
- * Whether `text` is base64 in the standard alphabet, with at most two `=` at the end and something before
- * them (/^[A-Za-z0-9+\/]+={0,2}$/, at a third of the regular expression's cost on a signature).
- */
-export function isBase64(text: string): boolean {
-  let end = text.length;
-  if (end > 0 && text.charCodeAt(end - 1) === 0x3d) {
-    end--;
-    if (end > 0 && text.charCodeAt(end - 1) === 0x3d) end--;
-  }
-  if (end === 0) return false;
-  for (let i = 0; i < end; i++) {
-    const c = text.charCodeAt(i);
-    if (c > 127 || BASE64_CHARS[c] === 0) return false;
-  }
-  return true;
-}
+/** Whether `text` is base64 in the standard alphabet, with at most two `=` at the end. */
+export const isBase64 = (text: string) => BASE64.test(text);
 
 /** `whsec_` + base64 is decoded; any other secret is used as its UTF-8 bytes. */
 export function standardKey(secret: string): Buffer {
@@ -64,6 +46,8 @@ export function standardKey(secret: string): Buffer {
 }
 
 const utf8Key = (secret: string) => Buffer.from(secret, 'utf8');
+/** A `whsec_` secret may have been used decoded or whole by a sender that writes hex: both are tried. */
+const bothKeys = (secret: string) => (secret.startsWith('whsec_') ? [standardKey(secret), utf8Key(secret)] : [utf8Key(secret)]);
 
 function hexSignatures(header: string): ParsedHeader {
   const out: ParsedHeader = { signatures: [], problems: [] };
@@ -77,16 +61,20 @@ function hexSignatures(header: string): ParsedHeader {
   return out;
 }
 
-export const LAYOUTS: Record<LayoutName, Layout> = {
-  standard: {
+/** A row, with its name kept as a literal type so that LayoutName can be derived from the table. */
+const row = <const N extends string>(layout: Layout & { name: N }) => layout;
+
+/** The table. */
+export const LAYOUTS = [
+  row({
     name: 'standard',
     signsTimestamp: true,
+    signsTriggerId: true,
     keys: (secret) => [standardKey(secret)],
     prefix: (id, ts) => `${id}.${ts}.`,
     parse(header) {
       const out: ParsedHeader = { signatures: [], problems: [] };
-      // one signature (no space) is the common case: no array for it
-      for (const entry of header.includes(' ') ? header.split(' ') : [header]) {
+      for (const entry of header.split(' ')) {
         if (!entry) continue;
         const comma = entry.indexOf(',');
         if (comma === -1) {
@@ -110,10 +98,11 @@ export const LAYOUTS: Record<LayoutName, Layout> = {
       return out;
     },
     format: (sig) => `v1,${sig.toString('base64')}`,
-  },
-  stripe: {
+  }),
+  row({
     name: 'stripe',
     signsTimestamp: true,
+    signsTriggerId: false,
     keys: (secret) => [utf8Key(secret)],
     prefix: (_id, ts) => `${ts}.`,
     parse(header) {
@@ -133,24 +122,39 @@ export const LAYOUTS: Record<LayoutName, Layout> = {
       return out;
     },
     format: (sig, ts) => `t=${ts},v1=${sig.toString('hex')}`,
-  },
-  'hex-timestamp': {
+  }),
+  row({
     name: 'hex-timestamp',
     signsTimestamp: true,
-    keys: (secret) => (secret.startsWith('whsec_') ? [standardKey(secret), utf8Key(secret)] : [utf8Key(secret)]),
+    signsTriggerId: false,
+    keys: bothKeys,
     prefix: (_id, ts) => `${ts}.`,
     parse: hexSignatures,
     format: (sig) => `sha256=${sig.toString('hex')}`,
-  },
-  'hex-body': {
+  }),
+  row({
     name: 'hex-body',
     signsTimestamp: false,
-    keys: (secret) => (secret.startsWith('whsec_') ? [standardKey(secret), utf8Key(secret)] : [utf8Key(secret)]),
+    signsTriggerId: false,
+    keys: bothKeys,
     prefix: () => '',
     parse: hexSignatures,
     format: (sig) => `sha256=${sig.toString('hex')}`,
-  },
-};
+  }),
+] as const;
+
+export type LayoutName = (typeof LAYOUTS)[number]['name'];
+
+export const LAYOUT_NAMES: readonly LayoutName[] = LAYOUTS.map((l) => l.name);
+
+/** `--scheme`: `auto`, or one layout pinned. */
+export type Scheme = 'auto' | LayoutName;
+export const SCHEMES: readonly Scheme[] = ['auto', ...LAYOUT_NAMES];
+
+/** The row of that name in a table (the built-in one unless told), or undefined. */
+export function layoutNamed(name: string, table: readonly Layout[] = LAYOUTS): Layout | undefined {
+  return table.find((l) => l.name === name);
+}
 
 /** HMAC-SHA256 over `prefix` (as UTF-8) and then `body`. */
 export function hmac(key: Buffer, prefix: string, body: Buffer): Buffer {

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { LAYOUTS, hmac, type LayoutName } from './layouts.js';
+import { hmac, layoutNamed, type Layout, type LayoutName } from './layouts.js';
 
 export interface SignOptions {
   secret: string;
@@ -8,8 +8,8 @@ export interface SignOptions {
   triggerId: string;
   /** Seconds since the epoch (default: now). */
   timestamp?: number;
-  /** Default `standard`, as the service signs. */
-  layout?: LayoutName;
+  /** Default `standard`, as the service signs; a row of your own may be given. */
+  layout?: LayoutName | Layout;
 }
 
 export type SignedHeaders = {
@@ -23,8 +23,8 @@ export type SignedHeaders = {
  * the message id), or in another layout, for tests of your own receiver.
  */
 export function signDelivery(options: SignOptions): SignedHeaders {
-  const row = LAYOUTS[options.layout ?? 'standard'];
-  if (!row) throw new TypeError(`unknown layout "${options.layout}"`);
+  const row = typeof options.layout === 'object' ? options.layout : layoutNamed(options.layout ?? 'standard');
+  if (!row) throw new TypeError(`unknown layout "${String(options.layout)}"`);
   const ts = String(options.timestamp ?? Math.floor(Date.now() / 1000));
   const body = typeof options.body === 'string' ? Buffer.from(options.body, 'utf8') : Buffer.from(options.body);
   const [key] = row.keys(options.secret);

@@ -1,11 +1,11 @@
 import { timingSafeEqual } from 'node:crypto';
-import { LAYOUTS, hmac, type Layout, type LayoutName } from './layouts.js';
-import { LARGE_BODY, parseBodyObject } from './json-body.js';
+import { LAYOUTS, hmac, layoutNamed, type Layout, type Scheme } from './layouts.js';
+import { parseBodyObject } from './json-body.js';
 import { parseTimestamp } from './timestamp.js';
 
 export type HeaderSource = Record<string, string | string[] | undefined> | { get(name: string): string | null };
 
-export type Scheme = 'auto' | LayoutName;
+export type { Scheme };
 
 export interface VerifyOptions {
   /** The webhook's secret, or several during a rotation (any one may match). */
@@ -19,6 +19,8 @@ export interface VerifyOptions {
   tolerance?: number;
   /** The clock, in milliseconds (default `Date.now()`). */
   now?: number | Date;
+  /** The layout table (default: the built-in one); a test, or a user with a sender of their own, may add rows. */
+  layouts?: readonly Layout[];
 }
 
 export type VerifyFailureReason =
@@ -32,8 +34,10 @@ export type VerifyFailureReason =
 
 export interface VerifySuccess {
   ok: true;
-  /** The layout whose signature matched. */
-  layout: LayoutName;
+  /** The name of the layout whose signature matched. */
+  layout: string;
+  /** What that layout's signature covers besides the body. */
+  signs: { timestamp: boolean; triggerId: boolean };
   triggerId: string;
   /** Seconds since the epoch. */
   timestamp: number;
@@ -65,14 +69,15 @@ export interface VerifyFailure {
 export type VerifyResult = VerifySuccess | VerifyFailure;
 
 export const MAX_SIGNATURE_HEADER = 4096;
-const AUTO_ROWS = Object.values(LAYOUTS).filter((l) => l.signsTimestamp);
+/** Bodies up to this size are re-serialised, after a failure, to tell "re-formatted on the way" from "wrong secret". */
+export const REFORMAT_DIAGNOSIS_MAX = 64 * 1024;
 
-export function headerValue(headers: HeaderSource, name: string): string | undefined {
-  return lookup(headers, name.toLowerCase(), name);
-}
-
-/** A header by its lower-case name first (as Node gives them), then by any casing. */
-function lookup(headers: HeaderSource, lower: string, name: string): string | undefined {
+/**
+ * A header by its lower-case name first (as Node gives them), then by any casing. Several values are
+ * joined with `join` (`, ` as HTTP does; a space for Webhook-Signature, whose entries are space-separated,
+ * so that two signature headers are one list whatever their order).
+ */
+function lookup(headers: HeaderSource, lower: string, name: string, join = ', '): string | undefined {
   if (typeof (headers as { get?: unknown }).get === 'function') {
     return (headers as { get(n: string): string | null }).get(name) ?? undefined;
   }
@@ -81,7 +86,7 @@ function lookup(headers: HeaderSource, lower: string, name: string): string | un
   if (v === undefined) {
     for (const k in record) if (k.toLowerCase() === lower) v = record[k];
   }
-  return typeof v === 'string' || v === undefined ? v : v.join(', ');
+  return typeof v === 'string' || v === undefined ? v : v.join(join);
 }
 
 function fail(reason: VerifyFailureReason, message: string, extra: Partial<VerifyFailure> = {}): VerifyFailure {
@@ -113,7 +118,7 @@ function matches(row: Layout, secrets: readonly string[], signatures: Buffer[], 
 
 /** Other ways the same JSON might have been written before something re-serialised it. */
 function reformattings(body: Buffer): Buffer[] {
-  if (body.length > LARGE_BODY) return []; // not worth materialising a huge body for a diagnosis
+  if (body.length > REFORMAT_DIAGNOSIS_MAX) return []; // an unauthenticated request must not buy much CPU with a large body
   try {
     const parsed = JSON.parse(body.toString('utf8')) as unknown;
     return [JSON.stringify(parsed), JSON.stringify(parsed, null, 2), JSON.stringify(parsed, null, 4)]
@@ -124,28 +129,33 @@ function reformattings(body: Buffer): Buffer[] {
   }
 }
 
+/** The rows a scheme tries: `auto`, every row that signs the timestamp; a name, that row alone. */
+function rowsFor(scheme: Scheme | string, table: readonly Layout[]): Layout[] {
+  if (scheme === 'auto') return table.filter((l) => l.signsTimestamp);
+  const row = layoutNamed(scheme, table);
+  if (!row) throw new TypeError(`unknown signature scheme "${scheme}"`);
+  return [row];
+}
+
+function secretsOf(secret: string | readonly string[], who: string): string[] {
+  const secrets = (typeof secret === 'string' ? [secret] : [...secret]).filter((s) => s.length > 0);
+  if (!secrets.length) throw new TypeError(`${who} needs a non-empty secret`);
+  return secrets;
+}
+
 /**
  * Verifies one delivery, in a fixed order: headers present, timestamp
  * well-formed and within the window (past or future), an HMAC over the raw
  * bytes compared in constant time, then the body a JSON object.
  */
 export function verifyDelivery(options: VerifyOptions): VerifyResult {
-  const secrets = (typeof options.secret === 'string' ? [options.secret] : [...options.secret]).filter((s) => s.length > 0);
-  if (!secrets.length) throw new TypeError('verifyDelivery needs a non-empty secret');
-  const scheme = options.scheme ?? 'auto';
-  if (scheme !== 'auto' && !LAYOUTS[scheme]) throw new TypeError(`unknown signature scheme "${scheme}"`);
+  const secrets = secretsOf(options.secret, 'verifyDelivery');
+  const table = options.layouts ?? LAYOUTS;
+  const rows = rowsFor(options.scheme ?? 'auto', table);
   const nowMs = options.now === undefined ? Date.now() : +options.now;
   const body = typeof options.body === 'string' ? Buffer.from(options.body, 'utf8') : Buffer.from(options.body.buffer, options.body.byteOffset, options.body.byteLength);
-  return check(secrets, scheme, options.tolerance ?? 300, nowMs, options.headers, body);
+  return check(secrets, rows, table, options.tolerance ?? 300, nowMs, options.headers, body);
 }
-
-const ROWS: Record<Scheme, Layout[]> = {
-  auto: AUTO_ROWS,
-  standard: [LAYOUTS.standard],
-  stripe: [LAYOUTS.stripe],
-  'hex-timestamp': [LAYOUTS['hex-timestamp']],
-  'hex-body': [LAYOUTS['hex-body']],
-};
 
 function missing(name: string, value: string | undefined): VerifyFailure {
   return fail('missing_header', `The ${name} header is ${value === undefined ? 'missing' : 'empty'}.`, {
@@ -155,12 +165,12 @@ function missing(name: string, value: string | undefined): VerifyFailure {
 }
 
 /** The checks themselves, on normalised inputs (so a session's Verifier pays for normalising once). */
-function check(secrets: readonly string[], scheme: Scheme, tolerance: number, nowMs: number, headers: HeaderSource, body: Buffer): VerifyResult {
+function check(secrets: readonly string[], rows: readonly Layout[], table: readonly Layout[], tolerance: number, nowMs: number, headers: HeaderSource, body: Buffer): VerifyResult {
   const id = lookup(headers, 'trigger-id', 'Trigger-Id');
   if (id === undefined || id.trim() === '') return missing('Trigger-Id', id);
   const ts = lookup(headers, 'webhook-timestamp', 'Webhook-Timestamp');
   if (ts === undefined || ts.trim() === '') return missing('Webhook-Timestamp', ts);
-  const sigHeader = lookup(headers, 'webhook-signature', 'Webhook-Signature');
+  const sigHeader = lookup(headers, 'webhook-signature', 'Webhook-Signature', ' ');
   if (sigHeader === undefined || sigHeader.trim() === '') return missing('Webhook-Signature', sigHeader);
 
   const seconds = parseTimestamp(ts);
@@ -188,7 +198,6 @@ function check(secrets: readonly string[], scheme: Scheme, tolerance: number, no
     });
   }
 
-  const rows = ROWS[scheme];
   const problems: string[] = [];
   const parsedRows: { row: Layout; signatures: Buffer[] }[] = [];
   for (const row of rows) {
@@ -204,11 +213,27 @@ function check(secrets: readonly string[], scheme: Scheme, tolerance: number, no
     parsedRows.push({ row, signatures: parsed.signatures });
   }
 
+  // A row that was not tried because it does not sign the timestamp (hex-body) may match: say so, rather than "wrong secret".
+  const unsigned = () => {
+    for (const row of table) {
+      if (rows.includes(row) || row.signsTimestamp) continue;
+      const parsed = row.parse(sigHeader);
+      if (parsed.signatures.length && matches(row, secrets, parsed.signatures, id, ts, body) !== -1) {
+        return fail('no_match', `The signature is in the ${row.name} layout, which does not sign the timestamp or Trigger-Id, so a captured delivery could be replayed.`, {
+          hint: `wxhooks accepts it only when pinned: --scheme ${row.name}.`,
+        });
+      }
+    }
+    return undefined;
+  };
   if (!parsedRows.length) {
-    return fail('malformed_signature', `The Webhook-Signature header is malformed: ${problems[0] ?? `it is not in the ${rows.map((r) => r.name).join(', ')} layout${rows.length > 1 ? 's' : ''}`}.`, {
-      header: 'Webhook-Signature',
-      hint: 'The service writes it as "v1,<base64>" (several separated by spaces during a key rotation).',
-    });
+    return (
+      unsigned() ??
+      fail('malformed_signature', `The Webhook-Signature header is malformed: ${problems[0] ?? `it is not in the ${rows.map((r) => r.name).join(', ')} layout${rows.length > 1 ? 's' : ''}`}.`, {
+        header: 'Webhook-Signature',
+        hint: 'The service writes it as "v1,<base64>" (several separated by spaces during a key rotation).',
+      })
+    );
   }
   for (const candidate of reformattings(body)) {
     for (const { row, signatures } of parsedRows) {
@@ -219,14 +244,8 @@ function check(secrets: readonly string[], scheme: Scheme, tolerance: number, no
       }
     }
   }
-  if (scheme === 'auto') {
-    const { row } = parsedRows[0]!;
-    if (row.name === 'hex-timestamp' && matches(LAYOUTS['hex-body'], secrets, parsedRows[0]!.signatures, id, ts, body) !== -1) {
-      return fail('no_match', 'The signature covers the body alone (layout hex-body): it does not sign the timestamp or Trigger-Id, so a captured delivery could be replayed.', {
-        hint: 'wxhooks accepts it only when pinned: --scheme hex-body.',
-      });
-    }
-  }
+  const other = unsigned();
+  if (other) return other;
   const whitespace = secrets.some((s) => s !== s.trim());
   return fail('no_match', `No signature matched with ${secrets.length > 1 ? 'these secrets' : 'this secret'} (tried ${parsedRows.map((p) => p.row.name).join(', ')}).`, {
     header: 'Webhook-Signature',
@@ -239,7 +258,15 @@ function check(secrets: readonly string[], scheme: Scheme, tolerance: number, no
 function accept(row: Layout, triggerId: string, timestamp: number, body: Buffer, secretIndex: number): VerifyResult {
   const payload = parseBodyObject(body);
   if (!payload) return fail('not_json_object', 'The signature is valid, but the body is not a JSON object.');
-  const result: VerifySuccess = { ok: true, layout: row.name, triggerId, timestamp, payload, secretIndex };
+  const result: VerifySuccess = {
+    ok: true,
+    layout: row.name,
+    signs: { timestamp: row.signsTimestamp, triggerId: row.signsTriggerId },
+    triggerId,
+    timestamp,
+    payload,
+    secretIndex,
+  };
   if (!row.signsTimestamp) result.warning = `layout ${row.name} does not sign the timestamp or Trigger-Id: a captured delivery can be replayed.`;
   return result;
 }
@@ -249,24 +276,27 @@ function accept(row: Layout, triggerId: string, timestamp: number, body: Buffer,
  * matches is pinned for every later delivery.
  */
 export class Verifier {
-  pinned?: LayoutName;
-  readonly scheme: Scheme;
+  pinned?: string;
+  readonly scheme: Scheme | string;
   private readonly secrets: string[];
   private readonly tolerance: number;
+  private readonly table: readonly Layout[];
+  private rows: Layout[];
 
   constructor(options: Omit<VerifyOptions, 'headers' | 'body' | 'now'>) {
-    this.secrets = (typeof options.secret === 'string' ? [options.secret] : [...options.secret]).filter((s) => s.length > 0);
-    if (!this.secrets.length) throw new TypeError('Verifier needs a non-empty secret');
+    this.secrets = secretsOf(options.secret, 'Verifier');
     this.scheme = options.scheme ?? 'auto';
-    if (this.scheme !== 'auto' && !LAYOUTS[this.scheme]) throw new TypeError(`unknown signature scheme "${this.scheme}"`);
+    this.table = options.layouts ?? LAYOUTS;
+    this.rows = rowsFor(this.scheme, this.table);
     if (this.scheme !== 'auto') this.pinned = this.scheme;
     this.tolerance = options.tolerance ?? 300;
   }
 
   verify(headers: HeaderSource, body: Buffer, now = Date.now()): VerifyResult & { pinnedNow?: boolean } {
-    const result = check(this.secrets, this.pinned ?? 'auto', this.tolerance, now, headers, body);
+    const result = check(this.secrets, this.rows, this.table, this.tolerance, now, headers, body);
     if (result.ok && !this.pinned) {
       this.pinned = result.layout;
+      this.rows = rowsFor(result.layout, this.table);
       return { ...result, pinnedNow: true };
     }
     if (!result.ok && this.pinned && this.scheme === 'auto' && (result.reason === 'malformed_signature' || result.reason === 'no_match')) {

@@ -1,10 +1,9 @@
-import { randomBytes } from 'node:crypto';
-import { access, constants, open, readFile, rename, rm, stat } from 'node:fs/promises';
+import { access, constants, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import lockfile from 'proper-lockfile';
 import { UsageError } from '../errors.js';
-import { fsReason, proveWritable } from '../util/files.js';
-import { ensurePrivateDir, STORE_HINT } from './paths.js';
+import { fsReason, jsonProblem, proveWritable, writeFileAtomic } from '../util/files.js';
+import { ensurePrivateDir, secretFolderWarning, STORE_HINT } from './paths.js';
 
 export interface StoredSecret {
   base_url: string;
@@ -14,9 +13,33 @@ export interface StoredSecret {
   url?: string;
 }
 
+interface Entry {
+  secret: string;
+  created_at: string;
+  url?: string;
+}
+
 interface SecretFile {
   version: 1;
-  secrets: Record<string, Record<string, { secret: string; created_at: string; url?: string }>>;
+  secrets: Record<string, Record<string, Entry>>;
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** What is wrong with the file's structure, or undefined: `{secrets: {BASE_URL: {WEBHOOK_ID: {secret, created_at, url?}}}}`. */
+function structureProblem(data: unknown): string | undefined {
+  if (!isObject(data) || !isObject(data.secrets)) return 'it has no "secrets" object';
+  for (const [base, entries] of Object.entries(data.secrets)) {
+    if (!isObject(entries)) return `the entry for ${JSON.stringify(base.slice(0, 80))} is not an object`;
+    for (const [id, entry] of Object.entries(entries)) {
+      const where = `webhook ${JSON.stringify(id.slice(0, 40))} of ${JSON.stringify(base.slice(0, 80))}`;
+      if (!isObject(entry)) return `the entry of ${where} is not an object`;
+      if (typeof entry.secret !== 'string' || !entry.secret) return `the entry of ${where} has no secret (a text)`;
+      if (entry.created_at !== undefined && typeof entry.created_at !== 'string') return `the entry of ${where} has a created_at that is not a text`;
+      if (entry.url !== undefined && typeof entry.url !== 'string') return `the entry of ${where} has a url that is not a text`;
+    }
+  }
+  return undefined;
 }
 
 const LOCK_OPTIONS = {
@@ -37,8 +60,12 @@ export class SecretStore {
     this.file = join(dir, 'secrets.json');
   }
 
-  /** Fails (exit 2) if a secret could not be written here, before anything is created. */
-  async preflight(): Promise<void> {
+  /**
+   * Fails (exit 2) if a secret could not be written here, before anything is created: the folder must be
+   * writable, and private enough (see secretFolderWarning). Returns a warning to show, if there is one.
+   */
+  async preflight(): Promise<string | undefined> {
+    const warning = secretFolderWarning(this.dir);
     try {
       await proveWritable(this.dir, 0o700);
       const st = await stat(this.file).catch(() => undefined);
@@ -51,6 +78,12 @@ export class SecretStore {
       });
     }
     await this.read(); // a damaged store stops the create too: the new secret could not be added to it
+    return warning;
+  }
+
+  /** A warning about the folder others can read, or undefined; throws (exit 2) for a folder others can write. */
+  folderWarning(): string | undefined {
+    return secretFolderWarning(this.dir);
   }
 
   private async read(): Promise<SecretFile> {
@@ -61,41 +94,25 @@ export class SecretStore {
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { version: 1, secrets: {} };
       throw new UsageError(`Cannot read the secret store ${this.file}: ${fsReason(err)}.`, { hint: STORE_HINT, cause: err });
     }
+    let parsed: unknown;
     try {
-      const parsed = JSON.parse(text) as SecretFile;
-      if (typeof parsed !== 'object' || parsed === null || typeof parsed.secrets !== 'object') throw new Error('no "secrets" object');
-      return parsed;
+      parsed = JSON.parse(text);
     } catch (err) {
-      throw new UsageError(`The secret store ${this.file} is damaged (${(err as Error).message}); it was left untouched.`, {
-        hint: 'Move it aside and restore it from a backup; wxhooks will not overwrite it.',
-      });
+      throw damaged(this.file, jsonProblem(err));
     }
-  }
-
-  private async writeAtomic(data: SecretFile): Promise<void> {
-    const tmp = `${this.file}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`;
-    const handle = await open(tmp, 'wx', 0o600);
-    try {
-      await handle.writeFile(`${JSON.stringify(data, null, 2)}\n`, 'utf8');
-      await handle.sync();
-    } finally {
-      await handle.close();
-    }
-    try {
-      await rename(tmp, this.file);
-    } catch (err) {
-      await rm(tmp, { force: true });
-      throw err;
-    }
+    const problem = structureProblem(parsed);
+    if (problem) throw damaged(this.file, problem);
+    return parsed as SecretFile;
   }
 
   private async locked<T>(fn: (data: SecretFile) => T | Promise<T>, write: boolean): Promise<T> {
     ensurePrivateDir(this.dir);
+    secretFolderWarning(this.dir); // refuses a folder others could write to
     const release = await lockfile.lock(this.file, LOCK_OPTIONS);
     try {
       const data = await this.read();
       const result = await fn(data);
-      if (write) await this.writeAtomic(data);
+      if (write) await writeFileAtomic(this.file, `${JSON.stringify(data, null, 2)}\n`);
       return result;
     } finally {
       await release().catch(() => undefined);
@@ -115,11 +132,10 @@ export class SecretStore {
     return entry ? { base_url: baseUrl, webhook_id: webhookId, ...entry } : undefined;
   }
 
-  async list(baseUrl?: string): Promise<StoredSecret[]> {
+  async list(): Promise<StoredSecret[]> {
     const data = await this.read();
     const out: StoredSecret[] = [];
     for (const [base, entries] of Object.entries(data.secrets)) {
-      if (baseUrl && base !== baseUrl) continue;
       for (const [id, entry] of Object.entries(entries)) out.push({ base_url: base, webhook_id: id, ...entry });
     }
     return out;
@@ -135,4 +151,10 @@ export class SecretStore {
       return true;
     }, true);
   }
+}
+
+function damaged(file: string, problem: string): UsageError {
+  return new UsageError(`The secret store ${file} is damaged (${problem}); it was left untouched.`, {
+    hint: 'Move it aside and restore it from a backup; wxhooks will not overwrite it.',
+  });
 }

@@ -1,5 +1,6 @@
-import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { link, mkdir, open, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
 import { UsageError } from '../errors.js';
 
 const REASONS: Record<string, string> = {
@@ -21,6 +22,15 @@ export function fsReason(err: unknown): string {
   const code = (err as NodeJS.ErrnoException | undefined)?.code;
   if (code && REASONS[code]) return `${REASONS[code]} (${code})`;
   return code ?? (err instanceof Error ? err.message : String(err));
+}
+
+/**
+ * What is wrong with a file that is not valid JSON, without quoting it: JSON.parse's own message shows
+ * the file's first bytes, and through a symbolic link the file could be any file on the machine.
+ */
+export function jsonProblem(err: unknown): string {
+  const at = /position (\d+)/.exec((err as Error).message);
+  return at ? `not valid JSON at byte ${at[1]}` : 'not valid JSON';
 }
 
 /** A file the user named: its bytes, or a usage error (exit 2) that names it. */
@@ -50,5 +60,97 @@ export async function ensureWritableDir(dir: string, what: string): Promise<void
     // mkdir's EEXIST, with `recursive`, means the path is there and is not a folder
     const reason = (err as NodeJS.ErrnoException).code === 'EEXIST' ? 'it is a file, not a folder' : fsReason(err);
     throw new UsageError(`Cannot write to ${what} "${dir}": ${reason}.`);
+  }
+}
+
+export interface WriteOptions {
+  /** The new file's mode (default 0600). */
+  mode?: number;
+  /** Sync the file, and the folder after the rename, to the disk (default true). */
+  sync?: boolean;
+}
+
+/** Writes a temporary file beside `file`, whole (and synced unless told not to); returns its path. */
+async function writeTemporary(file: string, data: string | Buffer | Iterable<string>, options: WriteOptions): Promise<string> {
+  const tmp = `${file}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
+  const handle = await open(tmp, 'wx', options.mode ?? 0o600);
+  try {
+    if (typeof data === 'string' || Buffer.isBuffer(data)) await handle.writeFile(data);
+    else {
+      let chunk = '';
+      for (const part of data) {
+        chunk += part;
+        if (chunk.length >= 64 * 1024) {
+          await handle.writeFile(chunk);
+          chunk = '';
+        }
+      }
+      if (chunk) await handle.writeFile(chunk);
+    }
+    if (options.sync !== false) await handle.sync();
+  } catch (err) {
+    await handle.close();
+    await rm(tmp, { force: true });
+    throw err;
+  }
+  await handle.close();
+  return tmp;
+}
+
+/** Makes a rename in `dir` durable (where the platform can open a folder). */
+async function syncFolder(dir: string): Promise<void> {
+  try {
+    const handle = await open(dir, 'r');
+    try {
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+  } catch {
+    // Windows cannot open a folder; the rename is atomic all the same
+  }
+}
+
+/**
+ * Replaces `file` atomically: a temporary file beside it, written whole and synced, then renamed over
+ * it. A crash at any moment leaves the old file whole or the new one whole, never a mix.
+ */
+export async function writeFileAtomic(file: string, data: string | Buffer | Iterable<string>, options: WriteOptions = {}): Promise<void> {
+  const tmp = await writeTemporary(file, data, options);
+  try {
+    await rename(tmp, file);
+  } catch (err) {
+    await rm(tmp, { force: true });
+    throw err;
+  }
+  if (options.sync !== false) await syncFolder(dirname(file));
+}
+
+/**
+ * Creates a new file in `dir` named `name` + `ext`, or `name-2` + `ext`, `name-3` + `ext`... when
+ * that is taken: never replaces a file, and the file appears only once written whole (a link, which
+ * fails rather than replace). Returns its path.
+ */
+export async function createNewFile(dir: string, name: string, ext: string, data: string | Buffer, options: WriteOptions = {}): Promise<string> {
+  const tmp = await writeTemporary(join(dir, `${name}${ext}`), data, options);
+  try {
+    for (let n = 1; ; n++) {
+      const file = join(dir, `${n === 1 ? name : `${name}-${n}`}${ext}`);
+      try {
+        await link(tmp, file);
+        return file;
+      } catch (err) {
+        const code = (err as NodeJS.ErrnoException).code;
+        if (code === 'EEXIST' && n < 10_000) continue;
+        if (code !== 'EPERM' && code !== 'ENOTSUP' && code !== 'EOPNOTSUPP' && code !== 'ENOSYS') throw err;
+        // a file system without hard links: created exclusively in place instead
+        await writeFile(file, data, { flag: 'wx', mode: options.mode ?? 0o600 }).catch((e: NodeJS.ErrnoException) => {
+          if (e.code !== 'EEXIST') throw e;
+        });
+        if (await readFile(file).then((b) => b.equals(Buffer.from(data)), () => false)) return file;
+      }
+    }
+  } finally {
+    await rm(tmp, { force: true });
   }
 }

@@ -6,9 +6,11 @@
 export class LineBuffer {
   private buf: Buffer | undefined;
   private used = 0;
+  private lines = 0;
 
   constructor(
-    private readonly sink: (chunk: Buffer) => void,
+    /** Receives each write: the bytes, and how many lines they hold. */
+    private readonly sink: (chunk: Buffer, lines: number) => void,
     private readonly delayMs = 20,
     private readonly chunkBytes = 64 * 1024,
   ) {}
@@ -23,19 +25,21 @@ export class LineBuffer {
       buf = undefined;
     }
     if (most > this.chunkBytes) {
-      this.sink(Buffer.from(`${line}\n`, 'utf8'));
+      this.sink(Buffer.from(`${line}\n`, 'utf8'), 1);
       return;
     }
     if (!buf) buf = this.start();
     const end = this.used + buf.write(line, this.used, 'utf8');
     buf[end] = 0x0a;
     this.used = end + 1;
+    this.lines++;
   }
 
   private start(): Buffer {
     const buf = Buffer.allocUnsafe(this.chunkBytes);
     this.buf = buf;
     this.used = 0;
+    this.lines = 0;
     setTimeout(() => this.flush(), this.delayMs).unref();
     return buf;
   }
@@ -45,6 +49,6 @@ export class LineBuffer {
     const buf = this.buf;
     if (!buf) return;
     this.buf = undefined;
-    if (this.used) this.sink(buf.subarray(0, this.used));
+    if (this.used) this.sink(buf.subarray(0, this.used), this.lines);
   }
 }

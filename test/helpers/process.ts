@@ -1,4 +1,5 @@
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { eachLine } from '../../scripts/harness.js';
 import { BIN, cleanEnv, tempDir } from './cli.js';
 
 export interface Running {
@@ -19,15 +20,9 @@ export function startCli(args: string[], env: Record<string, string | undefined>
   });
   const lines: string[] = [];
   let err = '';
-  let buffer = '';
   const waiters: (() => void)[] = [];
-  child.stdout.setEncoding('utf8').on('data', (d: string) => {
-    buffer += d;
-    let nl: number;
-    while ((nl = buffer.indexOf('\n')) !== -1) {
-      lines.push(buffer.slice(0, nl));
-      buffer = buffer.slice(nl + 1);
-    }
+  eachLine(child.stdout, (line) => {
+    lines.push(line);
     waiters.splice(0).forEach((w) => w());
   });
   child.stderr.setEncoding('utf8').on('data', (d: string) => (err += d));

@@ -71,10 +71,4 @@ export function sendJson(res: ServerResponse, status: number, body: unknown, hea
 }
 
 /** A port nothing listens on: bound, then closed. */
-export async function closedPort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((resolve) => s.listen(0, '127.0.0.1', resolve));
-  const port = (s.address() as AddressInfo).port;
-  await new Promise<void>((resolve) => s.close(() => resolve()));
-  return port;
-}
+export { freePort as closedPort } from '../../scripts/harness.js';

@@ -1,0 +1,39 @@
+import { Argument, Option } from 'commander';
+import { SCHEMES } from '../signing/layouts.js';
+import { collect, identifier, port, toleranceSeconds, type Parser } from '../util/parse.js';
+
+/**
+ * An option whose value goes through `parse` (src/util/parse.ts) when commander reads it, so the
+ * command's options hold the parsed value; errors name the option by its own flag. `fallback` is the
+ * parsed default and how help shows it.
+ */
+export function valued<T>(flags: string, description: string, parse: Parser<T>, fallback?: [value: T, shown: string]): Option {
+  const option = new Option(flags, description);
+  const name = option.long ?? option.short ?? flags;
+  option.argParser((text: string) => parse(text, name));
+  if (fallback) option.default(fallback[0], fallback[1]);
+  return option;
+}
+
+/** A repeatable option, each value through `parse` when given. */
+export function repeatable<T = string>(flags: string, description: string, parse?: Parser<T>): Option {
+  const option = new Option(flags, description);
+  const name = option.long ?? flags;
+  option.argParser((text: string, previous: T[] | undefined) => [...(previous ?? []), parse ? parse(text, name) : (text as T)]);
+  return option;
+}
+
+export { collect };
+
+/** `--port`, with each command's own default. */
+export const portOption = (fallback: number, what = 'port to listen on (0 picks a free one)') => valued('--port <port>', what, port, [fallback, String(fallback)]);
+
+/** `--scheme`: its choices are the layout table's names. */
+export const schemeOption = (description: string) => new Option('--scheme <name>', description).choices(SCHEMES).default('auto');
+
+/** `--tolerance`: the same limits wherever a timestamp is checked. */
+export const toleranceOption = (description: string) => valued('--tolerance <seconds>', description, toleranceSeconds, [300, '300']);
+
+/** An identifier argument (a webhook or subscription id), checked as it is read: safe in a URL path. */
+export const idArgument = (name: string, description: string) =>
+  new Argument(name, description).argParser((text: string) => identifier(text, `The ${description.replace(/^the /, '')}`));

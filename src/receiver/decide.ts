@@ -1,0 +1,164 @@
+import { createHash } from 'node:crypto';
+import type { VerifyFailure, VerifyResult, VerifySuccess } from '../signing/verify.js';
+import type { Claim } from '../store/pair-store.js';
+import type { DedupeSource, Outcome, ReceiverEvent } from './event.js';
+import type { ForwardResult } from './forward.js';
+
+/**
+ * What the receiver answers, as a function of what it knows so far about one request. The server
+ * (src/receiver/server.ts) does the I/O each step asks for, adds what it found to the facts, and asks
+ * again, until the answer: so every rule of the answer table lives here, and is tested without sockets.
+ */
+export interface Facts {
+  verification: VerifyResult;
+  /** What claiming the pair found. */
+  claim?: Claim;
+  /** What saving and forwarding did. */
+  processed?: Processed;
+  /** Whether the pair was stored as processed (written, or committed). */
+  stored?: { ok: true } | { ok: false; message: string; persistent: boolean };
+}
+
+export interface Processed {
+  forward?: ForwardResult;
+  savedTo?: string;
+  /** Saving failed: the delivery is not processed. */
+  saveError?: string;
+}
+
+export interface DecideOptions {
+  /** `--respond-status`: answer verified deliveries with this instead of 200 (or the app's 2xx). */
+  respondStatus?: number;
+}
+
+/** An answer: the status, the outcome reported, and the JSON body (already serialised). */
+export interface Answer {
+  status: number;
+  outcome: Outcome;
+  body: string;
+}
+
+export type Step =
+  /** Verified: claim the pair. */
+  | { do: 'claim' }
+  /** The claim was won: save and forward the delivery. */
+  | { do: 'process' }
+  /** Processed, to be answered `status` (a 2xx): store the pair first, then answer. */
+  | { do: 'store'; status: number }
+  /** Not processed: give up the claim, then answer. */
+  | { do: 'release'; answer: Answer }
+  | { do: 'answer'; answer: Answer };
+
+export const OK_BODY = '{"ok":true}';
+const CLAIM: Step = { do: 'claim' };
+const PROCESS: Step = { do: 'process' };
+const DUPLICATE: Answer = { status: 200, outcome: 'duplicate', body: '{"ok":true,"duplicate":true}' };
+const IN_PROGRESS: Answer = { status: 409, outcome: 'in_progress', body: '{"error":"this notification is being processed; try again later"}' };
+const errorBody = (message: string) => JSON.stringify({ error: message });
+const isSuccess = (status: number) => status >= 200 && status < 300;
+
+/** What each verification failure is answered with: 400 for what is not a delivery, 401 for what is not authentic. */
+export function statusForFailure(f: VerifyFailure): number {
+  if (f.reason === 'not_json_object') return 400;
+  if (f.reason === 'missing_header') return f.header === 'Webhook-Signature' ? 401 : 400;
+  return 401;
+}
+
+/** The next step for one request, from what is known of it. */
+export function decide(facts: Facts, options: DecideOptions = {}): Step {
+  const v = facts.verification;
+  if (!v.ok) {
+    const status = statusForFailure(v);
+    return { do: 'answer', answer: { status, outcome: status === 400 ? 'bad_request' : 'unverified', body: errorBody(v.message) } };
+  }
+  if (facts.claim === undefined) return CLAIM;
+  if (facts.claim === 'done') return { do: 'answer', answer: DUPLICATE };
+  if (facts.claim === 'held') return { do: 'answer', answer: IN_PROGRESS };
+  const p = facts.processed;
+  if (p === undefined) return PROCESS;
+  if (p.saveError !== undefined) {
+    return { do: 'release', answer: { status: 500, outcome: 'error', body: errorBody(`the delivery could not be saved: ${p.saveError}`) } };
+  }
+  if (p.forward && !p.forward.ok) {
+    const why = p.forward.error ?? `your app answered ${p.forward.status}`;
+    return { do: 'release', answer: { status: 502, outcome: 'forward_failed', body: errorBody(`forwarding failed: ${why}`) } };
+  }
+  const status = options.respondStatus ?? p.forward?.status ?? 200;
+  // Only a delivery acknowledged with a 2xx counts as processed; otherwise the service's retry must get through.
+  if (!isSuccess(status)) return { do: 'release', answer: { status, outcome: 'refused_by_flag', body: errorBody(`answered ${status} (--respond-status)`) } };
+  const s = facts.stored;
+  if (s === undefined) return { do: 'store', status };
+  if (!s.ok) return { do: 'answer', answer: { status: 503, outcome: 'store_failed', body: errorBody('the delivery could not be recorded as processed; try again later') } };
+  return { do: 'answer', answer: { status, outcome: 'accepted', body: OK_BODY } };
+}
+
+/** The pair a verified delivery is deduplicated by. */
+export interface Pair {
+  trigger: string;
+  subscription: string;
+  source: DedupeSource;
+}
+
+const text = (v: unknown) => (typeof v === 'string' || typeof v === 'number' ? String(v) : undefined);
+
+/**
+ * The (trigger, subscription) pair of a verified delivery. The trigger is the body's `trigger_id`,
+ * else the Trigger-Id header. When the matched layout does not sign the Trigger-Id, the header could
+ * have been changed by anyone: then it is the body's `trigger_id` or, failing that, a hash of what the
+ * layout signs (timestamp and body), so a captured delivery re-sent under a new Trigger-Id is a duplicate.
+ */
+export function pairOf(v: VerifySuccess, body: Buffer): Pair {
+  const p = v.payload;
+  const nested = typeof p.subscription === 'object' && p.subscription !== null ? (p.subscription as Record<string, unknown>).id : undefined;
+  const subscription = text(p.subscription_id) ?? text(nested) ?? '';
+  const fromBody = text(p.trigger_id);
+  if (fromBody !== undefined) return { trigger: fromBody, subscription, source: 'body' };
+  if (v.signs.triggerId) return { trigger: v.triggerId, subscription, source: 'header' };
+  const hash = createHash('sha256');
+  if (v.signs.timestamp) hash.update(`${v.timestamp}.`);
+  return { trigger: `sha256:${hash.update(body).digest('base64url')}`, subscription, source: 'hash' };
+}
+
+/** The report of a verified delivery: its ids, its model run, its size, the layout that matched. */
+export function deliveryEvent(time: string, path: string, v: VerifySuccess, pair: Pair, size: number): ReceiverEvent {
+  const p = v.payload;
+  const data = (typeof p.data === 'object' && p.data !== null ? p.data : {}) as Record<string, unknown>;
+  const event: ReceiverEvent = {
+    time,
+    outcome: 'accepted',
+    status: 200,
+    method: 'POST',
+    path,
+    size,
+    type: text(p.type),
+    webhook_id: text(p.webhook_id),
+    subscription_id: pair.subscription || undefined,
+    trigger_id: pair.source === 'hash' ? v.triggerId : pair.trigger,
+    model: text(data.model),
+    initialization_time: text(data.initialization_time),
+    forecast_hour: typeof data.forecast_hour === 'number' ? data.forecast_hour : undefined,
+    layout: v.layout,
+  };
+  // the rarely set ones only when set: every property, even an undefined one, costs JSON.stringify time
+  if (p.test === true) event.test = true;
+  if (!v.signs.triggerId) event.dedupe_key = pair.source;
+  if (v.warning) event.warning = v.warning;
+  return event;
+}
+
+/** The report of a request that did not verify. */
+export function failureEvent(time: string, path: string, f: VerifyFailure, status: number, size: number, triggerHeader: string | undefined): ReceiverEvent {
+  return {
+    time,
+    outcome: status === 400 ? 'bad_request' : 'unverified',
+    status,
+    method: 'POST',
+    path,
+    size,
+    reason: f.reason,
+    message: f.message,
+    hint: f.hint,
+    skew_seconds: f.skewSeconds,
+    trigger_id: triggerHeader,
+  };
+}

@@ -1,0 +1,84 @@
+import { randomBytes } from 'node:crypto';
+
+/**
+ * The service's vocabulary and the rules its values follow, in one place: the CLI checks what it is
+ * about to send with them (a usage error, exit 2), and the emulator checks what it receives with the
+ * same ones (a 400). Each check returns what is wrong, in words, or undefined.
+ */
+
+/** The subscription types SERVICE.md names. Others are sent anyway, with a warning. */
+export const SUBSCRIPTION_TYPES = [
+  'initialization_time.available',
+  'forecast_hour.available',
+  'degree_days.available',
+  'tropical_cyclones.available',
+  'events.available',
+] as const;
+
+export function isKnownType(type: string): boolean {
+  return (SUBSCRIPTION_TYPES as readonly string[]).includes(type);
+}
+
+/** A delivery URL: absolute http or https. */
+export function urlProblem(text: string): string | undefined {
+  let u: URL;
+  try {
+    u = new URL(text);
+  } catch {
+    return 'is not an absolute URL';
+  }
+  if (u.protocol !== 'http:' && u.protocol !== 'https:') return `must be an http or https URL, not "${u.protocol}"`;
+  return undefined;
+}
+
+const HOUR_OF_DAY = /^(\d{1,2}):(\d{2})$/;
+
+/** `H:MM`, H 0-23 and MM 00-59, as the service writes cycle hours (`0:00`, `12:00`). */
+export function hourOfDayProblem(text: string): string | undefined {
+  const m = HOUR_OF_DAY.exec(text);
+  if (!m || Number(m[1]) > 23 || Number(m[2]) > 59) return `"${text}" is not an hour of the day in H:MM form (H 0-23, MM 00-59)`;
+  return undefined;
+}
+
+/**
+ * An identifier that is safe in a URL path: not empty, and no `/`, `?`, `#`, `\`, whitespace, control
+ * characters or `..`, so that a value like `../all` or `42?secret=x` can never reach another route.
+ */
+export function idProblem(text: string): string | undefined {
+  if (text.length === 0) return 'is empty';
+  // eslint-disable-next-line no-control-regex
+  if (/[/?#\\]|\s|\.\.|[\u0000-\u001f\u007f]/.test(text)) return 'cannot contain "/", "?", "#", "\\", whitespace or ".."';
+  return undefined;
+}
+
+/** How deep JSON may nest in what the service accepts: deeper is refused before it is stored or echoed. */
+export const MAX_JSON_DEPTH = 64;
+
+/** Whether a parsed JSON value nests deeper than `max` (without recursion, so it cannot overflow the stack). */
+export function nestsDeeperThan(value: unknown, max = MAX_JSON_DEPTH): boolean {
+  const stack: [unknown, number][] = [[value, 0]];
+  while (stack.length) {
+    const [v, depth] = stack.pop()!;
+    if (typeof v !== 'object' || v === null) continue;
+    if (depth >= max) return true;
+    for (const child of Array.isArray(v) ? v : Object.values(v)) stack.push([child, depth + 1]);
+  }
+  return false;
+}
+
+/** An ISO 8601 time in whole seconds, as the service writes them: `2026-11-21T06:00:00Z`. */
+export function isoSeconds(time: Date | number | string): string {
+  return new Date(time).toISOString().replace(/\.\d{3}Z$/, 'Z');
+}
+
+/** The latest 6-hourly model cycle (00, 06, 12, 18 UTC) at or before `now`. */
+export function latestCycle(now = new Date()): string {
+  const d = new Date(now);
+  d.setUTCHours(Math.floor(d.getUTCHours() / 6) * 6, 0, 0, 0);
+  return isoSeconds(d);
+}
+
+/** `trg_` + a time-ordered, random identifier. */
+export function newTriggerId(): string {
+  return `trg_${Date.now().toString(36).padStart(10, '0')}${randomBytes(8).toString('hex')}`;
+}

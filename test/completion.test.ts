@@ -1,0 +1,85 @@
+import { execFileSync, spawnSync } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { buildProgram } from '../src/cli.js';
+import { commandPaths } from '../src/commands/completion.js';
+import { tempDir } from './helpers/cli.js';
+import { runInProcess, testIo } from './helpers/context.js';
+
+// Every command path, completed by each shell's own completion machinery (bash's complete -F function,
+// zsh's compadd, fish's complete -C), against what the command tree says. The shells are installed by
+// .ci/run (apt-get install zsh fish) where they are missing.
+
+interface Case {
+  words: string[];
+  expected: string[];
+}
+
+let cases: Case[] = [];
+const scripts: Record<string, string> = {};
+
+beforeAll(async () => {
+  const program = await buildProgram(['node', 'wxhooks', 'completion', 'bash'], testIo());
+  cases = commandPaths(program).flatMap((n) => {
+    const words = n.path ? ['wxhooks', ...n.path.split(' ')] : ['wxhooks'];
+    const out: Case[] = [{ words: [...words, '--'], expected: n.flags.map((f) => f.name).filter((f) => f.startsWith('--')) }];
+    if (n.subs.length) out.push({ words: [...words, ''], expected: n.subs.map((s) => s.name) });
+    return out;
+  });
+  for (const shell of ['bash', 'zsh', 'fish']) {
+    const r = await runInProcess(['completion', shell]);
+    expect(r.code).toBe(0);
+    scripts[shell] = join(tempDir(), `wxhooks.${shell}`);
+    writeFileSync(scripts[shell]!, r.stdout);
+  }
+});
+
+const sorted = (line: string) => line.split(/\s+/).filter(Boolean).sort();
+const quote = (w: string) => `'${w}'`;
+
+function shellPresent(shell: string): void {
+  const found = spawnSync(shell, ['-c', 'exit 0']).status === 0;
+  if (!found) throw new Error(`${shell} is not installed: install it (Debian: apt-get install ${shell}), as .ci/run does`);
+}
+
+/** Runs `driver` (which prints one line per case) in the shell, and compares each line with the case. */
+function check(shell: string, driver: string, args: string[] = ['-c']) {
+  shellPresent(shell);
+  const out = execFileSync(shell, [...args, driver], { encoding: "utf8" }).split("\n");
+  const wrong = cases.map((c, i) => ({ typed: c.words.join(' '), got: sorted(out[i] ?? ''), expected: [...c.expected].sort() })).filter((x) => x.got.join(' ') !== x.expected.join(' '));
+  expect(wrong).toEqual([]);
+  expect(cases.length).toBeGreaterThan(30);
+}
+
+describe('completion, run by each shell, for every command path', () => {
+  it('bash', () => {
+    const lines = cases.map((c) => `COMP_WORDS=(${c.words.map(quote).join(' ')}); COMP_CWORD=${c.words.length - 1}; COMPREPLY=(); _wxhooks; echo "\${COMPREPLY[*]}"`);
+    check('bash', `source ${scripts.bash}\n${lines.join('\n')}`);
+  });
+
+  it('zsh', () => {
+    const lines = cases.map((c) => `words=(${c.words.map(quote).join(' ')}); CURRENT=${c.words.length}; got=(); _wxhooks; print -r -- "\${got[*]}"`);
+    // compadd is zsh's: outside a completion it cannot run, so it is stood in for by one that keeps what it is given (as zsh would, by prefix)
+    const stub = 'compdef() { :; }\ncompadd() { shift; local w; for w in "$@"; do [[ $w == ${words[CURRENT]}* ]] && got+=($w); done }';
+    check('zsh', `${stub}\nsource ${scripts.zsh}\n${lines.join('\n')}`);
+  });
+
+  it('fish', () => {
+    const lines = cases.map((c) => `echo (complete -C ${quote(c.words.join(' '))} | string split -f1 \\t)`);
+    check('fish', `source ${scripts.fish}\n${lines.join('\n')}`);
+  });
+
+  it("fish offers a command's own flags, not another's of the same name (secret list is not webhook list)", () => {
+    shellPresent('fish');
+    const out = execFileSync('fish', ['-c', `source ${scripts.fish}; complete -C 'wxhooks secret list --' | string split -f1 \\t`], { encoding: 'utf8' });
+    expect(sorted(out)).not.toContain('--active');
+    expect(sorted(out)).toContain('--json');
+  });
+
+  it('an unknown shell is exit 2', async () => {
+    const bad = await runInProcess(['completion', 'powershell']);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain('bash, zsh or fish');
+  });
+});
