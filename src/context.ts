@@ -1,5 +1,5 @@
 import type { ResolvedBaseUrl } from './api/base-url.js';
-import type { AuthScheme } from './api/credentials.js';
+import type { AuthScheme, Credentials } from './api/credentials.js';
 import type { Service } from './api/service.js';
 
 export type { AuthScheme };
@@ -41,7 +41,7 @@ export interface Context {
   /** The clock, in milliseconds. */
   now(): number;
   /** Builds the service client in place of the usual one (src/commands/shared.ts, serviceFor), for tests. */
-  serviceFactory?: (ctx: Context) => Promise<{ service: Service; base: ResolvedBaseUrl; scheme: AuthScheme }>;
+  serviceFactory?: (ctx: Context) => Promise<{ service: Service; base: ResolvedBaseUrl; credentials: Credentials }>;
 }
 
 /** A command's run function: the context first, then commander's arguments (positionals, then options). */

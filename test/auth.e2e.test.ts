@@ -1,3 +1,4 @@
+import { createHmac } from 'node:crypto';
 import { readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -73,21 +74,16 @@ describe('auth status', () => {
     expect(r.stdout).not.toContain(KEY);
   });
 
-  it('--auth basic sends WX_CLIENT_ID and the key as Basic credentials', async () => {
+  it('a client id and a legacy key: Basic with the client id and a token signed with the key (the binary, on the wire)', async () => {
     const before = ok.requests.length;
-    const r = await runCli(['auth', 'status', '--auth', 'basic'], { env: { WX_API_KEY: KEY, WX_CLIENT_ID: 'client-42', WX_BASE_URL: ok.url } });
+    const r = await runCli(['auth', 'status'], { env: { WX_API_KEY: KEY, WX_CLIENT_ID: 'client_42', WX_BASE_URL: ok.url } });
     expect(r.code).toBe(0);
-    const header = ok.requests[before]!.headers.authorization!;
-    expect(header).toBe(`Basic ${Buffer.from(`client-42:${KEY}`).toString('base64')}`);
-    expect(r.stdout).toContain('Basic');
-  });
-
-  it('--auth basic splits a combined wb_ key', async () => {
-    const combined = `wb_${Buffer.from('client-7:the-key-itself').toString('base64')}`;
-    const before = ok.requests.length;
-    const r = await runCli(['auth', 'status', '--auth', 'basic'], { env: { WX_API_KEY: combined, WX_BASE_URL: ok.url } });
-    expect(r.code).toBe(0);
-    expect(ok.requests[before]!.headers.authorization).toBe(`Basic ${Buffer.from('client-7:the-key-itself').toString('base64')}`);
+    const [user, token] = Buffer.from(ok.requests[before]!.headers.authorization!.slice(6), 'base64').toString().split(/:(.*)/s);
+    expect(user).toBe('client_42');
+    const [head, body, signature] = token!.split('.');
+    expect(signature).toBe(createHmac('sha256', KEY).update(`${head}.${body}`).digest('base64url'));
+    expect(r.stdout).toContain('Basic (legacy');
+    expect(r.stdout + r.stderr).not.toContain(token!);
   });
 
   it('--auth basic without a client id is a usage error before any request', async () => {
@@ -101,14 +97,14 @@ describe('auth status', () => {
   it('--json prints the service object alone on stdout', async () => {
     const r = await runCli(['auth', 'status', '--json'], { env: { WX_API_KEY: KEY, WX_BASE_URL: ok.url } });
     expect(r.code).toBe(0);
-    expect(JSON.parse(r.stdout)).toEqual({ authed: true, client_id: 'client-42' });
+    expect(JSON.parse(r.stdout)).toEqual({ authed: true, client_id: 'client-42', credentials: { scheme: 'bearer', key_from: 'WX_API_KEY', client_id: null, client_id_from: null } });
     expect(r.stderr).toBe('');
   });
 
   it('a missing key exits 3 and says how to set it on each platform', async () => {
     const r = await runCli(['auth', 'status'], { env: { WX_BASE_URL: ok.url } });
     expect(r.code).toBe(3);
-    expect(r.stderr).toContain('WX_API_KEY is not set');
+    expect(r.stderr).toContain('neither WX_API_KEY nor WB_API_KEY is set');
     expect(r.stderr).toContain('export WX_API_KEY=');
     expect(r.stderr).toContain('setx WX_API_KEY');
     expect(r.stderr).not.toMatch(/\n\s+at /); // no stack trace
@@ -118,7 +114,7 @@ describe('auth status', () => {
   it('--verbose adds the stack to an error', async () => {
     const r = await runCli(['auth', 'status', '--verbose'], { env: { WX_BASE_URL: ok.url } });
     expect(r.code).toBe(3);
-    expect(r.stderr).toMatch(/AuthError: WX_API_KEY is not set\.\n\s+at /);
+    expect(r.stderr).toMatch(/AuthError: No API key: neither WX_API_KEY nor WB_API_KEY is set\.\n\s+at /);
   });
 
   it('an empty key exits 3', async () => {
@@ -140,7 +136,7 @@ describe('auth status', () => {
     try {
       const r = await runCli(['auth', 'status', '--json'], { env: { WX_API_KEY: KEY, WX_BASE_URL: s.url } });
       expect(r.code).toBe(3);
-      expect(JSON.parse(r.stdout)).toEqual({ authed: false, client_id: 'c' });
+      expect(JSON.parse(r.stdout)).toMatchObject({ authed: false, client_id: 'c' });
       expect(r.stderr).toContain('authed: false');
     } finally {
       await s.close();

@@ -10,13 +10,15 @@ interface Emu {
   proc: Running;
   url: string;
   key: string;
+  /** The secret half of its current key: a legacy key, for Basic. */
+  legacyKey: string;
   env: Record<string, string>;
 }
 
 async function emulator(args: string[] = [], dir = tempDir()): Promise<Emu> {
   const proc = startCli(['emulator', '--port', '0', '--json', '--retry-delays', '100ms,200ms,300ms', ...args], { WXHOOKS_CONFIG_DIR: dir });
-  const info = await proc.waitFor<{ base_url: string; api_key: string }>((v) => typeof v === 'object' && 'base_url' in v);
-  return { proc, url: info.base_url, key: info.api_key, env: { WX_BASE_URL: info.base_url, WX_API_KEY: info.api_key, WXHOOKS_CONFIG_DIR: dir } };
+  const info = await proc.waitFor<{ base_url: string; api_key: string; legacy_key: string }>((v) => typeof v === 'object' && 'base_url' in v);
+  return { proc, url: info.base_url, key: info.api_key, legacyKey: info.legacy_key, env: { WX_BASE_URL: info.base_url, WX_API_KEY: info.api_key, WXHOOKS_CONFIG_DIR: dir } };
 }
 
 async function raw(url: string, init: RequestInit & { key?: string } = {}) {
@@ -52,11 +54,14 @@ describe('the emulator answers like a real service', () => {
     const wrong = await raw(`${emu.url}/webhooks/v1`, { key: 'nope' });
     expect(wrong.status).toBe(401);
     const bearer = await runCli(['auth', 'status', '--json'], { env: emu.env });
-    expect(JSON.parse(bearer.stdout)).toEqual({ authed: true, client_id: 'emulator' });
-    const basic = await runCli(['auth', 'status', '--auth', 'basic'], { env: { ...emu.env, WX_CLIENT_ID: 'emulator' } });
-    expect(basic.code).toBe(0);
-    const badBasic = await runCli(['auth', 'status', '--auth', 'basic'], { env: { ...emu.env, WX_CLIENT_ID: 'someone-else' } });
+    expect(JSON.parse(bearer.stdout)).toMatchObject({ authed: true, client_id: 'emulator', credentials: { scheme: 'bearer', client_id_from: 'the wb_ key' } });
+    // its legacy key with its client id: Basic with a signed token
+    const legacy = { ...emu.env, WX_API_KEY: emu.legacyKey, WX_CLIENT_ID: 'emulator' };
+    const basic = await runCli(['auth', 'status', '--json'], { env: legacy });
+    expect(JSON.parse(basic.stdout)).toMatchObject({ authed: true, credentials: { scheme: 'basic' } });
+    const badBasic = await runCli(['auth', 'status'], { env: { ...legacy, WX_CLIENT_ID: 'someone_else' } });
     expect(badBasic.code).toBe(3);
+    expect(badBasic.stderr).toContain('not this emulator');
   });
 
   it('malformed JSON 400, unknown route 404, wrong method 405, too large 413, unknown id 404; never crashes', async () => {

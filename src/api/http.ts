@@ -162,7 +162,7 @@ export class HttpClient {
   }
 
   private log(text: string): void {
-    this.options.log?.(redact(text, [this.options.credentials.key, this.options.credentials.authorization]));
+    this.options.log?.(redact(text, this.options.credentials.secrets));
   }
 
   url(path: string, query?: RequestOptions['query']): string {
@@ -178,7 +178,6 @@ export class HttpClient {
     const deadline = Date.now() + this.options.timeoutMs;
     const retries = method === 'GET' ? (this.options.maxRetries ?? 3) : 0;
     const headers: Record<string, string> = {
-      authorization: this.options.credentials.authorization,
       'user-agent': userAgent(),
       accept: 'application/json',
     };
@@ -200,7 +199,10 @@ export class HttpClient {
       let retryAfterHeader: string | undefined;
       let failure: unknown;
       try {
-        this.log(`→ ${method} ${url}  (attempt ${attempt}, Authorization: ${this.options.credentials.scheme === 'bearer' ? 'Bearer' : 'Basic'} ***)`);
+        // minted for each attempt: a legacy token is never sent stale, however long the command runs
+        headers.authorization = await this.options.credentials.authorization();
+        const who = this.options.credentials.clientId ? ` for client ${this.options.credentials.clientId}` : '';
+        this.log(`→ ${method} ${url}  (attempt ${attempt}, Authorization: ${this.options.credentials.scheme === 'bearer' ? 'Bearer' : 'Basic'} ***${who})`);
         const res = await exchange(
           url,
           { method, headers, body, signal: controller.signal },

@@ -5,6 +5,7 @@ import { printable } from '../output/printable.js';
 import { printJson } from '../output/render.js';
 import { withSpinner } from '../output/spinner.js';
 import { styleFor } from '../output/style.js';
+import type { Credentials } from '../api/credentials.js';
 import { serviceFor } from './shared.js';
 
 export function register(auth: Command, act: Act): void {
@@ -15,29 +16,46 @@ export function register(auth: Command, act: Act): void {
       'after',
       `
 Examples:
-  $ export WX_API_KEY=...            # the key is only ever read from the environment
+  $ export WX_API_KEY=wb_...          # the key is only ever read from the environment (or WB_API_KEY)
   $ wxhooks auth status
-  $ wxhooks auth status --auth basic  # legacy Basic: WX_CLIENT_ID + key, or a combined wb_ key
+  $ WB_CLIENT_ID=acme WB_API_KEY=... wxhooks auth status   # a legacy key: Basic with a signed token
   $ wxhooks auth status --json | jq .client_id`,
     )
     .action(act(runAuthStatus));
 }
 
+/** How the key was sent, in words: the scheme, and which variable each part came from. */
+export function describeScheme(c: Credentials): string {
+  if (c.scheme === 'basic') return `Basic (legacy: the client id from ${c.clientIdFrom}, and a token signed with the key from ${c.keyFrom}, new for each request)`;
+  if (c.clientIdFrom === 'the wb_ key') return `Bearer (the current key from ${c.keyFrom}, sent whole)`;
+  return `Bearer (the key from ${c.keyFrom})`;
+}
+
 export async function runAuthStatus(ctx: Context): Promise<void> {
-  const { service, base, scheme } = await serviceFor(ctx);
+  const { service, base, credentials } = await serviceFor(ctx);
   const status = await withSpinner(ctx, `Checking credentials with ${base.url}`, () => service.authStatus());
+  const given = status.client_id === undefined ? undefined : String(status.client_id);
   // with --json the service's object is printed whatever it says, so a script can read why
-  if (ctx.global.json) printJson(ctx.stdout, status);
+  if (ctx.global.json) {
+    printJson(ctx.stdout, {
+      ...status,
+      credentials: { scheme: credentials.scheme, key_from: credentials.keyFrom, client_id: credentials.clientId ?? null, client_id_from: credentials.clientIdFrom ?? null },
+    });
+  }
   if (!status.authed) {
     throw new AuthError(`The service at ${base.url} does not accept these credentials (authed: false).`, {
-      hint: 'Check WX_API_KEY (and WX_CLIENT_ID with --auth basic); a key belongs to one service, so check --base-url too.',
+      hint: `Check ${credentials.keyFrom}${credentials.clientIdFrom && credentials.clientIdFrom !== 'the wb_ key' ? ` and ${credentials.clientIdFrom}` : ''}; a key belongs to one service, so check --base-url too.`,
     });
   }
   if (ctx.global.json) return;
   const style = styleFor(ctx, ctx.stdout);
   const source = { flag: '--base-url', env: 'WX_BASE_URL', setting: 'the base-url setting' }[base.source];
   line(ctx.stdout, `${style.green('✓')} Authenticated with ${style.bold(base.url)}`);
-  line(ctx.stdout, `  Client ID:  ${status.client_id === undefined ? '(not given)' : printable(String(status.client_id))}`);
-  line(ctx.stdout, `  Scheme:     ${scheme === 'bearer' ? 'Bearer (WX_API_KEY)' : 'Basic (legacy: client id and WX_API_KEY)'}`);
+  const ours = credentials.clientId === undefined ? '' : ` (${credentials.clientIdFrom === 'the wb_ key' ? 'in the key' : `from ${credentials.clientIdFrom}`}: ${printable(credentials.clientId)})`;
+  line(ctx.stdout, `  Client ID:  ${given === undefined ? '(not given)' : printable(given)}${ours}`);
+  line(ctx.stdout, `  Scheme:     ${describeScheme(credentials)}`);
   line(ctx.stdout, `  Base URL:   ${base.url} (from ${source})`);
+  if (given !== undefined && credentials.clientId !== undefined && given !== credentials.clientId) {
+    line(ctx.stderr, `warning: the service says client ${printable(given)}, but ${credentials.clientIdFrom} says ${printable(credentials.clientId)}.`);
+  }
 }

@@ -13,8 +13,8 @@ export function register(cmd: Command, act: Act): void {
   cmd
     .addOption(portOption(8788))
     .option('--host <host>', 'address to bind', '127.0.0.1')
-    .option('--api-key <key>', 'the API key it accepts (default: a new random one, printed)')
-    .option('--client-id <id>', 'the client id it reports, and accepts with Basic auth', 'emulator')
+    .option('--api-key <key>', 'the API key it accepts: a current wb_ key, or a legacy key (default: a new wb_ key, printed)')
+    .option('--client-id <id>', 'the client id it reports and accepts with Basic auth (default: emulator, or the one in a wb_ --api-key)')
     .addOption(valued('--retry-delays <list>', 'delays before the (up to 3) retries of a failed delivery', durations, [[5_000, 30_000, 120_000], '5s,30s,2m']))
     .addOption(valued('--attempt-timeout <duration>', 'a delivery with no answer by then has failed', timeLimit, [10_000, '10s']))
     .addOption(valued('--concurrency <n>', 'delivery attempts in flight at once, across every webhook', integer(1, 10_000), [64, '64']))
@@ -35,7 +35,7 @@ export interface EmulatorCommandOptions {
   port: number;
   host: string;
   apiKey?: string;
-  clientId: string;
+  clientId?: string;
   retryDelays: number[];
   attemptTimeout: number;
   concurrency: number;
@@ -61,12 +61,15 @@ export async function runEmulator(ctx: Context, opts: EmulatorCommandOptions): P
   });
   if (ctx.global.json) {
     // one line, so a script can read it while the emulator keeps running
-    line(ctx.stdout, JSON.stringify({ base_url: emu.url, api_key: emu.apiKey, client_id: emu.clientId, shape: opts.shape, data_file: opts.dataFile ?? null }));
+    line(ctx.stdout, JSON.stringify({ base_url: emu.url, api_key: emu.apiKey, client_id: emu.clientId, legacy_key: emu.secret, shape: opts.shape, data_file: opts.dataFile ?? null }));
   } else {
     const style = styleFor(ctx, ctx.stdout);
     line(ctx.stdout, `${style.green('●')} wxhooks emulator on ${style.bold(emu.url)} (${opts.shape} shape, ${opts.dataFile ? `state in ${opts.dataFile}` : 'state in memory'}, retries after ${opts.retryDelays.map(formatDuration).join(', ')})`);
     line(ctx.stdout, '');
     line(ctx.stdout, `  export WX_BASE_URL=${emu.url} WX_API_KEY=${emu.apiKey}`);
+    line(ctx.stdout, '');
+    line(ctx.stdout, style.dim("  # the service's own client reads WB_API_KEY (and a legacy client id from WB_CLIENT_ID):"));
+    line(ctx.stdout, `  export WB_API_KEY=${emu.apiKey}${emu.apiKey.startsWith('wb_') ? '' : ` WB_CLIENT_ID=${emu.clientId}`}`);
     line(ctx.stdout, '');
     line(ctx.stdout, style.dim(`Next, in another shell: paste that line, then \`wxhooks listen --port 8787\` and \`wxhooks webhook create --url http://127.0.0.1:8787/ --subscribe forecast_hour.available\`, then \`wxhooks trigger forecast_hour.available\`. Ctrl-C stops the emulator.`));
   }

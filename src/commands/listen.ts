@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import { line, type Act, type Context, type Out } from '../context.js';
 import { InterruptedError, NotVerifiedError, UsageError, type WxError } from '../errors.js';
 import { formatEvent } from '../output/listen.js';
-import { PLAIN, styleFor } from '../output/style.js';
+import { styleFor } from '../output/style.js';
 import type { ReceiverEvent } from '../receiver/event.js';
 import { startReceiver } from '../receiver/server.js';
 import { Verifier } from '../signing/verify.js';
@@ -114,8 +114,7 @@ export async function runListen(ctx: Context, o: ListenOptions): Promise<void> {
   secrets.forEach(addSensitive);
   const verifier = new Verifier({ secret: secrets, scheme: o.scheme, tolerance: o.tolerance });
 
-  const colours = styleFor(ctx, ctx.stdout);
-  const style = colours.level === 0 ? PLAIN : colours;
+  const style = styleFor(ctx, ctx.stdout);
   const styleErr = styleFor(ctx, ctx.stderr);
   const json = ctx.global.json;
   const output = reportWriter(ctx.stdout, json);

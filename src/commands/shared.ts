@@ -2,10 +2,10 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Command } from 'commander';
 import { resolveBaseUrl, type ResolvedBaseUrl } from '../api/base-url.js';
-import { resolveCredentials } from '../api/credentials.js';
+import { resolveCredentials, type Credentials } from '../api/credentials.js';
 import { HttpClient, proxyConfigured } from '../api/http.js';
 import { Service } from '../api/service.js';
-import { line, type AuthScheme, type Context } from '../context.js';
+import { line, type Context } from '../context.js';
 import { NotFoundError, UsageError } from '../errors.js';
 import { configDir, settingsFileError } from '../store/paths.js';
 import type { SecretStore } from '../store/secrets.js';
@@ -38,12 +38,10 @@ export async function baseUrlFor(ctx: Context): Promise<ResolvedBaseUrl> {
   return resolveBaseUrl(ctx.global.baseUrl, ctx.env.WX_BASE_URL, () => stored);
 }
 
-export async function serviceFor(ctx: Context): Promise<{ service: Service; base: ResolvedBaseUrl; scheme: AuthScheme }> {
+export async function serviceFor(ctx: Context): Promise<{ service: Service; base: ResolvedBaseUrl; credentials: Credentials }> {
   if (ctx.serviceFactory) return ctx.serviceFactory(ctx);
-  const scheme: AuthScheme = ctx.global.auth ?? 'bearer';
-  const credentials = resolveCredentials(ctx.env, scheme);
-  addSensitive(credentials.key);
-  addSensitive(ctx.env.WX_API_KEY?.trim());
+  const credentials = resolveCredentials(ctx.env, ctx.global.auth ?? 'auto', ctx.now);
+  credentials.secrets.forEach(addSensitive);
   const base = await baseUrlFor(ctx);
   const http = new HttpClient({
     baseUrl: base.url,
@@ -53,7 +51,7 @@ export async function serviceFor(ctx: Context): Promise<{ service: Service; base
     retryBaseMs: ctx.env.WXHOOKS_RETRY_BASE_MS ? Number(ctx.env.WXHOOKS_RETRY_BASE_MS) : undefined,
     proxy: proxyConfigured(ctx.env),
   });
-  return { service: new Service(http), base, scheme };
+  return { service: new Service(http), base, credentials };
 }
 
 /** The secret store; loaded only by the commands that use it (its lock library patches fs on load). */

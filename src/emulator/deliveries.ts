@@ -26,6 +26,8 @@ export interface SchedulerOptions {
   attemptTimeoutMs?: number;
   /** Attempts in flight at once, across every webhook (64). */
   concurrency?: number;
+  /** `live`: the ids in a delivery's body are integers, as the live API gives them. */
+  shape?: 'documented' | 'live';
 }
 
 /** At most `limit` at once; the others wait their turn, in order. */
@@ -66,12 +68,13 @@ export function filtersMatch(filters: Record<string, unknown>, event: PublishedE
   return true;
 }
 
-export function payloadFor(hook: EmuWebhook, sub: EmuSubscription, event: PublishedEvent, triggerId: string, test: boolean): Buffer {
+export function payloadFor(hook: EmuWebhook, sub: EmuSubscription, event: PublishedEvent, triggerId: string, test: boolean, shape: SchedulerOptions['shape'] = 'documented'): Buffer {
   const data: Record<string, unknown> = { model: event.model, initialization_time: event.initialization_time };
   if (event.forecast_hour !== undefined) data.forecast_hour = event.forecast_hour;
   if (event.event_type !== undefined) data.event_type = event.event_type;
   if (sub.response_options) data.response = syntheticResponse(sub.response_options, event, triggerId);
-  return buildPayload({ type: event.type, webhookId: hook.id, subscriptionId: sub.id, triggerId, test, data });
+  const id = (value: string) => (shape === 'live' ? Number(value) : value);
+  return buildPayload({ type: event.type, webhookId: id(hook.id), subscriptionId: id(sub.id), triggerId, test, data });
 }
 
 /** Sends notifications: each attempt signed afresh, failures retried with growing delays, every attempt recorded. */
@@ -96,7 +99,7 @@ export class DeliveryScheduler {
       if (!hook.active) continue;
       for (const sub of hook.subscriptions) {
         if (sub.type !== event.type || !filtersMatch(sub.filters, event)) continue;
-        out.push({ webhook: hook, subscription: sub, type: event.type, triggerId, body: payloadFor(hook, sub, event, triggerId, false), test: false });
+        out.push({ webhook: hook, subscription: sub, type: event.type, triggerId, body: payloadFor(hook, sub, event, triggerId, false, this.options.shape), test: false });
       }
     }
     return out;

@@ -1,5 +1,5 @@
-import { timingSafeEqual } from 'node:crypto';
 import { hourOfDayProblem, isKnownType, isoSeconds, latestCycle, newTriggerId, SUBSCRIPTION_TYPES, urlProblem } from '../vocabulary.js';
+import { authProblem, type EmulatorCredentials } from './auth.js';
 import { payloadFor, type DeliveryScheduler, type PublishedEvent } from './deliveries.js';
 import type { EmuSubscription, EmuWebhook, EmulatorState } from './state.js';
 
@@ -22,8 +22,7 @@ export interface EmuResponse {
 }
 
 export interface RouterOptions {
-  apiKey: string;
-  clientId: string;
+  credentials: EmulatorCredentials;
   shape: Shape;
   /** How long `POST /emulator/v1/events` waits for the first attempts before answering (3 s). */
   publishWaitMs?: number;
@@ -124,19 +123,6 @@ export class EmulatorRouter {
     return out;
   }
 
-  private authorized(headers: EmuRequest['headers']): boolean {
-    const value = headers.authorization;
-    const auth = Array.isArray(value) ? value[0] : value;
-    if (!auth) return false;
-    const same = (a: string, b: string) => a.length === b.length && timingSafeEqual(Buffer.from(a), Buffer.from(b));
-    if (auth.startsWith('Bearer ')) return same(auth.slice(7), this.options.apiKey);
-    if (auth.startsWith('Basic ')) {
-      const decoded = Buffer.from(auth.slice(6), 'base64').toString('utf8');
-      return same(decoded, `${this.options.clientId}:${this.options.apiKey}`);
-    }
-    return false;
-  }
-
   private hook(id: string): EmuWebhook {
     const hook = this.state.webhooks.get(id);
     if (!hook) throw new HttpError(404, 'not_found', `webhook ${id} not found`);
@@ -168,9 +154,9 @@ export class EmulatorRouter {
     });
     const route = this.match(req, parts);
     if (!route) throw new HttpError(404, 'not_found', `no route for ${req.path}`);
-    if (!this.authorized(req.headers)) {
-      throw new HttpError(401, 'unauthorized', 'missing or invalid credentials: send Authorization: Bearer <API key>', { 'www-authenticate': 'Bearer' });
-    }
+    const header = req.headers.authorization;
+    const problem = await authProblem(Array.isArray(header) ? header[0] : header, this.options.credentials);
+    if (problem) throw new HttpError(401, 'unauthorized', `not authenticated: ${problem}`, { 'www-authenticate': 'Bearer' });
     return route();
   }
 
@@ -180,7 +166,7 @@ export class EmulatorRouter {
     const methods: Record<string, () => Promise<EmuResponse> | EmuResponse> = {};
     const [a, b, c, d, e, f] = p;
     if (p.length === 3 && a === 'debug' && b === 'v1' && c === 'auth_status') {
-      methods.GET = () => ({ status: 200, body: { authed: true, client_id: this.options.clientId } });
+      methods.GET = () => ({ status: 200, body: { authed: true, client_id: this.options.credentials.clientId } });
     } else if (a === 'webhooks' && b === 'v1') {
       if (p.length === 2) {
         methods.GET = () => this.list(req.query);
@@ -198,7 +184,7 @@ export class EmulatorRouter {
         methods.POST = () => this.ping(c!, e!);
       }
     } else if (a === 'emulator' && b === 'v1' && p.length === 3) {
-      if (c === 'info') methods.GET = () => ({ status: 200, body: { emulator: true, shape: this.options.shape, client_id: this.options.clientId } });
+      if (c === 'info') methods.GET = () => ({ status: 200, body: { emulator: true, shape: this.options.shape, client_id: this.options.credentials.clientId } });
       if (c === 'events') methods.POST = () => this.publish(req.body);
       if (c === 'deliveries') methods.GET = () => this.deliveries(req.query);
     }
@@ -323,7 +309,7 @@ export class EmulatorRouter {
     const hour = new Date();
     hour.setUTCMinutes(0, 0, 0);
     const event: PublishedEvent = { type: sub.type, model: 'wm-6', initialization_time: isoSeconds(hour), forecast_hour: 0 };
-    const body = payloadFor(hook, sub, event, triggerId, true);
+    const body = payloadFor(hook, sub, event, triggerId, true, this.options.shape);
     const attempt = await this.scheduler.deliver({ webhook: hook, subscription: sub, type: sub.type, triggerId, body, test: true });
     if (attempt.outcome === 'delivered') return { status: 204 };
     const said = attempt.status !== undefined ? `the receiver answered ${attempt.status}${attempt.response ? `: ${attempt.response.slice(0, 120)}` : ''}` : `the receiver could not be reached: ${attempt.error}`;

@@ -1,7 +1,7 @@
-import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { listenOn } from '../util/net.js';
 import { MAX_JSON_DEPTH, nestsDeeperThan } from '../vocabulary.js';
+import { emulatorCredentials } from './auth.js';
 import { DeliveryScheduler } from './deliveries.js';
 import { EmulatorRouter, errorBody, type EmuResponse, type Shape } from './routes.js';
 import { EmulatorState } from './state.js';
@@ -29,6 +29,8 @@ export interface RunningEmulator {
   host: string;
   apiKey: string;
   clientId: string;
+  /** The legacy key (the secret half of a current key): what signs a Basic token. */
+  secret: string;
   state: EmulatorState;
   close(): Promise<void>;
 }
@@ -81,15 +83,15 @@ function readBody(req: IncomingMessage): Promise<Buffer | 'too-large' | 'aborted
 
 /** Starts the emulator's HTTP server; binds 127.0.0.1 unless told otherwise. */
 export async function startEmulator(options: EmulatorOptions = {}): Promise<RunningEmulator> {
+  const credentials = emulatorCredentials(options.apiKey, options.clientId);
   const state = new EmulatorState(options.dataFile);
   const scheduler = new DeliveryScheduler(state, {
     retryDelays: options.retryDelays ?? [5_000, 30_000, 120_000],
     attemptTimeoutMs: options.attemptTimeoutMs,
     concurrency: options.concurrency,
+    shape: options.shape ?? 'documented',
   });
-  const apiKey = options.apiKey ?? `emu_${randomBytes(12).toString('hex')}`;
-  const clientId = options.clientId ?? 'emulator';
-  const router = new EmulatorRouter(state, scheduler, { apiKey, clientId, shape: options.shape ?? 'documented' });
+  const router = new EmulatorRouter(state, scheduler, { credentials, shape: options.shape ?? 'documented' });
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const started = Date.now();
@@ -148,8 +150,9 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Runn
     url: bound.url,
     port,
     host,
-    apiKey,
-    clientId,
+    apiKey: credentials.apiKey,
+    clientId: credentials.clientId,
+    secret: credentials.secret,
     state,
     async close() {
       await scheduler.close();

@@ -4,9 +4,6 @@ const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
 const CONTROLS = /[\u0000-\u001f\u007f-\u009f]/g;
 const NAMED: Record<string, string> = { '\n': '\\n', '\r': '\\r', '\t': '\\t' };
 
-/** Whether the text has a control character to escape. */
-export const hasControl = (text: string) => CONTROL.test(text);
-
 /**
  * Text from the service or from a delivery, made safe to show on a terminal: C0 and C1 control
  * characters and DEL are shown escaped (`\x1b`, `\n`, `\u009b`), so that a name, a note, an id or an

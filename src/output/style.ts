@@ -12,20 +12,5 @@ export function styleFor(ctx: { env: Context['env']; global: Pick<Context['globa
   return new Chalk({ level });
 }
 
-type Paint = (text: string) => string;
-
-/** The colours a formatter uses: a ChalkInstance, or PLAIN. */
-export interface Style {
-  green: Paint;
-  yellow: Paint;
-  red: Paint;
-  blue: Paint;
-  cyan: Paint;
-  dim: Paint;
-  bold: Paint;
-}
-
-const same: Paint = (text) => text;
-
-/** No colours, without chalk's work per call: for a line written per request when there are no colours. */
-export const PLAIN: Style = { green: same, yellow: same, red: same, blue: same, cyan: same, dim: same, bold: same };
+/** The colours a formatter uses (a ChalkInstance: at level 0, the text as it is). */
+export type Style = Pick<ChalkInstance, 'green' | 'yellow' | 'red' | 'blue' | 'cyan' | 'dim' | 'bold'>;

@@ -178,10 +178,18 @@ function shallowObject(b: Buffer, i: number, depth: number): BodyObject {
     const key = JSON.parse(b.toString('utf8', i, keyEnd)) as string;
     const start = skipWs(b, skipWs(b, keyEnd) + 1);
     const end = skipValue(b, start);
-    if (end - start <= SMALL_MEMBER) out[key] = JSON.parse(b.toString('utf8', start, end));
-    else if (depth === 0 && key === 'data' && b[start] === 0x7b) out[key] = shallowObject(b, start, 1);
+    if (end - start <= SMALL_MEMBER) own(out, key, JSON.parse(b.toString('utf8', start, end)));
+    else if (depth === 0 && key === 'data' && b[start] === 0x7b) own(out, key, shallowObject(b, start, 1));
     i = skipWs(b, end);
     if (b[i] === 0x2c) i = skipWs(b, i + 1);
   }
   return out;
+}
+
+/**
+ * Sets a member as JSON.parse does: as the object's own property, whatever its name (an assignment to
+ * `__proto__` would set the object's prototype instead, and with it what every missing member reads as).
+ */
+function own(object: BodyObject, key: string, value: unknown): void {
+  Object.defineProperty(object, key, { value, enumerable: true, writable: true, configurable: true });
 }

@@ -12,9 +12,15 @@ export interface Running {
   stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
 
+export interface StartOptions {
+  /** Shell commands run first, in the same process (`ulimit -f 4`): the binary then runs under those limits. */
+  limits?: string;
+}
+
 /** Starts the built binary as a long-running process (listen, emulator), reading its stdout line by line. */
-export function startCli(args: string[], env: Record<string, string | undefined> = {}, stdin?: string): Running {
-  const child = spawn(process.execPath, [BIN, ...args], {
+export function startCli(args: string[], env: Record<string, string | undefined> = {}, stdin?: string, options: StartOptions = {}): Running {
+  const command = options.limits ? ['bash', ['-c', `${options.limits}; exec "$@"`, 'bash', process.execPath, BIN, ...args]] as const : [process.execPath, [BIN, ...args]] as const;
+  const child = spawn(command[0], [...command[1]], {
     env: cleanEnv({ WXHOOKS_CONFIG_DIR: tempDir('wxhooks-cfg-'), ...env }),
     stdio: ['pipe', 'pipe', 'pipe'],
   });

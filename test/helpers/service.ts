@@ -1,4 +1,5 @@
 import type { ServerResponse } from 'node:http';
+import { emulatorCredentials } from '../../src/emulator/auth.js';
 import { DeliveryScheduler } from '../../src/emulator/deliveries.js';
 import { EmulatorRouter, type Shape } from '../../src/emulator/routes.js';
 import { EmulatorState } from '../../src/emulator/state.js';
@@ -22,8 +23,8 @@ export interface FakeService extends TestServer {
  */
 export async function startService(shape: Shape, configDir: string): Promise<FakeService> {
   const state = new EmulatorState();
-  const scheduler = new DeliveryScheduler(state, { retryDelays: [] });
-  const router = new EmulatorRouter(state, scheduler, { apiKey: API_KEY, clientId: 'client-test', shape });
+  const scheduler = new DeliveryScheduler(state, { retryDelays: [], shape });
+  const router = new EmulatorRouter(state, scheduler, { credentials: emulatorCredentials(API_KEY, 'client_test'), shape });
   const holder: { svc?: FakeService } = {};
   const server = await startServer(async (req, res) => {
     if (holder.svc?.before && (await holder.svc.before(req, res))) return;

@@ -1,0 +1,304 @@
+import { createHmac } from 'node:crypto';
+import { mkdirSync, readdirSync, readFileSync } from 'node:fs';
+import { connect, type Socket } from 'node:net';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { signDelivery } from '../../src/signing/index.js';
+import { tempDir } from '../helpers/cli.js';
+import { post } from '../helpers/http.js';
+import { alive, memoryOf } from '../helpers/memory.js';
+import { startCli, type Running, type StartOptions } from '../helpers/process.js';
+
+// What an attacker on the network, or a misbehaving service, can send to `listen`: each case named,
+// with the answer, the process still up, and its memory read from /proc within a stated bound.
+
+const SECRET = 'whsec_' + Buffer.alloc(32, 9).toString('base64');
+let seq = 0;
+
+function body(extra: Record<string, unknown> = {}): Buffer {
+  seq++;
+  return Buffer.from(JSON.stringify({ type: 'forecast_hour.available', webhook_id: '1', subscription_id: '1', trigger_id: `trg_hostile_${process.pid}_${seq}`, data: { model: 'wm-6' }, ...extra }));
+}
+const signed = (b: Buffer, layout: 'standard' | 'stripe' | 'hex-timestamp' = 'standard', triggerId?: string) =>
+  signDelivery({ secret: SECRET, body: b, triggerId: triggerId ?? (JSON.parse(b.toString()) as { trigger_id?: string }).trigger_id ?? 'trg_x', layout }) as Record<string, string>;
+
+interface Listening {
+  proc: Running;
+  url: string;
+  port: number;
+  pid: number;
+}
+
+async function listen(args: string[] = [], options: StartOptions & { env?: Record<string, string> } = {}): Promise<Listening> {
+  const proc = startCli(['listen', '--port', '0', '--json', '--secret-env', 'S', ...args], { S: SECRET, ...options.env }, undefined, options);
+  const ready = await proc.waitFor<{ outcome?: string; url: string; port: number }>((v) => v.outcome === 'listening');
+  return { proc, url: ready.url, port: ready.port, pid: proc.child.pid! };
+}
+
+/** A good delivery is still answered 200: the receiver keeps serving. */
+async function stillServes(l: Listening): Promise<void> {
+  expect(alive(l.pid)).toBe(true);
+  const b = body();
+  expect((await post(l.url, signed(b), b)).status).toBe(200);
+}
+
+/** Opens a connection and writes `head` (and, if given, the first `bytes` of a body), then leaves it open. */
+function stall(port: number, head: string, bytes = 0): Promise<Socket> {
+  return new Promise((resolve) => {
+    const socket = connect(port, '127.0.0.1', () => {
+      socket.write(head);
+      if (bytes) socket.write(Buffer.alloc(bytes, 0x61));
+      resolve(socket);
+    });
+    socket.on('error', () => undefined);
+  });
+}
+
+/** Sends raw bytes and collects everything the server answers until it closes or `ms` pass. */
+function raw(port: number, data: string | Buffer, ms = 3000): Promise<string> {
+  return new Promise((resolve) => {
+    const socket = connect(port, '127.0.0.1', () => socket.write(data));
+    let answer = '';
+    socket.setEncoding('latin1').on('data', (d: string) => (answer += d));
+    const done = () => resolve(answer);
+    socket.on('close', done);
+    socket.on('error', done);
+    setTimeout(() => {
+      socket.destroy();
+      done();
+    }, ms);
+  });
+}
+
+describe('hostile input: listen', () => {
+  it('200 connections declaring 25 MiB bodies and sending none, under a 4 GB memory limit: nothing is set aside for them, listen stays up', async () => {
+    const l = await listen([], { limits: 'ulimit -v 4000000' });
+    try {
+      const before = memoryOf(l.pid).rss;
+      const sockets = await Promise.all(
+        Array.from({ length: 200 }, () => stall(l.port, `POST / HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: ${25 * 1024 * 1024}\r\n\r\n`)),
+      );
+      await new Promise((r) => setTimeout(r, 500));
+      await stillServes(l);
+      expect(memoryOf(l.pid).rss - before).toBeLessThan(50); // MiB: a few KB per connection, not 25 MiB
+      sockets.forEach((s) => s.destroy());
+    } finally {
+      await l.proc.stop();
+    }
+  });
+
+  it('stalled bodies hold at most --max-inflight: 30 connections sending 4 of 5 MiB against 16 MiB, the rest refused 503 at once and counted', async () => {
+    const l = await listen(['--max-inflight', '16MiB']);
+    try {
+      const before = memoryOf(l.pid).rss;
+      const head = `POST / HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: ${5 * 1024 * 1024}\r\n\r\n`;
+      const sockets: Socket[] = [];
+      for (let i = 0; i < 30; i++) sockets.push(await stall(l.port, head, 4 * 1024 * 1024));
+      const refused = await l.proc.waitFor<{ outcome?: string; message?: string }>((v) => v.outcome === 'overloaded' && /\d+ refused so far/.test(v.message ?? '') && Number(/(\d+) refused so far/.exec(v.message!)![1]) >= 20, 20_000);
+      expect(refused.message).toContain('--max-inflight');
+      expect(memoryOf(l.pid).rss - before).toBeLessThan(16 + 80); // the flag's 16 MiB, and a fixed amount
+      // while the budget is held, a delivery that does not fit is refused too (503: the service retries it later)
+      const big = body({ pad: 'p'.repeat(8 * 1024 * 1024) });
+      expect((await post(l.url, signed(big), big).catch(() => ({ status: 503 }))).status).toBe(503);
+      // once the stalled connections are gone, the budget is given back
+      sockets.forEach((s) => s.destroy());
+      await new Promise((r) => setTimeout(r, 300));
+      await stillServes(l);
+    } finally {
+      await l.proc.stop();
+    }
+  });
+
+  it('the pairs file cannot be written (EFBIG under ulimit -f): 503 and a line per delivery, still serving; exit 2 when it stays so', async () => {
+    const dir = tempDir();
+    const l = await listen([], { limits: 'ulimit -f 2', env: { WXHOOKS_CONFIG_DIR: dir, WXHOOKS_STORE_GIVE_UP_MS: '3000' } });
+    const statuses: number[] = [];
+    for (let i = 0; i < 60 && l.proc.child.exitCode === null; i++) {
+      const b = body();
+      statuses.push(await post(l.url, signed(b), b).then((r) => r.status, () => 0));
+    }
+    expect(statuses.slice(0, 10).every((s) => s === 200)).toBe(true);
+    expect(statuses).toContain(503);
+    const failed = await l.proc.waitFor<{ outcome?: string; message?: string }>((v) => v.outcome === 'store_failed');
+    expect(failed.message).toContain('EFBIG');
+    expect(failed.message).toContain('Answered 503');
+    // the file holds whole lines only: what could not be written was taken back
+    const text = readFileSync(join(dir, 'processed-pairs.ndjson'), 'utf8');
+    expect(text.endsWith('\n')).toBe(true);
+    for (const line of text.trim().split('\n')) expect(() => JSON.parse(line) as unknown).not.toThrow();
+    // still failing 3 s later: it stops, exit 2
+    await new Promise((r) => setTimeout(r, 3200));
+    const b = body();
+    await post(l.url, signed(b), b).catch(() => undefined);
+    expect(await l.proc.exited).toBe(2);
+    expect(l.proc.stderr()).toContain('has not been writable for');
+  }, 30_000);
+
+  it('output nobody reads is bounded: lines past 8 MiB are dropped and counted, answers never wait, the count is reported once stdout drains', async () => {
+    const l = await listen();
+    try {
+      l.proc.child.stdout.pause(); // a reader that does not read (`listen | sleep 300`)
+      const before = memoryOf(l.pid).rss;
+      const big = 'x'.repeat(2000); // a long type makes long lines: 8 MiB is passed sooner
+      for (let i = 0; i < 8000; i += 50) {
+        await Promise.all(
+          Array.from({ length: 50 }, async () => {
+            const b = body({ type: big });
+            expect((await post(l.url, signed(b), b)).status).toBe(200);
+          }),
+        );
+      }
+      const grown = memoryOf(l.pid).rss - before;
+      expect(grown).toBeLessThan(8 + 60); // MiB
+      l.proc.child.stdout.resume();
+      const dropped = await l.proc.waitFor<{ event?: string; lines?: number }>((v) => v.event === 'output_dropped', 20_000);
+      expect(dropped.lines).toBeGreaterThan(0);
+    } finally {
+      await l.proc.stop();
+    }
+  }, 60_000);
+
+  it('a capture re-sent under a new Trigger-Id, in a layout that does not sign the Trigger-Id, is a duplicate', async () => {
+    for (const layout of ['stripe', 'hex-timestamp'] as const) {
+      const l = await listen(['--scheme', layout]);
+      try {
+        const b = Buffer.from(JSON.stringify({ type: 'forecast_hour.available', subscription_id: '1', data: {} })); // no trigger_id in the body
+        const captured = signed(b, layout, 'r0');
+        const first = await post(l.url, captured, b);
+        expect(first.status).toBe(200);
+        for (const fresh of ['r1', 'r2']) expect((await post(l.url, { ...captured, 'Trigger-Id': fresh }, b)).status).toBe(200);
+        const outcomes = [await l.proc.waitFor<Record<string, unknown>>((v) => v.outcome === 'accepted')];
+        await l.proc.waitFor(() => l.proc.lines.filter((x) => x.includes('"duplicate"')).length >= 2);
+        expect(outcomes[0]).toMatchObject({ dedupe_key: 'hash', layout });
+        const duplicates = l.proc.lines.map((x) => JSON.parse(x) as Record<string, unknown>).filter((v) => v.outcome === 'duplicate');
+        expect(duplicates).toHaveLength(2);
+        for (const d of duplicates) expect(d.dedupe_key).toBe('hash');
+      } finally {
+        await l.proc.stop();
+      }
+    }
+  });
+
+  it('two Webhook-Signature headers are one list, whatever their order', async () => {
+    const l = await listen();
+    try {
+      for (const order of [0, 1]) {
+        const b = body();
+        const h = signed(b);
+        const wrong = `v1,${Buffer.alloc(32, 1).toString('base64')}`;
+        const [x, y] = order ? [h['Webhook-Signature'], wrong] : [wrong, h['Webhook-Signature']];
+        const request =
+          `POST / HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: ${b.length}\r\n` +
+          `trigger-id: ${h['Trigger-Id']}\r\nwebhook-timestamp: ${h['Webhook-Timestamp']}\r\nwebhook-signature: ${x}\r\nwebhook-signature: ${y}\r\nconnection: close\r\n\r\n`;
+        expect(await raw(l.port, Buffer.concat([Buffer.from(request), b]))).toMatch(/^HTTP\/1\.1 200/);
+      }
+    } finally {
+      await l.proc.stop();
+    }
+  });
+
+  it('Expect: 100-continue with a length over --max-body: 413 at once, without "100 Continue"', async () => {
+    const l = await listen(['--max-body', '1MiB']);
+    try {
+      const answer = await raw(l.port, `POST / HTTP/1.1\r\nhost: x\r\nexpect: 100-continue\r\ncontent-length: ${2 * 1024 * 1024}\r\n\r\n`);
+      expect(answer).toMatch(/^HTTP\/1\.1 413/);
+      expect(answer).not.toContain('100 Continue');
+      const event = await l.proc.waitFor<{ outcome?: string }>((v) => v.outcome === 'too_large');
+      expect(event).toMatchObject({ status: 413 });
+      await stillServes(l);
+    } finally {
+      await l.proc.stop();
+    }
+  });
+
+  it('a malformed chunked body: the client gets 400, and the line says 400 (not 408)', async () => {
+    const l = await listen();
+    try {
+      const answer = await raw(l.port, 'POST / HTTP/1.1\r\nhost: x\r\ntransfer-encoding: chunked\r\n\r\nzz\r\nhello\r\n0\r\n\r\n');
+      expect(answer).toMatch(/^HTTP\/1\.1 400/);
+      const event = await l.proc.waitFor<{ outcome?: string; status?: number }>((v) => v.outcome !== 'listening');
+      expect(event).toMatchObject({ outcome: 'bad_request', status: 400 });
+      await stillServes(l);
+    } finally {
+      await l.proc.stop();
+    }
+  });
+
+  it('"__proto__" in a signed body over 1 MiB sets no prototype: nothing is inherited', async () => {
+    const l = await listen();
+    try {
+      const b = Buffer.from(JSON.stringify({ type: 'forecast_hour.available', trigger_id: `trg_proto_${seq++}`, __proto__: { subscription_id: 'evil', webhook_id: 'evil' }, pad: 'x'.repeat(1100 * 1024) }).replace('"__proto__"', '"__proto__"'));
+      // JSON.stringify drops a __proto__ key given in a literal: write it into the text instead
+      const text = b.toString().replace('"type"', '"__proto__":{"subscription_id":"evil","webhook_id":"evil"},"type"');
+      const bytes = Buffer.from(text);
+      expect((await post(l.url, signed(bytes), bytes)).status).toBe(200);
+      const event = await l.proc.waitFor<Record<string, unknown>>((v) => v.outcome === 'accepted');
+      expect(event.subscription_id).toBeUndefined();
+      expect(event.webhook_id).toBeUndefined();
+    } finally {
+      await l.proc.stop();
+    }
+  });
+
+  it('a re-formatted body over 64 KiB is not re-serialised to diagnose it (an unauthenticated request buys no CPU with its size)', async () => {
+    const l = await listen();
+    try {
+      const original = body({ pad: 'y'.repeat(100 * 1024) });
+      const headers = signed(original);
+      const reformatted = Buffer.from(JSON.stringify(JSON.parse(original.toString()), null, 2));
+      expect((await post(l.url, headers, reformatted)).status).toBe(401);
+      const event = await l.proc.waitFor<{ reason?: string }>((v) => v.reason !== undefined);
+      expect(event.reason).toBe('no_match');
+      // and under 64 KiB the diagnosis is still made
+      const small = body();
+      expect((await post(l.url, signed(small), Buffer.from(JSON.stringify(JSON.parse(small.toString()), null, 2)))).status).toBe(401);
+      await l.proc.waitFor<{ reason?: string }>((v) => v.reason === 'body_reformatted');
+    } finally {
+      await l.proc.stop();
+    }
+  });
+
+  it('--save-dir: 200 deliveries at once with 134-character trigger ids make 200 files, each line naming its own', async () => {
+    const saveDir = join(tempDir(), 'saved');
+    mkdirSync(saveDir);
+    const l = await listen(['--save-dir', saveDir]);
+    try {
+      const long = (i: number) => `trg_${'z'.repeat(120)}_${String(i).padStart(5, '0')}_${process.pid}`.slice(0, 134);
+      const results = await Promise.all(
+        Array.from({ length: 200 }, async (_, i) => {
+          const b = body({ trigger_id: long(i) });
+          return (await post(l.url, signed(b), b)).status;
+        }),
+      );
+      expect(results.every((s) => s === 200)).toBe(true);
+      await l.proc.waitFor(() => l.proc.lines.filter((x) => x.includes('"accepted"')).length >= 200);
+      const savedTo = l.proc.lines.map((x) => JSON.parse(x) as { saved_to?: string }).filter((v) => v.saved_to).map((v) => v.saved_to);
+      expect(new Set(savedTo).size).toBe(200);
+      expect(readdirSync(saveDir).filter((f) => f.endsWith('.json'))).toHaveLength(200);
+    } finally {
+      await l.proc.stop();
+    }
+  });
+
+  // What the probe found holding up, kept so that it goes on holding up.
+  it('held up: malformed HTTP is 400; a ../ trigger id stays inside --save-dir; a 10 KB signature header is refused', async () => {
+    const saveDir = join(tempDir(), 'saved');
+    const l = await listen(['--save-dir', saveDir]);
+    try {
+      expect(await raw(l.port, 'GARBAGE\r\n\r\n')).toMatch(/^HTTP\/1\.1 400/);
+      expect(await raw(l.port, 'POST / HTTP/1.1\r\nhost: x\r\ncontent-length: nope\r\n\r\n')).toMatch(/^HTTP\/1\.1 400/);
+      const b = body({ trigger_id: '../../../escape' });
+      expect((await post(l.url, signed(b), b)).status).toBe(200);
+      const event = await l.proc.waitFor<{ saved_to?: string }>((v) => v.saved_to !== undefined);
+      expect(event.saved_to!.startsWith(saveDir)).toBe(true);
+      expect(readdirSync(join(saveDir, '..'))).toEqual(['saved']);
+      const c = body();
+      expect((await post(l.url, { ...signed(c), 'Webhook-Signature': `v1,${'A'.repeat(10_000)}` }, c)).status).toBe(401);
+      const hex = createHmac('sha256', Buffer.from(SECRET.slice(6), 'base64')).update(c).digest('hex');
+      expect((await post(l.url, { ...signed(c), 'Webhook-Signature': `sha256=${hex}` }, c)).status).toBe(401);
+      await stillServes(l);
+    } finally {
+      await l.proc.stop();
+    }
+  });
+});
