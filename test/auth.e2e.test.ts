@@ -37,8 +37,8 @@ describe('wxhooks --version and --help', () => {
     expect(r.stdout).toContain('Exit codes:');
   });
 
-  it.each([[[]], [['webhook']], [['webhook', 'create']], [['listen']], [['trigger']], [['subscription', 'update']]])(
-    'the pre-rendered help of %j is what commander renders',
+  it.each([[[]], [['webhook', 'create']], [['listen']]])(
+    'the binary prints the pre-rendered help of %j, as commander renders it',
     async (words) => {
       const fast = await runCli([...words, '--help']);
       const slow = await runCli(['--no-color', ...words, '--help']); // an option first: commander renders it

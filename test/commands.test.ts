@@ -1,4 +1,4 @@
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runListen } from '../src/commands/listen.js';
@@ -11,6 +11,20 @@ import { startService, type FakeService } from './helpers/service.js';
 
 // Commands run in-process here: parsing (argv in, the options run receives out), and run functions
 // against real local servers. The built binary, signals and the wire are the end-to-end tests' part.
+
+describe('help', () => {
+  it('every text pre-rendered at build time (dist/bin/help.json) is what commander renders now', async () => {
+    const texts = JSON.parse(readFileSync(new URL('../dist/bin/help.json', import.meta.url), 'utf8')) as Record<string, string>;
+    const keys = Object.keys(texts);
+    expect(keys.length).toBeGreaterThan(30);
+    for (const key of keys) {
+      const words = key ? key.split(' ') : [];
+      const r = await runInProcess(['--no-color', ...words, '--help']); // an option first: commander renders it
+      expect(r.code, key).toBe(0);
+      expect(r.stdout, key).toBe(texts[key]);
+    }
+  });
+});
 
 describe('parsing: argv in, typed options out', () => {
   it('listen: numbers, durations in ms and sizes in bytes, defaults included', async () => {
