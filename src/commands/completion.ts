@@ -57,27 +57,17 @@ export function commandPaths(program: Command): Node[] {
 const q = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
 
 /** The two lookup tables every shell's script starts from: a path's sub-commands, and its flags. */
-function tables(program: Command): { subs: string; flags: string } {
+/** `_wxhooks_subs PATH` and `_wxhooks_opts PATH`, as bash and zsh both read them: a path's sub-commands, and its flags. */
+function lookups(program: Command): string {
   const nodes = commandPaths(program);
-  return {
-    subs: nodes.map((n) => `    ${q(n.path)}) echo ${q(n.subs.map((s) => s.name).join(' '))} ;;`).join('\n'),
-    flags: nodes.map((n) => `    ${q(n.path)}) echo ${q(n.flags.map((f) => f.name).join(' '))} ;;`).join('\n'),
-  };
+  const lookup = (name: string, words: (n: Node) => string[]) =>
+    `${name}() {\n  case "$1" in\n${nodes.map((n) => `    ${q(n.path)}) echo ${q(words(n).join(' '))} ;;`).join('\n')}\n  esac\n}`;
+  return `${lookup('_wxhooks_subs', (n) => n.subs.map((s) => s.name))}\n${lookup('_wxhooks_opts', (n) => n.flags.map((f) => f.name))}`;
 }
 
 export function bashScript(program: Command): string {
-  const t = tables(program);
   return `# wxhooks completion for bash
-_wxhooks_subs() {
-  case "$1" in
-${t.subs}
-  esac
-}
-_wxhooks_opts() {
-  case "$1" in
-${t.flags}
-  esac
-}
+${lookups(program)}
 _wxhooks() {
   local cur="\${COMP_WORDS[COMP_CWORD]}" path="" w i subs
   for ((i = 1; i < COMP_CWORD; i++)); do
@@ -97,19 +87,9 @@ complete -o default -F _wxhooks wxhooks
 
 /** zsh's own completion (not its bash layer: bash's 0-based COMP_WORDS and zsh's 1-based arrays disagree). */
 export function zshScript(program: Command): string {
-  const t = tables(program);
   return `#compdef wxhooks
 # wxhooks completion for zsh
-_wxhooks_subs() {
-  case "$1" in
-${t.subs}
-  esac
-}
-_wxhooks_opts() {
-  case "$1" in
-${t.flags}
-  esac
-}
+${lookups(program)}
 _wxhooks() {
   local cmdpath="" w i
   for ((i = 2; i < CURRENT; i++)); do

@@ -163,7 +163,28 @@ export class FilePairStore implements PairStore {
   /** Writes this turn's batch: one write(2), then (with `fsync`) a sync, then its deliveries may be answered. */
   private flush(): void {
     this.scheduled = false;
-    if (this.syncing || this.compacting || !this.waiting.length) return; // the sync or compaction under way flushes again when it ends
+    if (this.syncing || this.compacting) return; // the sync or compaction under way flushes again when it ends
+    const written = this.writeBatch();
+    if (!written) return;
+    if (!this.options.fsync) {
+      this.stored(written.waiters);
+      return;
+    }
+    this.syncing = true;
+    fdatasync(this.fd, (err) => {
+      this.syncing = false;
+      if (err) this.failed(err, written.waiters, written.before);
+      else this.stored(written.waiters);
+      if (this.waiting.length) this.flush();
+    });
+  }
+
+  /**
+   * Appends the pending batch (after a newline, if the file's last line is torn) with write(2): its
+   * waiters and the file's size before it, or undefined if there was nothing to write or it failed.
+   */
+  private writeBatch(): { waiters: Waiter[]; before: number } | undefined {
+    if (!this.waiting.length) return undefined;
     const waiters = this.waiting;
     const text = this.tornEnd ? `\n${this.batch}` : this.batch;
     this.batch = '';
@@ -174,19 +195,9 @@ export class FilePairStore implements PairStore {
       this.tornEnd = false;
     } catch (err) {
       this.failed(err, waiters, before);
-      return;
+      return undefined;
     }
-    if (!this.options.fsync) {
-      this.stored(waiters);
-      return;
-    }
-    this.syncing = true;
-    fdatasync(this.fd, (err) => {
-      this.syncing = false;
-      if (err) this.failed(err, waiters, before);
-      else this.stored(waiters);
-      if (this.waiting.length) this.flush();
-    });
+    return { waiters, before };
   }
 
   private stored(waiters: Waiter[]): void {
@@ -303,18 +314,13 @@ export class FilePairStore implements PairStore {
       await new Promise((resolve) => setImmediate(resolve));
     }
     this.scheduled = true; // no flush after this one
-    const waiters = this.waiting;
-    if (waiters.length) {
-      const text = this.tornEnd ? `\n${this.batch}` : this.batch;
-      this.batch = '';
-      this.waiting = [];
-      const before = this.fileBytes;
+    const written = this.writeBatch();
+    if (written) {
       try {
-        this.fileBytes += writeAll(this.fd, text);
         fsyncSync(this.fd);
-        this.stored(waiters);
+        this.stored(written.waiters);
       } catch (err) {
-        this.failed(err, waiters, before);
+        this.failed(err, written.waiters, written.before);
       }
     }
     try {
