@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import type { Act, AuthScheme, Context, Out, Run } from './context.js';
-import { ExitCode, SecretNotSavedError, WxError } from './errors.js';
+import { ExitCode, InterruptedError, SecretNotSavedError, WxError } from './errors.js';
 import { version } from './version.js';
 
 /**
@@ -53,6 +53,7 @@ export const GROUPS: [name: string, summary: string, load: () => Promise<{ regis
   ['subscription', "add, change, remove and list a webhook's subscriptions", () => import('./commands/subscription.js')],
   ['ping', 'ask the service for one test delivery now (never retried); exit 7 if it failed', () => import('./commands/ping.js')],
   ['listen', 'receive deliveries locally: verify each one, skip duplicates, show it, forward it to your app', () => import('./commands/listen.js')],
+  ['doctor', 'check the chain from the service to this machine, link by link, and say what to do about each broken one', () => import('./commands/doctor.js')],
   ['verify', 'check a captured delivery offline: which signature layout matched, or why none did', () => import('./commands/verify.js')],
   ['send', 'sign and POST one delivery, as the service would, to any receiver (to test your own endpoint)', () => import('./commands/send.js')],
   ['secret', 'the local store of webhook secrets (keyed by base URL and webhook id)', () => import('./commands/secret.js')],
@@ -173,7 +174,7 @@ async function printError(err: unknown, verbose: boolean, io: Io, color: boolean
   // so a stack keeps its lines), its secrets never. The label's colour is ours.
   const write = (label: string, text: string) => io.stderr.write(`${label}${redact(text.split('\n').map(printable).join('\n'))}\n`);
   if (err instanceof WxError) {
-    if (err.exitCode === ExitCode.INTERRUPTED) return err.exitCode;
+    if (err instanceof InterruptedError) return err.exitCode;
     if (err instanceof SecretNotSavedError) {
       // The one place a secret is printed outside `secret show`: it would be lost otherwise.
       io.stderr.write(`\n${style.bold('The webhook was created, but its secret could not be stored. Keep it now; it is shown only this once:')}\n\n  ${err.secret}\n\n`);

@@ -23,11 +23,11 @@ export const ExitCode = {
   SECRET_NOT_SAVED: 8,
   /** not verified: a delivery did not verify (`verify`), or the verified deliveries `listen` waits for did not come within `--within` */
   NOT_VERIFIED: 9,
-  /** interrupted (Ctrl-C) */
+  /** interrupted (Ctrl-C); told to stop by SIGTERM is 143 and by SIGHUP 129, as shells count them */
   INTERRUPTED: 130,
 } as const;
 
-export type ExitCodeValue = (typeof ExitCode)[keyof typeof ExitCode];
+export type ExitCodeValue = (typeof ExitCode)[keyof typeof ExitCode] | 129 | 143;
 
 export interface WxErrorOptions {
   hint?: string;
@@ -83,8 +83,13 @@ export class NotVerifiedError extends WxError {
   override readonly exitCode = ExitCode.NOT_VERIFIED;
 }
 
+/** Stopped by a signal: 130 for Ctrl-C (SIGINT), 143 for SIGTERM, 129 for SIGHUP (128 + the signal's number). */
 export class InterruptedError extends WxError {
-  override readonly exitCode = ExitCode.INTERRUPTED;
+  override readonly exitCode: ExitCodeValue;
+  constructor(readonly signal: NodeJS.Signals = 'SIGINT') {
+    super(`interrupted (${signal})`);
+    this.exitCode = signal === 'SIGTERM' ? 143 : signal === 'SIGHUP' ? 129 : ExitCode.INTERRUPTED;
+  }
 }
 
 /** The webhook exists but its one-time secret is not in the store. Carries the secret so the CLI can print it on stderr. */

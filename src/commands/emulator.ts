@@ -78,5 +78,5 @@ export async function runEmulator(ctx: Context, opts: EmulatorCommandOptions): P
   }
   const signal = await ctx.interrupted;
   await emu.close();
-  if (signal === 'SIGINT') throw new InterruptedError('interrupted');
+  throw new InterruptedError(signal);
 }

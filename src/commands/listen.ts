@@ -1,21 +1,31 @@
+import { readFileSync } from 'node:fs';
+import { hostname } from 'node:os';
 import type { Command } from 'commander';
+import { NGROK_API, ngrokPublicUrl } from '../api/ngrok.js';
+import type { Webhook } from '../api/normalize.js';
+import { createWebhookBody } from '../api/requests.js';
+import type { Service } from '../api/service.js';
+import { leftoverWebhooks, temporaryName, temporaryNote } from '../api/temporary.js';
 import { line, type Act, type Context, type Out } from '../context.js';
-import { InterruptedError, NotVerifiedError, UsageError, type WxError } from '../errors.js';
+import { InterruptedError, NotVerifiedError, UsageError, WxError } from '../errors.js';
 import { formatEvent } from '../output/listen.js';
+import { printable } from '../output/printable.js';
 import { styleFor } from '../output/style.js';
+import { checkChain, EventLog, type SubscriptionCheck } from '../receiver/check.js';
 import type { ReceiverEvent } from '../receiver/event.js';
-import { startReceiver } from '../receiver/server.js';
-import { Verifier } from '../signing/verify.js';
+import { startReceiver, type RunningReceiver } from '../receiver/server.js';
 import type { Scheme } from '../signing/layouts.js';
+import { Verifier } from '../signing/verify.js';
 import { FilePairStore } from '../store/file-pairs.js';
 import { configDir } from '../store/paths.js';
 import { formatDuration } from '../util/duration.js';
 import { ensureWritableDir } from '../util/files.js';
 import { LineBuffer } from '../util/line-buffer.js';
-import { duration, integer, size, timeLimit, url } from '../util/parse.js';
+import { collect, duration, integer, size, timeLimit, url } from '../util/parse.js';
 import { addSensitive } from '../util/redact.js';
+import { SUBSCRIPTION_TYPES } from '../vocabulary.js';
 import { portOption, schemeOption, toleranceOption, valued } from './options.js';
-import { resolveSecrets, secretSourceOptions } from './shared.js';
+import { resolveSecrets, secretSourceOptions, serviceFor } from './shared.js';
 
 export function register(cmd: Command, act: Act): void {
   cmd
@@ -24,6 +34,10 @@ export function register(cmd: Command, act: Act): void {
     .option('--path <path>', 'the path deliveries are POSTed to', '/');
   secretSourceOptions(cmd, 'verify with');
   cmd
+    .option('--public-url <url>', 'create a temporary webhook pointing at this public URL (a tunnel to here), deleted on exit; "ngrok" asks the local ngrok agent')
+    .option('--subscribe <spec>', 'with --public-url: a subscription of the temporary webhook, TYPE[:key=value;...] (repeatable; default: one of each type)', collect)
+    .option('--clean', 'with --public-url: delete the temporary webhooks of this host that no running listen holds')
+    .option('--check', 'once ready, ping each subscription through the service and say which link of the chain works')
     .addOption(schemeOption('signature layout: auto tries each that signs the timestamp, then pins it'))
     .addOption(toleranceOption('how far a timestamp may be off, either way'))
     .addOption(valued('--forward-to <url>', 'POST each verified delivery (exact bytes and headers) to your app', url))
@@ -41,7 +55,9 @@ export function register(cmd: Command, act: Act): void {
     .addHelpText(
       'after',
       `
-The secret comes from --webhook ID (the store), --secret-env VAR, or stdin; never from a flag.
+The secret comes from --webhook ID (the store), --secret-env VAR, or stdin; never from a flag. With
+--public-url, listen creates a webhook of its own pointing there, verifies with its secret (kept in
+memory only) and deletes it when it exits, however it exits.
 Answers: 200 verified (or your app's 2xx), 200 duplicate (skipped), 409 same delivery still in progress,
 502 your app failed (not marked processed, so the retry can succeed), 401 bad signature or stale
 timestamp, 400 missing header or not a JSON object, 413 too large, 503 the processed pair could not
@@ -49,6 +65,8 @@ be stored or too many bodies in flight. A 2xx is sent only once the delivery's p
 
 Examples:
   $ wxhooks listen --webhook 7 --forward-to http://localhost:3000/webhooks
+  $ wxhooks listen --public-url ngrok --subscribe forecast_hour.available --check   # from the real service
+  $ wxhooks listen --public-url https://abc.example.dev --forward-to http://localhost:3000/hooks
   $ wxhooks listen --secret-env WX_WEBHOOK_SECRET --json | jq 'select(.outcome=="accepted")'
   $ wxhooks listen --webhook 7 --until initialization_time.available --within 10m   # a CI gate
   $ wxhooks listen --webhook 7 --respond-status 500                                 # watch the retries`,
@@ -62,6 +80,10 @@ export interface ListenOptions {
   path: string;
   webhook?: string;
   secretEnv?: string;
+  publicUrl?: string;
+  subscribe?: string[];
+  clean?: boolean;
+  check?: boolean;
   scheme: Scheme;
   tolerance: number;
   forwardTo?: string;
@@ -105,33 +127,77 @@ function reportWriter(out: Out, json: boolean): LineBuffer {
   return output;
 }
 
-export async function runListen(ctx: Context, o: ListenOptions): Promise<void> {
+/** Whether a `wxhooks listen` still runs as this process id (on Linux it must be one; elsewhere, any live process counts). */
+export function listenRunning(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+  try {
+    const cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+    return cmdline.includes('wxhooks') && cmdline.includes('listen');
+  } catch {
+    return true;
+  }
+}
+
+/** The temporary webhook a `listen --public-url` holds, and how to let it go. */
+interface Temporary {
+  hook: Webhook;
+  service: Service;
+  /** Deletes it; says what happened, on one line (or what to run by hand). */
+  remove(): Promise<void>;
+}
+
+function checkOptions(o: ListenOptions): void {
   if (!o.path.startsWith('/')) throw new UsageError(`--path must start with "/", not "${o.path}".`);
   if (o.within !== undefined && o.until === undefined) throw new UsageError('--within goes with --until TYPE.');
+  if (o.publicUrl !== undefined && (o.webhook !== undefined || o.secretEnv !== undefined)) {
+    throw new UsageError('--public-url creates a temporary webhook of its own: it cannot be given with --webhook or --secret-env.', {
+      hint: 'An existing webhook is never re-pointed. Drop --public-url to listen for an existing webhook (and point it here yourself).',
+    });
+  }
+  if (o.publicUrl === undefined && (o.subscribe !== undefined || o.clean)) throw new UsageError('--subscribe and --clean go with --public-url.');
+  if (o.publicUrl !== undefined && o.publicUrl !== 'ngrok') url(o.publicUrl, '--public-url');
+  if (o.publicUrl === 'ngrok' && o.port === 0) throw new UsageError('--public-url ngrok needs a fixed --port: the ngrok tunnel forwards to one.');
+  if (o.check && o.webhook === undefined && o.publicUrl === undefined) throw new UsageError('--check pings the webhook: give --webhook ID or --public-url.');
+}
+
+export async function runListen(ctx: Context, o: ListenOptions): Promise<void> {
+  checkOptions(o);
   if (o.saveDir !== undefined) await ensureWritableDir(o.saveDir, '--save-dir');
-
-  const { secrets, from } = await resolveSecrets(ctx, { webhook: o.webhook, secretEnv: o.secretEnv });
-  secrets.forEach(addSensitive);
-  const verifier = new Verifier({ secret: secrets, scheme: o.scheme, tolerance: o.tolerance });
-
+  const json = ctx.global.json;
   const style = styleFor(ctx, ctx.stdout);
   const styleErr = styleFor(ctx, ctx.stderr);
-  const json = ctx.global.json;
   const output = reportWriter(ctx.stdout, json);
-  const print = (event: ReceiverEvent) => output.push(json ? JSON.stringify(event) : formatEvent(event, style));
+  const log = new EventLog();
 
-  const store = await FilePairStore.open({ dir: configDir(ctx.env), ttlMs: o.dedupeTtl, fsync: o.fsync, giveUpMs: giveUpMs(ctx) });
-  let accepted = 0;
-  let finish: (why: 'done' | WxError) => void = () => undefined;
-  const finished = new Promise<'done' | WxError>((resolve) => (finish = resolve));
+  // the webhook: a temporary one of our own, or an existing one whose secret we are given
+  let temporary: Temporary | undefined;
+  let secrets: string[];
+  let from: string;
+  if (o.publicUrl !== undefined) {
+    temporary = await createTemporary(ctx, o, output);
+    secrets = [temporary.hook.secret!];
+    from = `the secret of temporary webhook ${temporary.hook.id} (in memory only)`;
+  } else {
+    ({ secrets, from } = await resolveSecrets(ctx, { webhook: o.webhook, secretEnv: o.secretEnv }));
+  }
+  secrets.forEach(addSensitive);
 
-  let receiver;
+  let receiver: RunningReceiver | undefined;
+  let store: FilePairStore | undefined;
   try {
+    store = await FilePairStore.open({ dir: configDir(ctx.env), ttlMs: o.dedupeTtl, fsync: o.fsync, giveUpMs: giveUpMs(ctx) });
+    let accepted = 0;
+    let finish: (why: 'done' | WxError) => void = () => undefined;
+    const finished = new Promise<'done' | WxError>((resolve) => (finish = resolve));
     receiver = await startReceiver({
       port: o.port,
       host: o.host,
       path: o.path,
-      verifier,
+      verifier: new Verifier({ secret: secrets, scheme: o.scheme, tolerance: o.tolerance }),
       store,
       maxBody: o.maxBody,
       maxInflight: o.maxInflight,
@@ -141,7 +207,8 @@ export async function runListen(ctx: Context, o: ListenOptions): Promise<void> {
       respondStatus: o.respondStatus,
       readTimeoutMs: o.readTimeout,
       onEvent(event) {
-        print(event);
+        output.push(json ? JSON.stringify(event) : formatEvent(event, style));
+        log.push(event);
         if (event.outcome === 'accepted') accepted++;
         if (o.exitAfter !== undefined && accepted >= o.exitAfter) finish('done');
         if (o.until !== undefined && event.type === o.until && (event.outcome === 'accepted' || event.outcome === 'duplicate')) finish('done');
@@ -150,37 +217,123 @@ export async function runListen(ctx: Context, o: ListenOptions): Promise<void> {
         }
       },
     });
+
+    if (json) {
+      output.push(JSON.stringify({ outcome: 'listening', url: receiver.url, port: receiver.port, scheme: o.scheme, tolerance: o.tolerance, secret_from: from, forward_to: o.forwardTo ?? null, fsync: Boolean(o.fsync), webhook_id: temporary?.hook.id ?? o.webhook ?? null }));
+    } else {
+      line(ctx.stderr, `${styleErr.green('Ready.')} Listening on ${styleErr.bold(receiver.url)}, verifying with ${from} (scheme ${o.scheme}, tolerance ${o.tolerance} s)`);
+      if (temporary) {
+        const subs = temporary.hook.subscriptions.map((s) => `${s.type} (${s.id})`).join(', ');
+        line(ctx.stderr, `Temporary webhook ${styleErr.bold(temporary.hook.id)} → ${printable(temporary.hook.url)}, subscribed to ${subs || 'nothing'}; deleted when listen exits.`);
+      }
+      if (o.forwardTo) line(ctx.stderr, `Forwarding verified deliveries to ${o.forwardTo}`);
+      if (o.webhook) line(ctx.stderr, styleErr.dim(`Point the webhook here with: wxhooks webhook update ${o.webhook} --url ${receiver.url}`));
+      line(ctx.stderr, styleErr.dim('Ctrl-C to stop.'));
+    }
+    if (o.scheme === 'hex-body') line(ctx.stderr, 'warning: --scheme hex-body does not sign the timestamp or Trigger-Id: captured deliveries can be replayed.');
+
+    if (o.check) await reportCheck(ctx, output, temporary, o, receiver, log);
+
+    let timer: NodeJS.Timeout | undefined;
+    const expired = new Promise<'expired'>((resolve) => {
+      if (o.within !== undefined) timer = setTimeout(() => resolve('expired'), o.within);
+    });
+    const why = await Promise.race([finished, expired, ctx.interrupted]);
+    clearTimeout(timer);
+    if (why === 'expired') {
+      throw new NotVerifiedError(`No verified ${o.until} delivery arrived within ${formatDuration(o.within!)}.`, {
+        hint: 'Check that the webhook points here, is active and subscribed to that type (`wxhooks webhook get ID`).',
+      });
+    }
+    if (typeof why === 'object') throw why;
+    if (why !== 'done') throw new InterruptedError(why);
+  } finally {
+    await receiver?.close();
+    await store?.close();
+    await temporary?.remove();
+    output.flush();
+  }
+}
+
+/**
+ * Creates the temporary webhook: at the public URL (or the ngrok tunnel's) with --path appended, named
+ * after this host, its note saying it is temporary with this process's id and start time. Then the
+ * temporary webhooks of this host that no running listen holds are listed, or deleted with --clean.
+ */
+async function createTemporary(ctx: Context, o: ListenOptions, output: LineBuffer): Promise<Temporary> {
+  const { service } = await serviceFor(ctx);
+  const base = o.publicUrl === 'ngrok' ? await ngrokPublicUrl(ctx.env.NGROK_API_URL || NGROK_API, o.port) : o.publicUrl!;
+  const target = o.path === '/' ? base : `${base.replace(/\/+$/, '')}${o.path}`;
+  const host = hostname();
+  const report = (event: Record<string, unknown>, text: string) => (ctx.global.json ? output.push(JSON.stringify(event)) : line(ctx.stderr, text));
+
+  const started = new Date(ctx.now()).toISOString();
+  const { body } = createWebhookBody(undefined, {
+    url: target,
+    name: temporaryName(host),
+    note: temporaryNote({ host, pid: process.pid, started }),
+    subscribe: o.subscribe ?? [...SUBSCRIPTION_TYPES],
+  });
+  const hook = await service.createWebhook(body);
+  if (!hook.secret) {
+    await service.deleteWebhook(hook.id).catch(() => undefined);
+    throw new WxError(`The service created webhook ${hook.id} but returned no signing secret, so its deliveries could not be verified; it was deleted.`);
+  }
+  report(
+    { event: 'webhook_created', webhook_id: hook.id, url: hook.url, subscriptions: hook.subscriptions.map((s) => ({ id: s.id, type: s.type })), temporary: true },
+    `Created temporary webhook ${hook.id} → ${printable(hook.url)}`,
+  );
+  const temporary: Temporary = {
+    hook,
+    service,
+    async remove() {
+      try {
+        await service.deleteWebhook(hook.id);
+        report({ event: 'webhook_deleted', webhook_id: hook.id }, `Deleted temporary webhook ${hook.id}.`);
+      } catch (err) {
+        const command = `wxhooks webhook delete ${hook.id} --yes`;
+        report(
+          { event: 'webhook_not_deleted', webhook_id: hook.id, reason: (err as Error).message, delete: command },
+          `warning: temporary webhook ${hook.id} could not be deleted (${(err as Error).message}). Delete it yourself: ${command}`,
+        );
+      }
+    },
+  };
+  // the ones left by a listen that was killed (this one's own is held: it runs)
+  try {
+    for (const left of await leftoverWebhooks(service, host, listenRunning)) {
+      if (o.clean) {
+        await service.deleteWebhook(left.id);
+        report({ event: 'leftover_deleted', webhook_id: left.id, pid: left.mark.pid }, `Deleted webhook ${left.id}, left over by listen ${left.mark.pid} (started ${left.mark.started}).`);
+      } else {
+        report(
+          { event: 'leftover', webhook_id: left.id, pid: left.mark.pid, started: left.mark.started, delete: `wxhooks webhook delete ${left.id} --yes` },
+          `Left over: temporary webhook ${left.id} of listen ${left.mark.pid} (started ${left.mark.started}), which no longer runs. Delete it: wxhooks webhook delete ${left.id} --yes (or run with --clean)`,
+        );
+      }
+    }
   } catch (err) {
-    await store.close();
+    await temporary.remove();
     throw err;
   }
+  return temporary;
+}
 
-  if (json) {
-    output.push(JSON.stringify({ outcome: 'listening', url: receiver.url, port: receiver.port, scheme: o.scheme, tolerance: o.tolerance, secret_from: from, forward_to: o.forwardTo ?? null, fsync: Boolean(o.fsync) }));
-  } else {
-    line(ctx.stderr, `${styleErr.green('Ready.')} Listening on ${styleErr.bold(receiver.url)}, verifying with ${from} (scheme ${o.scheme}, tolerance ${o.tolerance} s)`);
-    if (o.forwardTo) line(ctx.stderr, `Forwarding verified deliveries to ${o.forwardTo}`);
-    if (o.webhook) line(ctx.stderr, styleErr.dim(`Point the webhook here with: wxhooks webhook update ${o.webhook} --url ${receiver.url}`));
-    line(ctx.stderr, styleErr.dim('Ctrl-C to stop.'));
+/** `--check`: pings each subscription and reports, for each, which link of the chain works. */
+async function reportCheck(ctx: Context, output: LineBuffer, temporary: Temporary | undefined, o: ListenOptions, receiver: RunningReceiver, log: EventLog): Promise<void> {
+  const { service } = temporary ?? (await serviceFor(ctx));
+  const hook = temporary?.hook ?? (await service.getWebhook(o.webhook!));
+  const checks = await checkChain(service, hook, log, ctx.global.timeoutMs, { port: receiver.port, path: o.path });
+  for (const c of checks) {
+    if (ctx.global.json) output.push(JSON.stringify({ event: 'check', webhook_id: hook.id, ...c }));
+    else line(ctx.stderr, describeCheck(c, styleFor(ctx, ctx.stderr)));
   }
-  if (o.scheme === 'hex-body') line(ctx.stderr, 'warning: --scheme hex-body does not sign the timestamp or Trigger-Id: captured deliveries can be replayed.');
+}
 
-  let timer: NodeJS.Timeout | undefined;
-  const expired = new Promise<'expired'>((resolve) => {
-    if (o.within !== undefined) timer = setTimeout(() => resolve('expired'), o.within);
-  });
-  const why = await Promise.race([finished, expired, ctx.interrupted]);
-  clearTimeout(timer);
-  await receiver.close();
-  await store.close();
-  output.flush();
-  if (why === 'expired') {
-    throw new NotVerifiedError(`No verified ${o.until} delivery arrived within ${formatDuration(o.within!)}.`, {
-      hint: 'Check that the webhook points here, is active and subscribed to that type (`wxhooks webhook get ID`).',
-    });
-  }
-  if (typeof why === 'object') throw why;
-  if (why === 'SIGINT') throw new InterruptedError('interrupted');
+/** A line (and its advice) for one subscription's check. */
+export function describeCheck(c: SubscriptionCheck, style: ReturnType<typeof styleFor>): string {
+  const mark = c.result === 'verified' ? style.green('✓') : style.red('✗');
+  return `${mark} ${c.type} (subscription ${c.subscription_id}): ${printable(c.detail)}${c.hint ? `\n    ${style.dim(printable(c.hint))}` : ''}`;
 }
 
 /** How long the pairs file may stay unwritable before listen stops (60 s; WXHOOKS_STORE_GIVE_UP_MS for tests). */

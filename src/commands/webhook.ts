@@ -1,6 +1,7 @@
 import { Option, type Command } from 'commander';
 import { withoutSecret } from '../api/normalize.js';
 import { createWebhookBody } from '../api/requests.js';
+import { temporaryOf } from '../api/temporary.js';
 import { line, type Act, type Context } from '../context.js';
 import { SecretNotSavedError, UsageError } from '../errors.js';
 import { confirm } from '../output/prompt.js';
@@ -157,7 +158,11 @@ export async function runWebhookList(ctx: Context, opts: WebhookListOptions): Pr
     }
     return service.listWebhooks({ ...params, page: opts.page });
   });
-  const webhooks = result.webhooks.map(withoutSecret);
+  // a temporary webhook of `listen --public-url` says so, and which listen holds it
+  const webhooks = result.webhooks.map((h) => {
+    const mark = temporaryOf(h);
+    return mark ? { ...withoutSecret(h), temporary: mark } : withoutSecret(h);
+  });
   if (!ctx.global.json && webhooks.length === 0) {
     line(ctx.stderr, 'No webhooks found.' + (opts.active || opts.url || opts.type ? ' (filters were applied)' : ''));
     return;

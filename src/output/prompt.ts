@@ -42,7 +42,7 @@ export function readHidden(ctx: Context, prompt: string): Promise<string> {
     const onData = (text: string) => {
       for (const ch of text) {
         if (ch === '\r' || ch === '\n' || ch === '\u0004') return done();
-        if (ch === '\u0003') return done(new InterruptedError('interrupted'));
+        if (ch === '\u0003') return done(new InterruptedError('SIGINT'));
         if (ch === '\u007f' || ch === '\b') value = value.slice(0, -1);
         else if (ch >= ' ') value += ch;
       }

@@ -1,5 +1,6 @@
 import type { ChalkInstance } from 'chalk';
 import type { Subscription, Webhook } from '../api/normalize.js';
+import { temporaryOf } from '../api/temporary.js';
 import { printable } from './printable.js';
 import { table, truncate } from './render.js';
 
@@ -26,7 +27,7 @@ export function webhooksTable(hooks: Webhook[], tty: boolean): string {
     hooks.map((h) => [
       h.id,
       tty ? truncate(h.url, 60) : h.url,
-      h.name ?? '',
+      temporaryOf(h) ? `${h.name} (temporary, listen pid ${temporaryOf(h)!.pid})` : (h.name ?? ''),
       h.active === undefined ? '' : h.active ? 'yes' : 'no',
       h.subscriptions.map((s) => s.type).join(',') || '-',
     ]),

@@ -1,0 +1,220 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Command } from 'commander';
+import { EmulatorClient } from '../api/emulator-client.js';
+import type { Webhook } from '../api/normalize.js';
+import type { Service } from '../api/service.js';
+import { temporaryOf } from '../api/temporary.js';
+import { line, type Act, type Context } from '../context.js';
+import { DeliveryFailedError, WxError } from '../errors.js';
+import { printable } from '../output/printable.js';
+import { emit } from '../output/render.js';
+import { styleFor } from '../output/style.js';
+import { checkChain, EventLog } from '../receiver/check.js';
+import { startReceiver } from '../receiver/server.js';
+import { Verifier } from '../signing/verify.js';
+import { FilePairStore } from '../store/file-pairs.js';
+import { identifier, port, url } from '../util/parse.js';
+import { describeScheme } from './auth.js';
+import { valued } from './options.js';
+import { baseUrlFor, secretStoreFor, serviceFor } from './shared.js';
+
+export function register(cmd: Command, act: Act): void {
+  cmd
+    .addOption(valued('--webhook <id>', 'the webhook to check, link by link', identifier))
+    .addOption(valued('--public-url <url>', 'the public URL (a tunnel) that should lead to this machine', url))
+    .addOption(valued('--port <port>', 'the local port the URL leads to (default: the URL\'s own port when it is local, else 8787)', port))
+    .addHelpText(
+      'after',
+      `
+Checks the chain from the service to this machine, and says for each broken link what to do:
+credentials; the webhook exists, is active and has subscriptions; its URL can be reached from the
+service (https, not a local or private address); its secret is stored; and, with a receiver started
+on the port the URL leads to, a ping of each subscription arrives and verifies.
+Exit 0 when every link works, 7 when one does not.
+
+Examples:
+  $ wxhooks doctor
+  $ wxhooks doctor --webhook 7
+  $ wxhooks doctor --webhook 7 --public-url https://abc.ngrok.app --port 8787`,
+    )
+    .action(act(runDoctor));
+}
+
+export interface DoctorOptions {
+  webhook?: string;
+  publicUrl?: string;
+  port?: number;
+}
+
+export interface Check {
+  name: string;
+  ok: boolean;
+  detail: string;
+  /** What to do about it. */
+  hint?: string;
+  /** Said, but not a failure (an emulator's local URL). */
+  note?: string;
+}
+
+/** The ways an address can be one the live service cannot reach. */
+export function unreachableReason(address: string): string | undefined {
+  let host: string;
+  try {
+    host = new URL(address).hostname.replace(/^\[|\]$/g, '').toLowerCase();
+  } catch {
+    return 'it is not a URL';
+  }
+  if (host === 'localhost' || host.endsWith('.localhost') || host === '::1' || /^127\./.test(host) || host === '0.0.0.0') return 'a loopback address';
+  if (/^10\./.test(host) || /^192\.168\./.test(host) || /^172\.(1[6-9]|2\d|3[01])\./.test(host) || /^f[cd][0-9a-f]{2}:/.test(host)) return 'a private address';
+  if (/^169\.254\./.test(host) || /^fe[89ab][0-9a-f]:/.test(host)) return 'a link-local address';
+  return undefined;
+}
+
+async function isEmulator(service: Service): Promise<boolean> {
+  try {
+    await new EmulatorClient(service.http).ensureEmulator();
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+export async function runDoctor(ctx: Context, o: DoctorOptions): Promise<void> {
+  const checks: Check[] = [];
+  let webhooks: Webhook[] | undefined;
+  const done = () => report(ctx, checks, webhooks, o);
+
+  // 1. credentials
+  const { service, base, credentials } = await serviceFor(ctx);
+  try {
+    const status = await service.authStatus();
+    checks.push(
+      status.authed
+        ? { name: 'credentials', ok: true, detail: `accepted by ${base.url} for client ${printable(String(status.client_id ?? '?'))}: ${describeScheme(credentials)}` }
+        : { name: 'credentials', ok: false, detail: `${base.url} does not accept them (authed: false)`, hint: `Check ${credentials.keyFrom}; a key belongs to one service, so check --base-url too.` },
+    );
+  } catch (err) {
+    checks.push({ name: 'credentials', ok: false, detail: messageOf(err), hint: (err as WxError).hint });
+  }
+  if (!checks[0]!.ok) return done();
+
+  if (o.webhook === undefined) {
+    webhooks = await service.listAllWebhooks();
+    return done();
+  }
+
+  // 2. the webhook
+  let hook: Webhook;
+  try {
+    hook = await service.getWebhook(o.webhook);
+  } catch (err) {
+    checks.push({ name: 'webhook', ok: false, detail: messageOf(err), hint: (err as WxError).hint ?? 'List what exists with `wxhooks webhook list`.' });
+    return done();
+  }
+  const problems = [hook.active === false && 'it is inactive', !hook.subscriptions.length && 'it has no subscriptions'].filter(Boolean);
+  checks.push(
+    problems.length
+      ? {
+          name: 'webhook',
+          ok: false,
+          detail: `webhook ${hook.id} exists, but ${problems.join(' and ')}`,
+          hint: hook.active === false ? `wxhooks webhook update ${hook.id} --active` : `wxhooks subscription add ${hook.id} TYPE`,
+        }
+      : { name: 'webhook', ok: true, detail: `webhook ${hook.id} is active, with ${hook.subscriptions.map((s) => s.type).join(', ')}` },
+  );
+
+  // 3. its URL
+  const reason = unreachableReason(hook.url);
+  const emulator = reason !== undefined && (await isEmulator(service));
+  const where = printable(hook.url);
+  if (o.publicUrl !== undefined && hook.url.replace(/\/+$/, '') !== o.publicUrl.replace(/\/+$/, '') && !hook.url.startsWith(o.publicUrl.replace(/\/+$/, '') + '/')) {
+    checks.push({ name: 'url', ok: false, detail: `the webhook points at ${where}, not at ${printable(o.publicUrl)}`, hint: `wxhooks webhook update ${hook.id} --url ${o.publicUrl}` });
+  } else if (reason && emulator) {
+    checks.push({ name: 'url', ok: true, detail: `${where} is ${reason}`, note: 'fine for the emulator, which runs here; the live service could not reach it' });
+  } else if (reason) {
+    checks.push({ name: 'url', ok: false, detail: `${where} is ${reason}: the service cannot reach it`, hint: 'Expose the receiver with a tunnel (ngrok http 8787), then `wxhooks webhook update ID --url https://…`, or use `wxhooks listen --public-url`.' });
+  } else if (!hook.url.startsWith('https:')) {
+    checks.push({ name: 'url', ok: false, detail: `${where} is not https`, hint: 'The live service delivers to https URLs; a tunnel gives one.' });
+  } else {
+    checks.push({ name: 'url', ok: true, detail: `${where} is a public https URL` });
+  }
+
+  // 4. its secret
+  const stored = await (await secretStoreFor(ctx)).get((await baseUrlFor(ctx)).url, hook.id);
+  checks.push(
+    stored
+      ? { name: 'secret', ok: true, detail: `the secret of webhook ${hook.id} is stored` }
+      : { name: 'secret', ok: false, detail: `no secret is stored for webhook ${hook.id}`, hint: `wxhooks secret set ${hook.id}, then paste it (it was shown once, when the webhook was created)` },
+  );
+
+  // 5. the chain, with a receiver of our own where the URL leads
+  if (stored && hook.subscriptions.length) checks.push(...(await deliveryChecks(ctx, service, hook, stored.secret, o)));
+  return done();
+}
+
+/** Starts a receiver where the webhook's URL leads, pings each subscription, and says what arrived. */
+async function deliveryChecks(ctx: Context, service: Service, hook: Webhook, secret: string, o: DoctorOptions): Promise<Check[]> {
+  const target = new URL(hook.url);
+  const local = unreachableReason(hook.url) === 'a loopback address';
+  const listenPort = o.port ?? (local && target.port ? Number(target.port) : 8787);
+  const log = new EventLog();
+  const dir = mkdtempSync(join(tmpdir(), 'wxhooks-doctor-')); // the pings' pairs are kept apart from listen's
+  const store = await FilePairStore.open({ dir, ttlMs: 3_600_000 });
+  try {
+    const receiver = await startReceiver({
+      port: listenPort,
+      host: '127.0.0.1',
+      path: target.pathname || '/',
+      verifier: new Verifier({ secret }),
+      store,
+      maxBody: 25 * 1024 * 1024,
+      maxInflight: 64 * 1024 * 1024,
+      forwardTimeoutMs: 1000,
+      readTimeoutMs: 10_000,
+      onEvent: (event) => log.push(event),
+    });
+    try {
+      const results = await checkChain(service, hook, log, ctx.global.timeoutMs, { port: receiver.port, path: target.pathname || '/' });
+      return results.map((r) => ({ name: `delivery: ${r.type}`, ok: r.result === 'verified', detail: r.detail, hint: r.hint }));
+    } finally {
+      await receiver.close();
+    }
+  } catch (err) {
+    if ((err as WxError).exitCode === 2) {
+      return [{ name: 'delivery', ok: false, detail: `no receiver could be started on port ${listenPort}: ${messageOf(err)}`, hint: 'Is `wxhooks listen` running there? Stop it, or check with `wxhooks listen --webhook ID --check` instead.' }];
+    }
+    throw err;
+  } finally {
+    await store.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+const messageOf = (err: unknown) => (err instanceof Error ? err.message : String(err));
+
+function report(ctx: Context, checks: Check[], webhooks: Webhook[] | undefined, o: DoctorOptions): void {
+  const ok = checks.every((c) => c.ok);
+  const listing = webhooks?.map((h) => ({ id: h.id, url: h.url, active: h.active ?? null, subscriptions: h.subscriptions.map((s) => s.type), temporary: Boolean(temporaryOf(h)) }));
+  emit(ctx, { ok, checks, ...(listing ? { webhooks: listing } : {}) }, () => {
+    const style = styleFor(ctx, ctx.stdout);
+    const lines = checks.map((c) => {
+      const mark = c.ok ? style.green('✓') : style.red('✗');
+      let text = `${mark} ${c.name}: ${c.detail}`;
+      if (c.note) text += `\n    ${style.dim(`note: ${c.note}`)}`;
+      if (!c.ok && c.hint) text += `\n    ${style.dim(`→ ${printable(c.hint)}`)}`;
+      return text;
+    });
+    if (webhooks) {
+      lines.push(webhooks.length ? `Webhooks: ${webhooks.map((h) => `${h.id} (${printable(h.url)}${temporaryOf(h) ? ', temporary' : ''})`).join(', ')}` : 'No webhooks yet: create one with `wxhooks webhook create` or `wxhooks listen --public-url URL`.');
+      if (webhooks.length) lines.push(style.dim(`Check one, link by link: wxhooks doctor --webhook ${webhooks[0]!.id}${o.publicUrl ? ` --public-url ${o.publicUrl}` : ''}`));
+    }
+    return lines.join('\n');
+  });
+  const failed = checks.filter((c) => !c.ok);
+  if (failed.length) {
+    if (!ctx.global.json) line(ctx.stderr, '');
+    throw new DeliveryFailedError(`${failed.length} of ${checks.length} checks failed: ${failed.map((c) => c.name).join(', ')}.`, { hint: 'Each ✗ above says what to do.' });
+  }
+}
