@@ -107,7 +107,20 @@ async function main() {
     console.log(`  ${d.type.padEnd(30)} sub ${d.subscription_id} attempt ${d.attempt}: ${d.outcome} (${d.status ?? d.error})`);
   }
   await new Promise((r) => app.close(r));
-  console.log('\nDone: every delivery verified, the refused one retried and accepted, nothing processed twice.');
+
+  say('8. A run with a hole: hours out of order, one twice, one never; listen waits for the whole run');
+  const saved = join(dir, 'deliveries');
+  const gate = start(['listen', '--port', String(port), '--webhook', created.id, '--save-dir', saved, '--until-run', 'wm-6@2026-11-22T00:00:00Z', '--expect-hours', '0-24/6', '--within', '4s'], (line) => {
+    console.log(`  listen │ ${line}`);
+  });
+  for (let i = 0; i < 200 && !gate.stderrText.includes('Ready.'); i++) await new Promise((r) => setTimeout(r, 25));
+  await run(['trigger', 'run', '--model', 'wm-6', '--init-time', '2026-11-22T00:00:00Z', '--hours', '0-24/6', '--skip-hours', '18', '--repeat-hours', '6', '--shuffle']);
+  const gateCode = await gate.exited;
+  if (gateCode !== 9) throw new Error(`listen --until-run should have said the run is incomplete (exit 9), not ${gateCode}`);
+  console.log('(exit 9: the run is not complete, and listen said which hour is missing)');
+  await run(['runs', '--dir', saved, '--expect-hours', '0-24/6']);
+
+  console.log('\nDone: every delivery verified, the refused one retried and accepted, nothing processed twice, the missing hour named.');
 }
 
 let failed = false;

@@ -12,6 +12,8 @@ import { formatEvent } from '../output/listen.js';
 import { printable } from '../output/printable.js';
 import { styleFor } from '../output/style.js';
 import { checkChain, EventLog, type SubscriptionCheck } from '../receiver/check.js';
+import { compressHours, parseRunName, RunTracker } from '../receiver/runs.js';
+import { progressBar, progressLine, StatusLine } from '../output/run-progress.js';
 import type { ReceiverEvent } from '../receiver/event.js';
 import { startReceiver, type RunningReceiver } from '../receiver/server.js';
 import type { Scheme } from '../signing/layouts.js';
@@ -21,7 +23,7 @@ import { configDir } from '../store/paths.js';
 import { formatDuration } from '../util/duration.js';
 import { ensureWritableDir } from '../util/files.js';
 import { LineBuffer } from '../util/line-buffer.js';
-import { collect, duration, integer, size, timeLimit, url } from '../util/parse.js';
+import { collect, duration, hours, integer, isoTime, size, timeLimit, url } from '../util/parse.js';
 import { addSensitive } from '../util/redact.js';
 import { SUBSCRIPTION_TYPES } from '../vocabulary.js';
 import { portOption, schemeOption, toleranceOption, valued } from './options.js';
@@ -50,7 +52,10 @@ export function register(cmd: Command, act: Act): void {
     .option('--fsync', 'sync each processed pair to the disk before answering (survives a power loss; slower)')
     .addOption(valued('--exit-after <n>', 'exit 0 after N verified new deliveries', integer(1)))
     .option('--until <type>', 'exit 0 at the first verified delivery of this type')
-    .addOption(valued('--within <duration>', 'with --until: exit 9 if it has not come by then', duration))
+    .option('--until-run [model@init]', 'exit 0 once a model run is complete: every --expect-hours hour, and its initialization_time.available (default: the first run seen)')
+    .addOption(valued('--expect-hours <range>', 'with --until-run: the forecast hours that make the run complete, such as 0-240/6 or 0-72/3,78-240/6', hours))
+    .option('--no-init-event', "with --until-run: the run is complete without its initialization_time.available")
+    .addOption(valued('--within <duration>', 'with --until or --until-run: exit 9 if it has not come by then (and say what is missing)', duration))
     .addOption(valued('--read-timeout <duration>', 'slow-client guard: headers must arrive within this, the whole request within 6 times it', timeLimit, [10_000, '10s']))
     .addHelpText(
       'after',
@@ -69,6 +74,7 @@ Examples:
   $ wxhooks listen --public-url https://abc.example.dev --forward-to http://localhost:3000/hooks
   $ wxhooks listen --secret-env WX_WEBHOOK_SECRET --json | jq 'select(.outcome=="accepted")'
   $ wxhooks listen --webhook 7 --until initialization_time.available --within 10m   # a CI gate
+  $ wxhooks listen --webhook 7 --until-run wm-6 --expect-hours 0-240/6 --within 6h  # a whole run
   $ wxhooks listen --webhook 7 --respond-status 500                                 # watch the retries`,
     )
     .action(act(runListen, { longRunning: true }));
@@ -96,6 +102,9 @@ export interface ListenOptions {
   fsync?: boolean;
   exitAfter?: number;
   until?: string;
+  untilRun?: string | true;
+  expectHours?: number[];
+  initEvent: boolean;
   within?: number;
   readTimeout: number;
 }
@@ -108,11 +117,12 @@ export const OUTPUT_LIMIT = 8 * 1024 * 1024;
  * reader does not keep up (`listen | sleep 300`), lines past OUTPUT_LIMIT unwritten are dropped rather
  * than kept, counted, and the count is reported once stdout drains: the answers never wait for it.
  */
-function reportWriter(out: Out, json: boolean): LineBuffer {
+function reportWriter(out: Out, json: boolean, status?: StatusLine): LineBuffer {
   let dropped = 0;
   const output: LineBuffer = new LineBuffer((chunk, lines) => {
     if ((out.writableLength ?? 0) <= OUTPUT_LIMIT) {
-      out.write(chunk);
+      if (status) status.above(() => out.write(chunk));
+      else out.write(chunk);
       return;
     }
     if (dropped === 0) {
@@ -152,7 +162,10 @@ interface Temporary {
 
 function checkOptions(o: ListenOptions): void {
   if (!o.path.startsWith('/')) throw new UsageError(`--path must start with "/", not "${o.path}".`);
-  if (o.within !== undefined && o.until === undefined) throw new UsageError('--within goes with --until TYPE.');
+  if (o.within !== undefined && o.until === undefined && o.untilRun === undefined) throw new UsageError('--within goes with --until TYPE or --until-run.');
+  if (o.until !== undefined && o.untilRun !== undefined) throw new UsageError('Give --until or --until-run, not both.');
+  if (o.untilRun !== undefined && o.expectHours === undefined) throw new UsageError('--until-run needs --expect-hours: the forecast hours that make the run complete, such as 0-240/6.');
+  if (o.untilRun === undefined && (o.expectHours !== undefined || !o.initEvent)) throw new UsageError('--expect-hours and --no-init-event go with --until-run.');
   if (o.publicUrl !== undefined && (o.webhook !== undefined || o.secretEnv !== undefined)) {
     throw new UsageError('--public-url creates a temporary webhook of its own: it cannot be given with --webhook or --secret-env.', {
       hint: 'An existing webhook is never re-pointed. Drop --public-url to listen for an existing webhook (and point it here yourself).',
@@ -164,13 +177,24 @@ function checkOptions(o: ListenOptions): void {
   if (o.check && o.webhook === undefined && o.publicUrl === undefined) throw new UsageError('--check pings the webhook: give --webhook ID or --public-url.');
 }
 
+/** The run `--until-run` waits for, from its value: `MODEL`, `MODEL@INIT` or `@INIT` (an ISO time), or nothing. */
+function runTarget(o: ListenOptions): RunTracker | undefined {
+  if (o.untilRun === undefined) return undefined;
+  const named = parseRunName(o.untilRun);
+  const init = named.init === undefined ? undefined : isoTime(named.init, `--until-run's initialisation time ("${named.init}")`);
+  return new RunTracker({ model: named.model, init, expect: o.expectHours!, needInit: o.initEvent });
+}
+
 export async function runListen(ctx: Context, o: ListenOptions): Promise<void> {
   checkOptions(o);
+  const runs = runTarget(o);
   if (o.saveDir !== undefined) await ensureWritableDir(o.saveDir, '--save-dir');
   const json = ctx.global.json;
   const style = styleFor(ctx, ctx.stdout);
   const styleErr = styleFor(ctx, ctx.stderr);
-  const output = reportWriter(ctx.stdout, json);
+  // the run's progress: a line kept at the bottom of a terminal, else a line for each hour that arrives
+  const status = runs && !json && ctx.stderr.isTTY ? new StatusLine(ctx.stderr as Out & { columns?: number }) : undefined;
+  const output = reportWriter(ctx.stdout, json, ctx.stdout.isTTY ? status : undefined);
   const log = new EventLog();
 
   // the webhook: a temporary one of our own, or an existing one whose secret we are given
@@ -212,6 +236,15 @@ export async function runListen(ctx: Context, o: ListenOptions): Promise<void> {
         if (event.outcome === 'accepted') accepted++;
         if (o.exitAfter !== undefined && accepted >= o.exitAfter) finish('done');
         if (o.until !== undefined && event.type === o.until && (event.outcome === 'accepted' || event.outcome === 'duplicate')) finish('done');
+        if (runs && (event.outcome === 'accepted' || event.outcome === 'duplicate') && runs.add(event)?.counted) {
+          const p = runs.progress()!;
+          if (json) {
+            output.push(JSON.stringify({ event: 'run_progress', ...p }));
+            if (p.complete) output.push(JSON.stringify({ event: 'run_complete', ...p }));
+          } else if (status) status.show(progressBar(p, o.initEvent, styleErr));
+          else line(ctx.stderr, progressLine(p, event.type === 'initialization_time.available' ? 'its initialization_time.available in' : `+${event.forecast_hour}h in`));
+          if (p.complete) finish('done');
+        }
         if (event.fatal) {
           finish(new UsageError(`Stopped: ${event.message ?? 'the processed pairs can no longer be written.'}`, { hint: 'Free some space or fix the store folder, then start listen again.' }));
         }
@@ -233,6 +266,7 @@ export async function runListen(ctx: Context, o: ListenOptions): Promise<void> {
     if (o.scheme === 'hex-body') line(ctx.stderr, 'warning: --scheme hex-body does not sign the timestamp or Trigger-Id: captured deliveries can be replayed.');
 
     if (o.check) await reportCheck(ctx, output, temporary, o, receiver, log);
+    if (status) status.show(styleErr.dim(`waiting for ${runs!.waitingFor()}: ${o.expectHours!.length} forecast hours${o.initEvent ? ' and its initialization_time.available' : ''}…`));
 
     let timer: NodeJS.Timeout | undefined;
     const expired = new Promise<'expired'>((resolve) => {
@@ -240,11 +274,7 @@ export async function runListen(ctx: Context, o: ListenOptions): Promise<void> {
     });
     const why = await Promise.race([finished, expired, ctx.interrupted]);
     clearTimeout(timer);
-    if (why === 'expired') {
-      throw new NotVerifiedError(`No verified ${o.until} delivery arrived within ${formatDuration(o.within!)}.`, {
-        hint: 'Check that the webhook points here, is active and subscribed to that type (`wxhooks webhook get ID`).',
-      });
-    }
+    if (why === 'expired') throw notComplete(o, runs);
     if (typeof why === 'object') throw why;
     if (why !== 'done') throw new InterruptedError(why);
   } finally {
@@ -252,6 +282,7 @@ export async function runListen(ctx: Context, o: ListenOptions): Promise<void> {
     await store?.close();
     await temporary?.remove();
     output.flush();
+    status?.done();
   }
 }
 
@@ -334,6 +365,16 @@ async function reportCheck(ctx: Context, output: LineBuffer, temporary: Temporar
 export function describeCheck(c: SubscriptionCheck, style: ReturnType<typeof styleFor>): string {
   const mark = c.result === 'verified' ? style.green('✓') : style.red('✗');
   return `${mark} ${c.type} (subscription ${c.subscription_id}): ${printable(c.detail)}${c.hint ? `\n    ${style.dim(printable(c.hint))}` : ''}`;
+}
+
+/** What `--within` running out means: the delivery `--until` waits for, or the hours of the run `--until-run` waits for, that did not come. */
+function notComplete(o: ListenOptions, runs: RunTracker | undefined): NotVerifiedError {
+  const hint = 'Check that the webhook points here, is active and subscribed to those types (`wxhooks webhook get ID`), and `wxhooks doctor`.';
+  if (!runs) return new NotVerifiedError(`No verified ${o.until} delivery arrived within ${formatDuration(o.within!)}.`, { hint });
+  const p = runs.progress();
+  if (!p) return new NotVerifiedError(`No delivery of ${runs.waitingFor()} arrived within ${formatDuration(o.within!)}.`, { hint });
+  const what = [p.missing.length ? `missing ${compressHours(p.missing)}` : '', o.initEvent && !p.init_event ? 'its initialization_time.available has not come' : ''].filter(Boolean).join('; ');
+  return new NotVerifiedError(`Run ${p.model} ${p.initialization_time} is not complete after ${formatDuration(o.within!)} (${p.have.length}/${p.have.length + p.missing.length} hours): ${what}.`, { hint });
 }
 
 /** How long the pairs file may stay unwritable before listen stops (60 s; WXHOOKS_STORE_GIVE_UP_MS for tests). */

@@ -1,6 +1,8 @@
-import { mkdir } from 'node:fs/promises';
+import { mkdir, readdir, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { UsageError } from '../errors.js';
-import { createNewFile, readInputFile as read } from '../util/files.js';
+import { parseBodyObject } from '../signing/json-body.js';
+import { createNewFile, fsReason, readInputFile as read } from '../util/files.js';
 
 /** A delivery as `listen --save-dir` writes it, and `verify` and `send` read it back. */
 export interface SavedDelivery {
@@ -91,3 +93,48 @@ export async function readCaptured(saved: string | undefined, headersFile?: stri
   return { headers, body: await read(bodyFile, 'the body file'), receivedAt: undefined };
 }
 
+
+/** A delivery read back from a `--save-dir` folder: its file, what was saved, and its body as an object (if it is one). */
+export interface SavedFile {
+  file: string;
+  saved: SavedDelivery;
+  payload: Record<string, unknown> | undefined;
+}
+
+/**
+ * Every delivery saved in a `--save-dir` folder, in the order they were received (the file names start
+ * with the time). Files that are not saved deliveries are passed over, and counted in `skipped`.
+ */
+export async function readSavedDir(dir: string): Promise<{ deliveries: SavedFile[]; skipped: number }> {
+  let names: string[];
+  try {
+    names = (await readdir(dir)).filter((n) => n.endsWith('.json')).sort();
+  } catch (err) {
+    throw new UsageError(`Cannot read the folder "${dir}": ${fsReason(err)}.`, { hint: 'Give the folder `listen --save-dir` wrote to.' });
+  }
+  const deliveries: SavedFile[] = [];
+  let skipped = 0;
+  for (const name of names) {
+    const file = join(dir, name);
+    try {
+      const saved = JSON.parse(await readFile(file, 'utf8')) as unknown;
+      if (!isSavedDelivery(saved)) throw new Error('not a saved delivery');
+      deliveries.push({ file, saved, payload: parseBodyObject(savedBody(saved)) });
+    } catch {
+      skipped++;
+    }
+  }
+  return { deliveries, skipped };
+}
+
+/** What a delivery's body says of its model run (the fields the run tracker reads). */
+export function runFactsOf(payload: Record<string, unknown> | undefined): { type?: string; model?: string; initialization_time?: string; forecast_hour?: number } {
+  const data = (typeof payload?.data === 'object' && payload.data !== null ? payload.data : {}) as Record<string, unknown>;
+  const text = (v: unknown) => (typeof v === 'string' ? v : undefined);
+  return {
+    type: text(payload?.type),
+    model: text(data.model),
+    initialization_time: text(data.initialization_time),
+    forecast_hour: typeof data.forecast_hour === 'number' ? data.forecast_hour : undefined,
+  };
+}

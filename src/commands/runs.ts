@@ -1,0 +1,60 @@
+import type { Command } from 'commander';
+import { line, type Act, type Context } from '../context.js';
+import { printable } from '../output/printable.js';
+import { emit, table } from '../output/render.js';
+import { readSavedDir, runFactsOf } from '../receiver/saved.js';
+import { compressHours, progressOf, RunTracker } from '../receiver/runs.js';
+import { hours } from '../util/parse.js';
+import { valued } from './options.js';
+
+export function register(cmd: Command, act: Act): void {
+  cmd
+    .requiredOption('--dir <dir>', 'a folder that `listen --save-dir` wrote to')
+    .addOption(valued('--expect-hours <range>', 'the forecast hours a run should have, such as 0-240/6: what is missing is listed', hours))
+    .addHelpText(
+      'after',
+      `
+Each model run seen (model and initialisation time): the forecast hours present, those missing against
+--expect-hours, and whether its initialization_time.available came. For a job that starts after the fact.
+
+Examples:
+  $ wxhooks listen --webhook 7 --save-dir ./deliveries &
+  $ wxhooks runs --dir ./deliveries --expect-hours 0-240/6
+  $ wxhooks runs --dir ./deliveries --expect-hours 0-240/6 --json | jq '.runs[] | select(.complete)'`,
+    )
+    .action(act(runRuns));
+}
+
+export interface RunsOptions {
+  dir: string;
+  expectHours?: number[];
+}
+
+export async function runRuns(ctx: Context, o: RunsOptions): Promise<void> {
+  const { deliveries, skipped } = await readSavedDir(o.dir);
+  const tracker = new RunTracker();
+  for (const d of deliveries) tracker.add(runFactsOf(d.payload));
+  const runs = tracker.runs().map((run) => {
+    const hoursSeen = [...run.hours].sort((a, b) => a - b);
+    const p = o.expectHours ? progressOf(run, o.expectHours, true) : undefined;
+    return { model: run.model, initialization_time: run.initialization_time, hours: hoursSeen, init_event: run.initEvent, ...(p ? { missing: p.missing, complete: p.complete } : {}) };
+  });
+  if (skipped) line(ctx.stderr, `warning: ${skipped} file${skipped === 1 ? ' is' : 's are'} in ${o.dir} that ${skipped === 1 ? 'is' : 'are'} not a saved delivery; passed over.`);
+  if (!ctx.global.json && !runs.length) {
+    line(ctx.stderr, `No model run in the ${deliveries.length} deliveries saved in ${o.dir}.`);
+    return;
+  }
+  emit(ctx, { runs, deliveries: deliveries.length }, () =>
+    table(
+      ['MODEL', 'INITIALISED', 'HOURS', ...(o.expectHours ? ['MISSING'] : []), 'INIT EVENT'],
+      runs.map((r) => [
+        printable(r.model),
+        r.initialization_time,
+        compressHours(r.hours) || '-',
+        ...(o.expectHours ? [r.missing!.length ? compressHours(r.missing!) : 'none'] : []),
+        r.init_event ? 'yes' : 'no',
+      ]),
+      Boolean(ctx.stdout.isTTY),
+    ),
+  );
+}

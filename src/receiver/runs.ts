@@ -1,0 +1,155 @@
+/**
+ * Model runs, tracked to their last forecast hour: which hours of each (model, initialisation time) have
+ * been verified, and whether the run's `initialization_time.available` came. Used by `listen
+ * --until-run`, by `wxhooks runs` over saved deliveries, and by the inspector's runs view.
+ */
+
+/** What a verified delivery says of its run (the fields of a ReceiverEvent, or of a saved body). */
+export interface RunFacts {
+  type?: string;
+  model?: string;
+  initialization_time?: string;
+  forecast_hour?: number;
+}
+
+export interface Run {
+  model: string;
+  /** ISO 8601, in whole seconds. */
+  initialization_time: string;
+  /** The forecast hours seen, each once. */
+  hours: Set<number>;
+  /** Whether its initialization_time.available was seen. */
+  initEvent: boolean;
+}
+
+/** The run `--until-run` waits for: a model and an initialisation time, each taken from the first delivery when not given. */
+export interface RunTarget {
+  model?: string;
+  init?: string;
+  /** The forecast hours that make it complete. */
+  expect: number[];
+  /** Whether its initialization_time.available is needed too (not with --no-init-event). */
+  needInit: boolean;
+}
+
+export interface RunProgress {
+  model: string;
+  initialization_time: string;
+  have: number[];
+  missing: number[];
+  init_event: boolean;
+  complete: boolean;
+}
+
+const FORECAST_HOUR = 'forecast_hour.available';
+const INIT_TIME = 'initialization_time.available';
+
+/** The same instant written the same way, so that `2026-11-22T00:00Z` and `2026-11-22T00:00:00.000Z` are one run. */
+export function sameInstant(iso: string): string {
+  const t = Date.parse(iso);
+  return Number.isNaN(t) ? iso : new Date(t).toISOString().replace(/\.000Z$/, 'Z');
+}
+
+export class RunTracker {
+  private readonly byKey = new Map<string, Run>();
+  private target: RunTarget | undefined;
+
+  constructor(target?: RunTarget) {
+    this.target = target && { ...target, init: target.init === undefined ? undefined : sameInstant(target.init) };
+  }
+
+  /**
+   * Records one verified delivery. Returns its run, and whether it counted towards the target (a new
+   * expected hour, or the run's initialisation event, of the run `--until-run` waits for).
+   */
+  add(facts: RunFacts): { run: Run; counted: boolean } | undefined {
+    if (facts.type !== FORECAST_HOUR && facts.type !== INIT_TIME) return undefined;
+    if (!facts.model || !facts.initialization_time) return undefined;
+    const init = sameInstant(facts.initialization_time);
+    const key = `${facts.model}\u0000${init}`;
+    let run = this.byKey.get(key);
+    if (!run) this.byKey.set(key, (run = { model: facts.model, initialization_time: init, hours: new Set(), initEvent: false }));
+    let fresh = false;
+    if (facts.type === INIT_TIME) {
+      fresh = !run.initEvent;
+      run.initEvent = true;
+    } else if (typeof facts.forecast_hour === 'number') {
+      fresh = !run.hours.has(facts.forecast_hour);
+      run.hours.add(facts.forecast_hour);
+    }
+    const t = this.target;
+    if (t) {
+      // the defaults: the first run-related delivery's model, then the first initialisation time seen for it
+      t.model ??= run.model;
+      if (run.model === t.model) t.init ??= init;
+    }
+    const counted =
+      fresh && t !== undefined && run.model === t.model && init === t.init && (facts.type === INIT_TIME ? t.needInit : t.expect.includes(facts.forecast_hour!));
+    return { run, counted };
+  }
+
+  /** Every run seen, oldest initialisation first. */
+  runs(): Run[] {
+    return [...this.byKey.values()].sort((a, b) => a.initialization_time.localeCompare(b.initialization_time) || a.model.localeCompare(b.model));
+  }
+
+  /** How far the target run has come (undefined until its model is known). */
+  progress(): RunProgress | undefined {
+    const t = this.target;
+    if (!t?.model || !t.init) return undefined;
+    const run = this.byKey.get(`${t.model}\u0000${t.init}`);
+    return progressOf(run ?? { model: t.model, initialization_time: t.init, hours: new Set(), initEvent: false }, t.expect, t.needInit);
+  }
+
+  /** What the target is waiting for, in words, before its model or run is known. */
+  waitingFor(): string {
+    const t = this.target;
+    if (!t) return '';
+    return `${t.model ?? 'the first model run'}${t.init ? ` ${t.init}` : ''}`;
+  }
+}
+
+/** A run's progress against the expected hours. */
+export function progressOf(run: Run, expect: number[], needInit: boolean): RunProgress {
+  const have = expect.filter((h) => run.hours.has(h));
+  const missing = expect.filter((h) => !run.hours.has(h));
+  return {
+    model: run.model,
+    initialization_time: run.initialization_time,
+    have,
+    missing,
+    init_event: run.initEvent,
+    complete: missing.length === 0 && (!needInit || run.initEvent),
+  };
+}
+
+/**
+ * Hours as the shortest readable list: `+0h-+180h/6, +186h, +200h-+204h`. A stretch of three or more
+ * hours with one step is a range (`/STEP` unless the step is 1); anything else is listed.
+ */
+export function compressHours(hours: readonly number[]): string {
+  const sorted = [...new Set(hours)].sort((a, b) => a - b);
+  const parts: string[] = [];
+  let i = 0;
+  while (i < sorted.length) {
+    const step = sorted[i + 1] !== undefined ? sorted[i + 1]! - sorted[i]! : 0;
+    let j = i + 1;
+    while (step > 0 && j < sorted.length && sorted[j]! - sorted[j - 1]! === step) j++;
+    if (j - i >= 3) {
+      parts.push(`+${sorted[i]}h-+${sorted[j - 1]}h${step === 1 ? '' : `/${step}`}`);
+      i = j;
+    } else {
+      parts.push(`+${sorted[i]}h`);
+      i++;
+    }
+  }
+  return parts.join(', ');
+}
+
+/** `MODEL`, `MODEL@INIT`, `@INIT` or nothing: what `--until-run` names. */
+export function parseRunName(text: string | true): { model?: string; init?: string } {
+  if (text === true || text === '') return {};
+  const at = text.indexOf('@');
+  if (at === -1) return { model: text };
+  return { model: text.slice(0, at) || undefined, init: text.slice(at + 1) };
+}
