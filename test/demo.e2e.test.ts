@@ -12,6 +12,8 @@ it('the quick start (`npm run demo`) runs the whole story offline and exits 0', 
   expect(out).toContain('Done: every delivery verified');
   expect(out).toMatch(/✗ 502 .*app 500 "database not ready"/);
   expect(out).toMatch(/sub 1 attempt 2: delivered \(200\)/);
-  expect(out.match(/✓ 200/g)).toHaveLength(4);
+  expect(out.match(/✓ 200/g)).toHaveLength(4 + 6); // the first run's 4, then the run with a hole: 5 hours (one twice) less one, and its init event
+  expect(out).toContain('is not complete after 4s (4/5 hours): missing +18h.');
+  expect(out).toMatch(/wm-6\t2026-11-22T00:00:00Z\t\+0h-\+12h\/6, \+24h\t\+18h\tyes/);
   expect(code).toBe(0);
 }, 40_000);
