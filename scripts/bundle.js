@@ -3,7 +3,7 @@
 // bundled). undici stays outside the bundle: only the emulator, `listen --forward-to`, `send` and
 // proxied requests load it; the service client's other requests go through node:http.
 import { build } from 'esbuild';
-import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 
 const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8'));
 
@@ -24,6 +24,24 @@ await build({
   banner: { js: "import { createRequire as __wxCreateRequire } from 'node:module'; const require = __wxCreateRequire(import.meta.url);" },
   logLevel: 'warning',
 });
+
+// The inspector page: one script (uPlot bundled in) and one style sheet, served by `listen --inspect`.
+rmSync(new URL('../dist/inspector', import.meta.url), { recursive: true, force: true });
+await build({
+  entryPoints: [new URL('../src/page/app.ts', import.meta.url).pathname],
+  outfile: new URL('../dist/inspector/app.js', import.meta.url).pathname,
+  bundle: true,
+  minify: true,
+  format: 'iife',
+  platform: 'browser',
+  target: 'es2020',
+  logLevel: 'warning',
+});
+mkdirSync(new URL('../dist/inspector', import.meta.url), { recursive: true });
+writeFileSync(
+  new URL('../dist/inspector/app.css', import.meta.url),
+  readFileSync(new URL('../node_modules/uplot/dist/uPlot.min.css', import.meta.url), 'utf8') + readFileSync(new URL('../src/page/app.css', import.meta.url), 'utf8'),
+);
 
 // Every command's help, rendered once here, so `--help` needs no commander at run time.
 const { renderAllHelp } = await import(new URL('../dist/bin/help.js', import.meta.url).href);

@@ -15,7 +15,12 @@ import { checkChain, EventLog, type SubscriptionCheck } from '../receiver/check.
 import { compressHours, parseRunName, RunTracker } from '../receiver/runs.js';
 import { progressBar, progressLine, StatusLine } from '../output/run-progress.js';
 import type { ReceiverEvent } from '../receiver/event.js';
+import { History } from '../receiver/history.js';
+import { startInspector, type RunningInspector } from '../receiver/inspector.js';
+import { replayDelivery } from '../receiver/replay.js';
+import { savedBody, type SavedDelivery } from '../receiver/saved.js';
 import { startReceiver, type RunningReceiver } from '../receiver/server.js';
+import { isoMillis } from '../util/clock.js';
 import type { Scheme } from '../signing/layouts.js';
 import { Verifier } from '../signing/verify.js';
 import { FilePairStore } from '../store/file-pairs.js';
@@ -57,6 +62,9 @@ export function register(cmd: Command, act: Act): void {
     .option('--no-init-event', "with --until-run: the run is complete without its initialization_time.available")
     .addOption(valued('--within <duration>', 'with --until or --until-run: exit 9 if it has not come by then (and say what is missing)', duration))
     .addOption(valued('--read-timeout <duration>', 'slow-client guard: headers must arrive within this, the whole request within 6 times it', timeLimit, [10_000, '10s']))
+    .option('--inspect [host:port]', 'serve the inspector page: every delivery live, in detail, replayable (default 127.0.0.1:8789)')
+    .option('--inspect-allow-remote', 'let --inspect bind an address other machines can reach')
+    .addOption(valued('--history <n>', 'with --inspect: how many requests are kept in memory, bodies up to 1 MiB whole', integer(1, 1_000_000), [500, '500']))
     .addHelpText(
       'after',
       `
@@ -75,7 +83,8 @@ Examples:
   $ wxhooks listen --secret-env WX_WEBHOOK_SECRET --json | jq 'select(.outcome=="accepted")'
   $ wxhooks listen --webhook 7 --until initialization_time.available --within 10m   # a CI gate
   $ wxhooks listen --webhook 7 --until-run wm-6 --expect-hours 0-240/6 --within 6h  # a whole run
-  $ wxhooks listen --webhook 7 --respond-status 500                                 # watch the retries`,
+  $ wxhooks listen --webhook 7 --respond-status 500                                 # watch the retries
+  $ wxhooks listen --webhook 7 --forward-to http://localhost:3000/hooks --inspect  # open http://127.0.0.1:8789/`,
     )
     .action(act(runListen, { longRunning: true }));
 }
@@ -107,6 +116,9 @@ export interface ListenOptions {
   initEvent: boolean;
   within?: number;
   readTimeout: number;
+  inspect?: string | true;
+  inspectAllowRemote?: boolean;
+  history: number;
 }
 
 /** What `listen` keeps unwritten for a stdout nobody reads before it drops lines (and counts them). */
@@ -175,6 +187,7 @@ function checkOptions(o: ListenOptions): void {
   if (o.publicUrl !== undefined && o.publicUrl !== 'ngrok') url(o.publicUrl, '--public-url');
   if (o.publicUrl === 'ngrok' && o.port === 0) throw new UsageError('--public-url ngrok needs a fixed --port: the ngrok tunnel forwards to one.');
   if (o.check && o.webhook === undefined && o.publicUrl === undefined) throw new UsageError('--check pings the webhook: give --webhook ID or --public-url.');
+  if (o.inspectAllowRemote && o.inspect === undefined) throw new UsageError('--inspect-allow-remote goes with --inspect.');
 }
 
 /** The run `--until-run` waits for, from its value: `MODEL`, `MODEL@INIT` or `@INIT` (an ISO time), or nothing. */
@@ -212,6 +225,8 @@ export async function runListen(ctx: Context, o: ListenOptions): Promise<void> {
 
   let receiver: RunningReceiver | undefined;
   let store: FilePairStore | undefined;
+  let inspector: RunningInspector | undefined;
+  const history = o.inspect !== undefined ? new History(o.history) : undefined;
   try {
     store = await FilePairStore.open({ dir: configDir(ctx.env), ttlMs: o.dedupeTtl, fsync: o.fsync, giveUpMs: giveUpMs(ctx) });
     let accepted = 0;
@@ -230,9 +245,10 @@ export async function runListen(ctx: Context, o: ListenOptions): Promise<void> {
       saveDir: o.saveDir,
       respondStatus: o.respondStatus,
       readTimeoutMs: o.readTimeout,
-      onEvent(event) {
+      onEvent(event, raw) {
         output.push(json ? JSON.stringify(event) : formatEvent(event, style));
         log.push(event);
+        history?.add(event, raw);
         if (event.outcome === 'accepted') accepted++;
         if (o.exitAfter !== undefined && accepted >= o.exitAfter) finish('done');
         if (o.until !== undefined && event.type === o.until && (event.outcome === 'accepted' || event.outcome === 'duplicate')) finish('done');
@@ -265,6 +281,18 @@ export async function runListen(ctx: Context, o: ListenOptions): Promise<void> {
     }
     if (o.scheme === 'hex-body') line(ctx.stderr, 'warning: --scheme hex-body does not sign the timestamp or Trigger-Id: captured deliveries can be replayed.');
 
+    if (history) {
+      const address = inspectAddress(o);
+      inspector = await startInspector({
+        ...address,
+        history,
+        about: { url: receiver.url, forward_to: o.forwardTo ?? null },
+        replay: o.forwardTo ? (id) => replayFromHistory(history, id, secrets[0]!, o, output, style, json) : undefined,
+      });
+      if (json) output.push(JSON.stringify({ event: 'inspector', url: inspector.url }));
+      else line(ctx.stderr, `Inspector: ${styleErr.bold(inspector.url)}`);
+      if (!isLoopback(address.host)) line(ctx.stderr, `warning: the inspector on ${address.host} can be reached from other machines, and shows every delivery in full.`);
+    }
     if (o.check) await reportCheck(ctx, output, temporary, o, receiver, log);
     if (status) status.show(styleErr.dim(`waiting for ${runs!.waitingFor()}: ${o.expectHours!.length} forecast hours${o.initEvent ? ' and its initialization_time.available' : ''}…`));
 
@@ -278,6 +306,7 @@ export async function runListen(ctx: Context, o: ListenOptions): Promise<void> {
     if (typeof why === 'object') throw why;
     if (why !== 'done') throw new InterruptedError(why);
   } finally {
+    await inspector?.close();
     await receiver?.close();
     await store?.close();
     await temporary?.remove();
@@ -365,6 +394,49 @@ async function reportCheck(ctx: Context, output: LineBuffer, temporary: Temporar
 export function describeCheck(c: SubscriptionCheck, style: ReturnType<typeof styleFor>): string {
   const mark = c.result === 'verified' ? style.green('✓') : style.red('✗');
   return `${mark} ${c.type} (subscription ${c.subscription_id}): ${printable(c.detail)}${c.hint ? `\n    ${style.dim(printable(c.hint))}` : ''}`;
+}
+
+const isLoopback = (host: string) => host === '127.0.0.1' || host === 'localhost' || host === '::1' || host.startsWith('127.');
+
+/** `--inspect [HOST:]PORT`: 127.0.0.1:8789 unless told; an address others can reach only with --inspect-allow-remote. */
+function inspectAddress(o: ListenOptions): { host: string; port: number } {
+  const text = o.inspect === true || o.inspect === undefined ? '' : o.inspect;
+  const m = /^(?:(.*):)?(\d+)$/.exec(text);
+  if (text && !m) throw new UsageError(`--inspect takes [HOST:]PORT, such as 8789 or 127.0.0.1:8789, not "${text}".`);
+  const host = m?.[1]?.replace(/^\[|\]$/g, '') || '127.0.0.1';
+  const port = m ? integer(0, 65535)(m[2]!, '--inspect\'s port') : 8789;
+  if (!isLoopback(host) && !o.inspectAllowRemote) {
+    throw new UsageError(`--inspect on ${host} would show every delivery, in full, to other machines.`, { hint: 'Add --inspect-allow-remote if that is what you want.' });
+  }
+  return { host, port };
+}
+
+/**
+ * Re-sends a delivery of the history to the app (--forward-to), signed afresh with the current time and
+ * the same Trigger-Id, marked `X-Wxhooks-Replay: 1`. The replay is reported and kept in the history as
+ * one, and never counted as processed.
+ */
+async function replayFromHistory(history: History, id: number, secret: string, o: ListenOptions, output: LineBuffer, style: ReturnType<typeof styleFor>, json: boolean): Promise<{ status: number; body: unknown }> {
+  const record = history.get(id);
+  const kept = history.bodyOf(id);
+  if (!record || !kept) return { status: 404, body: { error: 'that delivery is no longer kept, or had no body' } };
+  let body = kept.body;
+  if (!kept.whole) {
+    if (!record.saved_to) return { status: 409, body: { error: 'only the first 1 MiB of this body is kept: run listen with --save-dir to replay large deliveries' } };
+    body = savedBody(JSON.parse(readFileSync(record.saved_to, 'utf8')) as SavedDelivery);
+  }
+  const { Agent } = await import('undici');
+  const agent = new Agent();
+  try {
+    const result = await replayDelivery({ headers: record.headers, body, secret, layout: record.layout, to: o.forwardTo!, timeoutMs: o.forwardTimeout, dispatcher: agent });
+    const { id: _id, ms: _ms, replay_of: _of, ...rest } = record;
+    const event: ReceiverEvent = { ...rest, time: isoMillis(Date.now()), outcome: 'replayed', status: result.status ?? 0, forward: result };
+    const replay = history.add(event, { headers: record.headers, body, received: Date.now(), ms: result.ms }, id);
+    output.push(json ? JSON.stringify({ ...event, replay_of: id }) : formatEvent(event, style));
+    return { status: 200, body: { ...result, replay_id: replay.id } };
+  } finally {
+    await agent.close();
+  }
 }
 
 /** What `--within` running out means: the delivery `--until` waits for, or the hours of the run `--until-run` waits for, that did not come. */

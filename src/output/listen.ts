@@ -64,6 +64,8 @@ export function formatEvent(e: ReceiverEvent, style: Style): string {
       if (e.saved_to) text += `\n         ${style.dim(`saved to ${printable(e.saved_to)}`)}`;
       return text;
     }
+    case 'replayed':
+      return `${time} ${style.cyan('↻')} ${status}  replay of ${type ?? 'a delivery'} ${ids(e)}, signed afresh (X-Wxhooks-Replay: 1)  ${forward(e)}`;
     case 'duplicate':
       return `${time} ${style.blue('↺')} ${status}  duplicate, skipped: ${type ?? ''} ${ids(e)} was already processed`;
     case 'in_progress':

@@ -7,6 +7,8 @@ export type Outcome =
   | 'in_progress'
   | 'forward_failed'
   | 'refused_by_flag'
+  /** A delivery re-sent to the app from the history (the inspector's replay): never counted as processed. */
+  | 'replayed'
   | 'store_failed'
   | 'overloaded'
   | 'unverified'

@@ -26,7 +26,17 @@ export interface ReceiverOptions {
   respondStatus?: number;
   /** Headers must arrive within this, and the whole request within six times it (slow-client guard). */
   readTimeoutMs: number;
-  onEvent: (event: ReceiverEvent) => void;
+  /** Called once per request, with the report and, for a request that had a body, its headers and bytes. */
+  onEvent: (event: ReceiverEvent, raw?: RawDelivery) => void;
+}
+
+/** What arrived, as it arrived: for the history (`--history`, the inspector), which keeps what it needs of it. */
+export interface RawDelivery {
+  headers: IncomingMessage['headers'];
+  body: Buffer;
+  /** When the request began, and how long it took to answer, in ms. */
+  received: number;
+  ms: number;
 }
 
 export interface RunningReceiver {
@@ -118,7 +128,7 @@ export async function startReceiver(o: ReceiverOptions): Promise<RunningReceiver
     settle(req, res, time, path, body, facts).then(
       (event) => {
         budget.give(read.held);
-        o.onEvent(event);
+        o.onEvent(event, { headers: req.headers, body, received: now, ms: Date.now() - now });
       },
       (err: Error) => {
         budget.give(read.held);
