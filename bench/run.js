@@ -127,6 +127,11 @@ function deliveries(secret, count, size = 0) {
   });
 }
 
+/** A process's resident memory now, in MiB (from /proc). */
+function rssMiB(pid) {
+  return Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))[1]) / 1024;
+}
+
 /** CPU time (user + system) a process has used so far, in ms; undefined where /proc is not there. */
 function cpuMs(pid) {
   try {
@@ -183,10 +188,19 @@ async function listenThroughput() {
   };
   // BENCH_COMPARE=DIR adds the `listen` of another checkout (built), run as the default one is: to measure what a change cost
   const compare = process.env.BENCH_COMPARE ? { before: listen([], join(process.env.BENCH_COMPARE, 'bin/wxhooks.js')) } : {};
+  // `listen --inspect`, with a reader of the page's event stream attached (every event sent to it)
+  const inspect = async () => {
+    const inspectPort = await freePort();
+    const l = await listen(['--inspect', `127.0.0.1:${inspectPort}`])();
+    const reader = await startChild([join(ROOT, 'bench/sse-reader.js'), `http://127.0.0.1:${inspectPort}/`], cleanEnv());
+    l.child.on('exit', () => reader.child.kill('SIGTERM'));
+    return l;
+  };
   const starts = {
     text: listen([]),
     json: listen(['--json']),
     fsync: listen(['--fsync']),
+    inspect,
     ...compare,
     bare: async () => {
       const b = await startChild([join(ROOT, 'bench/bare-receiver.js'), secret], cleanEnv());
@@ -199,6 +213,7 @@ async function listenThroughput() {
       `${WARM} more to warm up, then ${cycles} cycles of ${ONE} at 1 client and ${MANY} at 50, the three in turn`,
   );
   const results = Object.fromEntries(names.map((n) => [n, { cold: [], one: [], many: [] }]));
+  const rss = { warm: [], end: [] };
   let turn = 0;
   for (let r = 0; r < rounds; r++) {
     const servers = {};
@@ -209,17 +224,21 @@ async function listenThroughput() {
       const inTurn = () => names.map((_, k) => names[(turn + k) % names.length]);
       for (const name of inTurn()) results[name].cold.push(at(name, COLD, 50));
       for (const name of names) at(name, WARM, 50);
+      rss.warm.push(rssMiB(servers.inspect.child.pid));
       for (let c = 0; c < cycles; c++, turn++) {
         for (const name of inTurn()) {
           results[name].one.push(at(name, ONE, 1));
           results[name].many.push(at(name, MANY, 50));
         }
       }
+      rss.end.push(rssMiB(servers.inspect.child.pid));
     } finally {
       for (const server of Object.values(servers)) await stop(server.child);
     }
   }
   const m = (xs, k) => median(xs.map((x) => x[k]));
+  const delivered = COLD + WARM + cycles * (ONE + MANY);
+  row('listen', `resident memory of \`listen --inspect\` (--history 500) after ${delivered} deliveries`, `${median(rss.end).toFixed(0)} MiB`, `${median(rss.warm).toFixed(0)} MiB (after ${COLD + WARM})`, median(rss.end) / median(rss.warm), within(1.25));
   // per cycle (or round, for cold), then the median
   const ratio = (name, phase, k) => median(results[name][phase].map((o, i) => o[k] / results.bare[phase][i][k]));
   const floor = (phase) => `${Math.round(m(results.bare[phase], 'rps'))}/s (bare node:http + HMAC)`;
@@ -231,10 +250,14 @@ async function listenThroughput() {
     row('listen', `deliveries/s, ${clients}: \`listen\` (verify + dedupe file + a line each)`, `${Math.round(m(x('text'), 'rps'))}/s`, floor(phase), ratio('text', phase, 'rps'), atLeast(0.8));
     row('listen', `deliveries/s, ${clients}: \`listen --json\``, `${Math.round(m(x('json'), 'rps'))}/s`, floor(phase), ratio('json', phase, 'rps'));
     row('listen', `deliveries/s, ${clients}: \`listen --fsync\` (each batch synced to the disk before its answers)`, `${Math.round(m(x('fsync'), 'rps'))}/s`, floor(phase), ratio('fsync', phase, 'rps'));
+    if (phase === 'many') {
+      const vsListen = median(x('inspect').map((o, i) => o.rps / x('text')[i].rps));
+      row('listen', `deliveries/s, ${clients}: \`listen --inspect\`, the page's event stream read, against \`listen\``, `${Math.round(m(x('inspect'), 'rps'))}/s`, `${Math.round(m(x('text'), 'rps'))}/s (\`listen\`, same cycles)`, vsListen, atLeast(0.9));
+    }
     if (results.before) row('listen', `deliveries/s, ${clients}: \`listen\` of ${process.env.BENCH_COMPARE} (BENCH_COMPARE)`, `${Math.round(m(x('before'), 'rps'))}/s`, floor(phase), ratio('before', phase, 'rps'));
     if (phase === 'many' && x('text')[0].cpuUs !== undefined) {
-      for (const name of ['text', 'json', 'fsync', ...(results.before ? ['before'] : [])]) {
-        const label = { text: '`listen`', json: '`listen --json`', fsync: '`listen --fsync`', before: `\`listen\` of ${process.env.BENCH_COMPARE}` }[name];
+      for (const name of ['text', 'json', 'fsync', 'inspect', ...(results.before ? ['before'] : [])]) {
+        const label = { text: '`listen`', json: '`listen --json`', fsync: '`listen --fsync`', inspect: '`listen --inspect` (stream read)', before: `\`listen\` of ${process.env.BENCH_COMPARE}` }[name];
         row('listen', `server CPU per delivery, ${clients}: ${label}`, `${m(x(name), 'cpuUs').toFixed(0)} µs`, `${m(x('bare'), 'cpuUs').toFixed(0)} µs`, ratio(name, phase, 'cpuUs'));
       }
     }

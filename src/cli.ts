@@ -54,6 +54,7 @@ export const GROUPS: [name: string, summary: string, load: () => Promise<{ regis
   ['ping', 'ask the service for one test delivery now (never retried); exit 7 if it failed', () => import('./commands/ping.js')],
   ['listen', 'receive deliveries locally: verify each one, skip duplicates, show it, forward it to your app', () => import('./commands/listen.js')],
   ['doctor', 'check the chain from the service to this machine, link by link, and say what to do about each broken one', () => import('./commands/doctor.js')],
+  ['deliveries', 'the deliveries saved by `listen --save-dir`: list, show, and replay them to your app', () => import('./commands/deliveries.js')],
   ['runs', 'model runs in a folder of saved deliveries: the forecast hours present, and those missing', () => import('./commands/runs.js')],
   ['verify', 'check a captured delivery offline: which signature layout matched, or why none did', () => import('./commands/verify.js')],
   ['send', 'sign and POST one delivery, as the service would, to any receiver (to test your own endpoint)', () => import('./commands/send.js')],

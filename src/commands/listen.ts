@@ -208,7 +208,8 @@ export async function runListen(ctx: Context, o: ListenOptions): Promise<void> {
   // the run's progress: a line kept at the bottom of a terminal, else a line for each hour that arrives
   const status = runs && !json && ctx.stderr.isTTY ? new StatusLine(ctx.stderr as Out & { columns?: number }) : undefined;
   const output = reportWriter(ctx.stdout, json, ctx.stdout.isTTY ? status : undefined);
-  const log = new EventLog();
+  // what --check waits on (only then: nothing else reads it)
+  const log = o.check ? new EventLog() : undefined;
 
   // the webhook: a temporary one of our own, or an existing one whose secret we are given
   let temporary: Temporary | undefined;
@@ -247,7 +248,7 @@ export async function runListen(ctx: Context, o: ListenOptions): Promise<void> {
       readTimeoutMs: o.readTimeout,
       onEvent(event, raw) {
         output.push(json ? JSON.stringify(event) : formatEvent(event, style));
-        log.push(event);
+        log?.push(event);
         history?.add(event, raw);
         if (event.outcome === 'accepted') accepted++;
         if (o.exitAfter !== undefined && accepted >= o.exitAfter) finish('done');
@@ -293,7 +294,7 @@ export async function runListen(ctx: Context, o: ListenOptions): Promise<void> {
       else line(ctx.stderr, `Inspector: ${styleErr.bold(inspector.url)}`);
       if (!isLoopback(address.host)) line(ctx.stderr, `warning: the inspector on ${address.host} can be reached from other machines, and shows every delivery in full.`);
     }
-    if (o.check) await reportCheck(ctx, output, temporary, o, receiver, log);
+    if (log) await reportCheck(ctx, output, temporary, o, receiver, log);
     if (status) status.show(styleErr.dim(`waiting for ${runs!.waitingFor()}: ${o.expectHours!.length} forecast hours${o.initEvent ? ' and its initialization_time.available' : ''}…`));
 
     let timer: NodeJS.Timeout | undefined;

@@ -6,20 +6,28 @@ import type { ReceiverEvent } from './event.js';
 
 /** What the reports of a running receiver said, for `--check` and `doctor` to wait on. */
 export class EventLog {
-  readonly events: ReceiverEvent[] = [];
+  private readonly events: ReceiverEvent[] = [];
+  private pushed = 0;
   private readonly waiters = new Set<() => void>();
 
   push(event: ReceiverEvent): void {
+    this.pushed++;
     this.events.push(event);
-    if (this.events.length > 10_000) this.events.splice(0, this.events.length - 10_000);
+    // kept short: a check looks only at what arrives after its ping (trimmed by half, so rarely)
+    if (this.events.length > 2000) this.events.splice(0, 1000);
     for (const wake of this.waiters) wake();
   }
 
   /** The first event from index `from` on that `match` accepts, waiting for it at most `timeoutMs`. */
+  /** How many events have been pushed in all (a position that trimming does not move). */
+  get count(): number {
+    return this.pushed;
+  }
+
   async find(match: (e: ReceiverEvent) => boolean, from: number, timeoutMs: number): Promise<ReceiverEvent | undefined> {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
-      const found = this.events.slice(from).find(match);
+      const found = this.events.slice(Math.max(0, from - (this.pushed - this.events.length))).find(match);
       if (found || Date.now() >= deadline) return found;
       await new Promise<void>((resolve) => {
         const wake = () => {
@@ -60,7 +68,7 @@ export async function checkChain(service: Service, hook: Webhook, log: EventLog,
 }
 
 async function checkOne(service: Service, hook: Webhook, sub: Subscription, log: EventLog, timeoutMs: number, where: { port: number; path: string }): Promise<SubscriptionCheck> {
-  const from = log.events.length;
+  const from = log.count;
   let refused: WxError | undefined;
   try {
     await service.ping(hook.id, sub.id);

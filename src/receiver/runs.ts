@@ -44,8 +44,11 @@ export interface RunProgress {
 const FORECAST_HOUR = 'forecast_hour.available';
 const INIT_TIME = 'initialization_time.available';
 
+const CANONICAL = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/;
+
 /** The same instant written the same way, so that `2026-11-22T00:00Z` and `2026-11-22T00:00:00.000Z` are one run. */
 export function sameInstant(iso: string): string {
+  if (CANONICAL.test(iso)) return iso; // as the service writes them: nothing to do (Date.parse and back cost ~1 µs a delivery)
   const t = Date.parse(iso);
   return Number.isNaN(t) ? iso : new Date(t).toISOString().replace(/\.000Z$/, 'Z');
 }
