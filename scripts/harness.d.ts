@@ -1,2 +1,12 @@
 export function freePort(): Promise<number>;
 export function eachLine(stream: NodeJS.ReadableStream, onLine: (line: string) => void): void;
+export interface Postgres {
+  url: string;
+  password: string;
+  port: number;
+  restart(pauseMs?: number): Promise<void>;
+  stop(): Promise<void>;
+  start(): Promise<void>;
+  remove(): Promise<void>;
+}
+export function startPostgres(): Promise<Postgres>;

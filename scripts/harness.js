@@ -24,3 +24,83 @@ export function eachLine(stream, onLine) {
     }
   });
 }
+
+/**
+ * A throwaway PostgreSQL server for the tests and the benchmark: the machine's own server binaries
+ * (PG_BIN, else `pg_config --bindir`, else /usr/lib/postgresql/<newest>/bin), in a new data folder,
+ * on 127.0.0.1 and a free port; TCP connections need the password (`password`, random, also in
+ * `url`), as a real server's do, so that the tests can check it is never shown. As root, it runs as the `postgres` user
+ * (or `nobody`), since PostgreSQL refuses to run as root. `stop()` ends it and removes its folder;
+ * `restart()` stops and starts the same server (for the tests of a database that goes away).
+ */
+export async function startPostgres() {
+  const { execFileSync, spawn } = await import('node:child_process');
+  const { chownSync, existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } = await import('node:fs');
+  const { randomBytes } = await import('node:crypto');
+  const { tmpdir } = await import('node:os');
+  const { join } = await import('node:path');
+  const bin = (() => {
+    if (process.env.PG_BIN) return process.env.PG_BIN;
+    try {
+      return execFileSync('pg_config', ['--bindir'], { encoding: 'utf8' }).trim();
+    } catch {
+      const root = '/usr/lib/postgresql';
+      const versions = existsSync(root) ? readdirSync(root).sort((a, b) => Number(b) - Number(a)) : [];
+      if (!versions.length) throw new Error('no PostgreSQL server binaries: install them (Debian: apt-get install postgresql), as .ci/run does, or set PG_BIN');
+      return join(root, versions[0], 'bin');
+    }
+  })();
+  const dir = mkdtempSync(join(tmpdir(), 'wxhooks-pg-'));
+  const data = join(dir, 'data');
+  let uid;
+  let gid;
+  if (process.getuid?.() === 0) {
+    const passwd = execFileSync('getent', ['passwd', 'postgres'], { encoding: 'utf8' }).trim() || execFileSync('getent', ['passwd', 'nobody'], { encoding: 'utf8' }).trim();
+    [uid, gid] = passwd.split(':').slice(2, 4).map(Number);
+    chownSync(dir, uid, gid);
+  }
+  const as = { uid, gid, env: { ...process.env, LC_ALL: 'C', LANG: 'C' } };
+  const password = `pw-${randomBytes(9).toString('hex')}`;
+  const pwfile = join(dir, 'pw');
+  writeFileSync(pwfile, password);
+  if (uid !== undefined) chownSync(pwfile, uid, gid);
+  execFileSync(join(bin, 'initdb'), ['-D', data, '-U', 'postgres', '--pwfile', pwfile, '--auth-local=trust', '--auth-host=scram-sha-256', '--no-sync', '-E', 'UTF8'], { ...as, stdio: 'ignore' });
+  rmSync(pwfile);
+  const port = await freePort();
+  let server;
+  const start = async () => {
+    server = spawn(join(bin, 'postgres'), ['-D', data, '-p', String(port), '-h', '127.0.0.1', '-k', dir, '-c', 'fsync=off', '-c', 'max_connections=200'], { ...as, stdio: 'ignore' });
+    const { connect } = await import('node:net');
+    for (let i = 0; i < 300; i++) {
+      const up = await new Promise((resolve) => {
+        const s = connect(port, '127.0.0.1', () => (s.destroy(), resolve(true)));
+        s.on('error', () => resolve(false));
+      });
+      if (up) {
+        await new Promise((r) => setTimeout(r, 200));
+        return;
+      }
+      if (server.exitCode !== null) throw new Error('postgres exited at start');
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    throw new Error('postgres did not start');
+  };
+  const halt = () => new Promise((resolve) => (server.exitCode !== null ? resolve() : (server.once('exit', resolve), server.kill('SIGINT'))));
+  await start();
+  return {
+    url: `postgres://postgres:${password}@127.0.0.1:${port}/postgres`,
+    password,
+    port,
+    async restart(pauseMs = 0) {
+      await halt();
+      if (pauseMs) await new Promise((r) => setTimeout(r, pauseMs));
+      await start();
+    },
+    stop: halt,
+    start,
+    async remove() {
+      await halt();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}

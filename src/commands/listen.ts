@@ -15,7 +15,7 @@ import { checkChain, EventLog, type SubscriptionCheck } from '../receiver/check.
 import { compressHours, parseRunName, RunTracker } from '../receiver/runs.js';
 import { progressBar, progressLine, StatusLine } from '../output/run-progress.js';
 import type { ReceiverEvent } from '../receiver/event.js';
-import { History } from '../receiver/history.js';
+import { History, PgHistory, type HistorySource } from '../receiver/history.js';
 import { startInspector, type RunningInspector } from '../receiver/inspector.js';
 import { replayDelivery } from '../receiver/replay.js';
 import { savedBody, type SavedDelivery } from '../receiver/saved.js';
@@ -24,6 +24,8 @@ import { isoMillis } from '../util/clock.js';
 import type { Scheme } from '../signing/layouts.js';
 import { Verifier } from '../signing/verify.js';
 import { FilePairStore } from '../store/file-pairs.js';
+import type { PairStore } from '../store/pair-store.js';
+import { storeKind } from '../store/store-url.js';
 import { configDir } from '../store/paths.js';
 import { formatDuration } from '../util/duration.js';
 import { ensureWritableDir } from '../util/files.js';
@@ -55,6 +57,9 @@ export function register(cmd: Command, act: Act): void {
     .addOption(valued('--respond-status <code>', 'answer verified deliveries with this status (e.g. 500, to watch the retries)', integer(200, 599)))
     .addOption(valued('--dedupe-ttl <duration>', 'how long a processed (trigger, subscription) pair is remembered', duration, [24 * 3_600_000, '24h']))
     .option('--fsync', 'sync each processed pair to the disk before answering (survives a power loss; slower)')
+    .option('--store <url>', 'where processed pairs (and the history) are kept: "file" (the store folder), or postgres://user:password@host/db shared by several receivers (else WXHOOKS_STORE_URL)')
+    .option('--store-schema <name>', 'with a postgres store: the schema its tables are in', 'wxhooks')
+    .addOption(valued('--claim-timeout <duration>', "with a postgres store: how long a claim holds before another instance takes it over (its holder died)", timeLimit, [60_000, '60s']))
     .addOption(valued('--exit-after <n>', 'exit 0 after N verified new deliveries', integer(1)))
     .option('--until <type>', 'exit 0 at the first verified delivery of this type')
     .option('--until-run [model@init]', 'exit 0 once a model run is complete: every --expect-hours hour, and its initialization_time.available (default: the first run seen)')
@@ -64,7 +69,7 @@ export function register(cmd: Command, act: Act): void {
     .addOption(valued('--read-timeout <duration>', 'slow-client guard: headers must arrive within this, the whole request within 6 times it', timeLimit, [10_000, '10s']))
     .option('--inspect [host:port]', 'serve the inspector page: every delivery live, in detail, replayable (default 127.0.0.1:8789)')
     .option('--inspect-allow-remote', 'let --inspect bind an address other machines can reach')
-    .addOption(valued('--history <n>', 'with --inspect: how many requests are kept in memory, bodies up to 1 MiB whole', integer(1, 1_000_000), [500, '500']))
+    .addOption(valued('--history <n>', 'with --inspect: how many requests are kept in memory, bodies up to 1 MiB whole; with a postgres store: kept there, for every instance\'s inspector and `deliveries --store`', integer(1, 1_000_000), [500, '500']))
     .addHelpText(
       'after',
       `
@@ -109,6 +114,9 @@ export interface ListenOptions {
   respondStatus?: number;
   dedupeTtl: number;
   fsync?: boolean;
+  store?: string;
+  storeSchema: string;
+  claimTimeout: number;
   exitAfter?: number;
   until?: string;
   untilRun?: string | true;
@@ -188,6 +196,9 @@ function checkOptions(o: ListenOptions): void {
   if (o.publicUrl === 'ngrok' && o.port === 0) throw new UsageError('--public-url ngrok needs a fixed --port: the ngrok tunnel forwards to one.');
   if (o.check && o.webhook === undefined && o.publicUrl === undefined) throw new UsageError('--check pings the webhook: give --webhook ID or --public-url.');
   if (o.inspectAllowRemote && o.inspect === undefined) throw new UsageError('--inspect-allow-remote goes with --inspect.');
+  if (o.claimTimeout <= o.forwardTimeout) {
+    throw new UsageError(`--claim-timeout (${formatDuration(o.claimTimeout)}) must be longer than --forward-timeout (${formatDuration(o.forwardTimeout)}): a claim must outlive the forward it covers.`);
+  }
 }
 
 /** The run `--until-run` waits for, from its value: `MODEL`, `MODEL@INIT` or `@INIT` (an ISO time), or nothing. */
@@ -225,11 +236,13 @@ export async function runListen(ctx: Context, o: ListenOptions): Promise<void> {
   secrets.forEach(addSensitive);
 
   let receiver: RunningReceiver | undefined;
-  let store: FilePairStore | undefined;
+  let store: PairStore | undefined;
   let inspector: RunningInspector | undefined;
-  const history = o.inspect !== undefined ? new History(o.history) : undefined;
+  let history: HistorySource | undefined;
   try {
-    store = await FilePairStore.open({ dir: configDir(ctx.env), ttlMs: o.dedupeTtl, fsync: o.fsync, giveUpMs: giveUpMs(ctx) });
+    const opened = await openStore(ctx, o, output);
+    store = opened.store;
+    history = opened.history;
     let accepted = 0;
     let finish: (why: 'done' | WxError) => void = () => undefined;
     const finished = new Promise<'done' | WxError>((resolve) => (finish = resolve));
@@ -282,13 +295,14 @@ export async function runListen(ctx: Context, o: ListenOptions): Promise<void> {
     }
     if (o.scheme === 'hex-body') line(ctx.stderr, 'warning: --scheme hex-body does not sign the timestamp or Trigger-Id: captured deliveries can be replayed.');
 
-    if (history) {
+    if (history && o.inspect !== undefined) {
       const address = inspectAddress(o);
+      const source = history;
       inspector = await startInspector({
         ...address,
-        history,
+        history: source,
         about: { url: receiver.url, forward_to: o.forwardTo ?? null },
-        replay: o.forwardTo ? (id) => replayFromHistory(history, id, secrets[0]!, o, output, style, json) : undefined,
+        replay: o.forwardTo ? (id) => replayFromHistory(source, id, secrets[0]!, o, output, style, json) : undefined,
       });
       if (json) output.push(JSON.stringify({ event: 'inspector', url: inspector.url }));
       else line(ctx.stderr, `Inspector: ${styleErr.bold(inspector.url)}`);
@@ -417,9 +431,9 @@ function inspectAddress(o: ListenOptions): { host: string; port: number } {
  * the same Trigger-Id, marked `X-Wxhooks-Replay: 1`. The replay is reported and kept in the history as
  * one, and never counted as processed.
  */
-async function replayFromHistory(history: History, id: number, secret: string, o: ListenOptions, output: LineBuffer, style: ReturnType<typeof styleFor>, json: boolean): Promise<{ status: number; body: unknown }> {
-  const record = history.get(id);
-  const kept = history.bodyOf(id);
+async function replayFromHistory(history: HistorySource, id: number, secret: string, o: ListenOptions, output: LineBuffer, style: ReturnType<typeof styleFor>, json: boolean): Promise<{ status: number; body: unknown }> {
+  const record = await history.get(id);
+  const kept = await history.bodyOf(id);
   if (!record || !kept) return { status: 404, body: { error: 'that delivery is no longer kept, or had no body' } };
   let body = kept.body;
   if (!kept.whole) {
@@ -432,9 +446,9 @@ async function replayFromHistory(history: History, id: number, secret: string, o
     const result = await replayDelivery({ headers: record.headers, body, secret, layout: record.layout, to: o.forwardTo!, timeoutMs: o.forwardTimeout, dispatcher: agent });
     const { id: _id, ms: _ms, replay_of: _of, ...rest } = record;
     const event: ReceiverEvent = { ...rest, time: isoMillis(Date.now()), outcome: 'replayed', status: result.status ?? 0, forward: result };
-    const replay = history.add(event, { headers: record.headers, body, received: Date.now(), ms: result.ms }, id);
     output.push(json ? JSON.stringify({ ...event, replay_of: id }) : formatEvent(event, style));
-    return { status: 200, body: { ...result, replay_id: replay.id } };
+    history.add(event, { headers: record.headers, body, received: Date.now(), ms: result.ms }, id);
+    return { status: 200, body: result };
   } finally {
     await agent.close();
   }
@@ -448,6 +462,37 @@ function notComplete(o: ListenOptions, runs: RunTracker | undefined): NotVerifie
   if (!p) return new NotVerifiedError(`No delivery of ${runs.waitingFor()} arrived within ${formatDuration(o.within!)}.`, { hint });
   const what = [p.missing.length ? `missing ${compressHours(p.missing)}` : '', o.initEvent && !p.init_event ? 'its initialization_time.available has not come' : ''].filter(Boolean).join('; ');
   return new NotVerifiedError(`Run ${p.model} ${p.initialization_time} is not complete after ${formatDuration(o.within!)} (${p.have.length}/${p.have.length + p.missing.length} hours): ${what}.`, { hint });
+}
+
+/**
+ * The store: the file in the store folder, or PostgreSQL (`--store postgres://...`, or WXHOOKS_STORE_URL),
+ * whose driver is loaded only then. The history (for the inspector) is in memory, or, with PostgreSQL,
+ * in the database, where every instance's page sees every instance's deliveries.
+ */
+async function openStore(ctx: Context, o: ListenOptions, output: LineBuffer): Promise<{ store: PairStore; history?: HistorySource }> {
+  const url = o.store ?? ctx.env.WXHOOKS_STORE_URL ?? 'file';
+  const keepHistory = o.inspect !== undefined || ctx.given('history');
+  if (storeKind(url) === 'file') {
+    if (keepHistory && o.inspect === undefined) throw new UsageError('--history keeps requests for --inspect, or in a postgres --store: give one of them.');
+    const store = await FilePairStore.open({ dir: configDir(ctx.env), ttlMs: o.dedupeTtl, fsync: o.fsync, giveUpMs: giveUpMs(ctx) });
+    return { store, history: keepHistory ? new History(o.history) : undefined };
+  }
+  if (o.fsync) line(ctx.stderr, 'warning: --fsync is for the file store; PostgreSQL commits each batch before its answers anyway.');
+  const { PgStore } = await import('../store/postgres.js');
+  const styleErr = styleFor(ctx, ctx.stderr);
+  const store = await PgStore.open({
+    url,
+    schema: o.storeSchema,
+    ttlMs: o.dedupeTtl,
+    leaseMs: o.claimTimeout,
+    historyRows: keepHistory ? o.history : undefined,
+    onConnection(state, reason) {
+      if (ctx.global.json) output.push(JSON.stringify(state === 'lost' ? { event: 'store_lost', reason } : { event: 'store_restored' }));
+      else if (state === 'lost') line(ctx.stderr, styleErr.red(`The PostgreSQL store is unreachable (${printable(reason ?? '?')}): deliveries are answered 503 until it is back.`));
+      else line(ctx.stderr, styleErr.green('The PostgreSQL store is back.'));
+    },
+  });
+  return { store, history: keepHistory ? new PgHistory(store) : undefined };
 }
 
 /** How long the pairs file may stay unwritable before listen stops (60 s; WXHOOKS_STORE_GIVE_UP_MS for tests). */

@@ -2,46 +2,54 @@ import type { Command } from 'commander';
 import { line, type Act, type Context } from '../context.js';
 import { printable } from '../output/printable.js';
 import { emit, table } from '../output/render.js';
-import { readSavedDir, runFactsOf } from '../receiver/saved.js';
+import { listStored, sourceOf, whereOf } from '../receiver/stored.js';
 import { compressHours, progressOf, RunTracker } from '../receiver/runs.js';
 import { hours } from '../util/parse.js';
 import { valued } from './options.js';
+import { deliverySourceOptions } from './shared.js';
 
 export function register(cmd: Command, act: Act): void {
-  cmd
-    .requiredOption('--dir <dir>', 'a folder that `listen --save-dir` wrote to')
+  deliverySourceOptions(cmd)
     .addOption(valued('--expect-hours <range>', 'the forecast hours a run should have, such as 0-240/6: what is missing is listed', hours))
     .addHelpText(
       'after',
       `
 Each model run seen (model and initialisation time): the forecast hours present, those missing against
 --expect-hours, and whether its initialization_time.available came. For a job that starts after the fact.
+From a --save-dir folder, or from the history that receivers sharing a PostgreSQL store keep (--store).
 
 Examples:
   $ wxhooks listen --webhook 7 --save-dir ./deliveries &
   $ wxhooks runs --dir ./deliveries --expect-hours 0-240/6
-  $ wxhooks runs --dir ./deliveries --expect-hours 0-240/6 --json | jq '.runs[] | select(.complete)'`,
+  $ wxhooks runs --dir ./deliveries --expect-hours 0-240/6 --json | jq '.runs[] | select(.complete)'
+  $ wxhooks runs --store "$WXHOOKS_STORE_URL" --expect-hours 0-240/6`,
     )
     .action(act(runRuns));
 }
 
 export interface RunsOptions {
-  dir: string;
+  dir?: string;
+  store?: string;
+  storeSchema?: string;
   expectHours?: number[];
 }
 
 export async function runRuns(ctx: Context, o: RunsOptions): Promise<void> {
-  const { deliveries, skipped } = await readSavedDir(o.dir);
+  const source = sourceOf(o, ctx.env);
+  const where = whereOf(source);
+  const { entries, skipped } = await listStored(source);
+  // what was verified (a store's history also keeps what was refused)
+  const deliveries = entries.filter((e) => e.outcome === 'verified' || e.outcome === 'test' || e.outcome === 'duplicate');
   const tracker = new RunTracker();
-  for (const d of deliveries) tracker.add(runFactsOf(d.payload));
+  for (const d of deliveries) tracker.add(d);
   const runs = tracker.runs().map((run) => {
     const hoursSeen = [...run.hours].sort((a, b) => a - b);
     const p = o.expectHours ? progressOf(run, o.expectHours, true) : undefined;
     return { model: run.model, initialization_time: run.initialization_time, hours: hoursSeen, init_event: run.initEvent, ...(p ? { missing: p.missing, complete: p.complete } : {}) };
   });
-  if (skipped) line(ctx.stderr, `warning: ${skipped} file${skipped === 1 ? ' is' : 's are'} in ${o.dir} that ${skipped === 1 ? 'is' : 'are'} not a saved delivery; passed over.`);
+  if (skipped) line(ctx.stderr, `warning: ${skipped} file${skipped === 1 ? ' is' : 's are'} in ${where} that ${skipped === 1 ? 'is' : 'are'} not a saved delivery; passed over.`);
   if (!ctx.global.json && !runs.length) {
-    line(ctx.stderr, `No model run in the ${deliveries.length} deliveries saved in ${o.dir}.`);
+    line(ctx.stderr, `No model run in the ${deliveries.length} deliveries in ${where}.`);
     return;
   }
   emit(ctx, { runs, deliveries: deliveries.length }, () =>

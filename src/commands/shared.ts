@@ -120,3 +120,11 @@ export async function resolveSecrets(ctx: Context, source: SecretSource): Promis
   }
   return { secrets, from: 'stdin' };
 }
+
+/** --dir or --store: where `listen` kept what it received. */
+export function deliverySourceOptions(cmd: Command): Command {
+  return cmd
+    .option('--dir <dir>', 'a folder that `listen --save-dir` wrote to')
+    .option('--store <url>', 'or the receivers\' shared PostgreSQL store, its history (else WXHOOKS_STORE_URL)')
+    .option('--store-schema <name>', 'with --store: the schema its tables are in', 'wxhooks');
+}

@@ -13,6 +13,8 @@ export interface Facts {
   verification: VerifyResult;
   /** What claiming the pair found. */
   claim?: Claim;
+  /** The claim could not be made (the store is away): why. */
+  claimFailed?: string;
   /** What saving and forwarding did. */
   processed?: Processed;
   /** Whether the pair was stored as processed (written, or committed). */
@@ -71,6 +73,7 @@ export function decide(facts: Facts, options: DecideOptions = {}): Step {
     const status = statusForFailure(v);
     return { do: 'answer', answer: { status, outcome: status === 400 ? 'bad_request' : 'unverified', body: errorBody(v.message) } };
   }
+  if (facts.claimFailed !== undefined) return { do: 'answer', answer: { status: 503, outcome: 'store_failed', body: errorBody('the processed pairs cannot be read now; try again later') } };
   if (facts.claim === undefined) return CLAIM;
   if (facts.claim === 'done') return { do: 'answer', answer: DUPLICATE };
   if (facts.claim === 'held') return { do: 'answer', answer: IN_PROGRESS };

@@ -2,7 +2,7 @@ import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { listenOn, shownHost } from '../util/net.js';
-import type { DeliveryRecord, History } from './history.js';
+import type { DeliveryRecord, HistorySource } from './history.js';
 
 /**
  * The inspector page's server: a handful of routes behind two checks. Every request's Host must be the
@@ -13,7 +13,7 @@ import type { DeliveryRecord, History } from './history.js';
 export interface InspectorOptions {
   host: string;
   port: number;
-  history: History;
+  history: HistorySource;
   /** Re-sends delivery `id` to the app; undefined when there is nowhere to send it (no --forward-to). */
   replay?: (id: number) => Promise<{ status: number; body: unknown }>;
   /** What the page says of this listen (its URL, the app it forwards to). */
@@ -101,7 +101,7 @@ export async function startInspector(o: InspectorOptions): Promise<RunningInspec
   };
   const refuse = (res: ServerResponse, status: number, error: string) => json(res, status, { error });
 
-  function handle(req: IncomingMessage, res: ServerResponse): void {
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     res.setHeader('x-content-type-options', 'nosniff');
     res.setHeader('referrer-policy', 'no-referrer');
     if (!allowedHosts.has((req.headers.host ?? '').toLowerCase())) return refuse(res, 421, 'this inspector answers only at its own address');
@@ -130,21 +130,19 @@ export async function startInspector(o: InspectorOptions): Promise<RunningInspec
       res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-store', connection: 'keep-alive' });
       // the page's own reconnects say where they were: what they missed comes first
       const after = Number(req.headers['last-event-id'] ?? u.searchParams.get('after') ?? 0) || 0;
-      const missed = o.history.since(after);
+      const missed = await o.history.since(after);
       res.write(`id: ${missed.at(-1)?.id ?? after}\nevent: ready\ndata: ${JSON.stringify({ records: missed.map(summary) })}\n\n`);
       streams.add(res);
       req.on('close', () => streams.delete(res));
       return;
     }
-    if (req.method === 'GET' && path === '/api/deliveries') return json(res, 200, { records: o.history.since(Number(u.searchParams.get('after') ?? 0) || 0).map(summary) });
-    if (req.method === 'GET' && path === '/api/runs') {
-      return json(res, 200, { runs: o.history.runs.runs().map((r) => ({ model: r.model, initialization_time: r.initialization_time, hours: [...r.hours].sort((a, b) => a - b), init_event: r.initEvent })) });
-    }
+    if (req.method === 'GET' && path === '/api/deliveries') return json(res, 200, { records: (await o.history.since(Number(u.searchParams.get('after') ?? 0) || 0)).map(summary) });
+    if (req.method === 'GET' && path === '/api/runs') return json(res, 200, { runs: await o.history.runs() });
     const one = /^\/api\/deliveries\/(\d+)(\/replay)?$/.exec(path);
     if (one && !one[2] && req.method === 'GET') {
-      const record = o.history.get(Number(one[1]));
+      const record = await o.history.get(Number(one[1]));
       if (!record) return refuse(res, 404, 'that delivery is no longer kept (see --history)');
-      return json(res, 200, { record, attempts: o.history.attemptsOf(record.id) });
+      return json(res, 200, { record, attempts: await o.history.attemptsOf(record.id) });
     }
     if (one && one[2]) {
       if (req.method !== 'POST') return refuse(res, 405, 'replay is a POST');
@@ -166,11 +164,9 @@ export async function startInspector(o: InspectorOptions): Promise<RunningInspec
   }
 
   const server: Server = createServer((req, res) => {
-    try {
-      handle(req, res);
-    } catch (err) {
-      refuse(res, 500, (err as Error).message);
-    }
+    handle(req, res).catch((err: Error) => {
+      if (!res.headersSent) refuse(res, 500, err.message);
+    });
   });
   const { port, url } = await listenOn(server, o.host, o.port, '/');
   const shown = shownHost(o.host);

@@ -154,7 +154,12 @@ export async function startReceiver(o: ReceiverOptions): Promise<RunningReceiver
       const step = decide(facts, { respondStatus: o.respondStatus });
       switch (step.do) {
         case 'claim':
-          facts.claim = await o.store.claim(pair.trigger, pair.subscription, Date.now());
+          try {
+            facts.claim = await o.store.claim(pair.trigger, pair.subscription, Date.now());
+          } catch (err) {
+            facts.claimFailed = (err as Error).message;
+            event.message = `${(err as Error).message} Answered 503, so the service retries it.`;
+          }
           break;
         case 'process':
           facts.processed = o.saveDir || agent ? await processDelivery(req, body, time, pair.trigger, pair.subscription) : {};

@@ -20,9 +20,13 @@ export interface PairStore {
   /** Where the pairs are kept, for messages: a file's path, or a database without its password. */
   readonly where: string;
   claim(trigger: string, subscription: string, now: number): Promise<Claim>;
-  /** Marks a claimed pair processed; resolves once it is stored. If it rejects, the claim is released. */
+  /**
+   * Marks a claimed pair processed; resolves once it is stored. If it rejects, the pair is not stored:
+   * the file store releases the claim; the PostgreSQL store keeps it (the delivery was processed, and
+   * no other instance should process it again) and commits the pair once the database is back.
+   */
   complete(trigger: string, subscription: string, now: number): Promise<void>;
-  /** Gives up a claim without marking the pair processed, so that a retry can process it. */
+  /** Gives up a claim without marking the pair processed, so that a retry can process it. Never rejects. */
   release(trigger: string, subscription: string): Promise<void>;
   /** Stores what is pending and lets go of the file or connection. */
   close(): Promise<void>;

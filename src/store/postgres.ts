@@ -1,0 +1,478 @@
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
+import type { Pool, PoolClient } from 'pg';
+import { NotFoundError, UnreachableError, UsageError } from '../errors.js';
+import { addSensitive } from '../util/redact.js';
+import { PairStoreError, type Claim, type PairStore } from './pair-store.js';
+import { shownUrl } from './store-url.js';
+
+/**
+ * Processed pairs, claims and the delivery history in PostgreSQL, shared by any number of `listen`
+ * processes. All of the SQL is in this module, with the schema and its versions.
+ *
+ * The rules: a delivery claims its pair in one statement (an INSERT ... ON CONFLICT on the pair's
+ * unique key): won, already done, or held by a live claim (409); a claim whose lease ran out (its holder
+ * died) is taken over. Success marks the pair done; a failure releases the claim. Nothing is answered
+ * 2xx before the pair's state is committed. Claims, completions and releases of one turn of the event
+ * loop go in one statement each, and each delivery's answer waits for its own.
+ */
+
+/** The schema's versions, in order: each step brings the previous version to the next. */
+export const MIGRATIONS: { version: number; sql: (schema: string) => string }[] = [
+  {
+    version: 1,
+    sql: (s) => `
+      CREATE TABLE ${s}.pairs (
+        trigger_id text NOT NULL,
+        subscription_id text NOT NULL,
+        state text NOT NULL CHECK (state IN ('claimed', 'done')),
+        claimed_by text,
+        lease_until timestamptz,
+        done_at timestamptz,
+        PRIMARY KEY (subscription_id, trigger_id)
+      )`,
+  },
+  {
+    version: 2,
+    sql: (s) => `
+      CREATE INDEX pairs_done_at ON ${s}.pairs (done_at) WHERE state = 'done';
+      CREATE TABLE ${s}.deliveries (
+        id bigserial PRIMARY KEY,
+        received_at timestamptz NOT NULL DEFAULT now(),
+        instance text NOT NULL,
+        outcome text NOT NULL,
+        type text,
+        trigger_id text,
+        subscription_id text,
+        record jsonb NOT NULL,
+        headers jsonb,
+        body bytea,
+        size integer
+      );
+      CREATE INDEX deliveries_trigger ON ${s}.deliveries (trigger_id)`,
+  },
+];
+
+export const SCHEMA_VERSION = MIGRATIONS.at(-1)!.version;
+
+export interface PgStoreOptions {
+  url: string;
+  schema: string;
+  ttlMs: number;
+  /** How long a claim holds before another instance may take it over (its holder is taken to be dead). */
+  leaseMs: number;
+  /** How many history rows are kept (the newest), when a history is kept. */
+  historyRows?: number;
+  /** Told when the database goes away, and when it is back: one line each, not one per delivery. */
+  onConnection?: (state: 'lost' | 'restored', reason?: string) => void;
+  /** For the commands that only read the history (`deliveries`, `runs`): nothing is created or migrated. */
+  readOnly?: boolean;
+}
+
+const quoteIdent = (name: string) => `"${name}"`;
+
+interface Waiting<T> {
+  trigger: string;
+  subscription: string;
+  resolve: (value: T) => void;
+  reject: (err: Error) => void;
+}
+
+/** Errors that mean the database could not be reached or went away, rather than a mistake in a statement. */
+function connectionLost(err: unknown): boolean {
+  const e = err as { code?: string; message?: string };
+  return (
+    ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', '57P01', '57P02', '57P03', '08006', '08001', '08003', '08000'].includes(e.code ?? '') ||
+    /terminat|Connection terminated|timeout|not queryable|ECONN/i.test(e.message ?? '')
+  );
+}
+
+export class PgStore implements PairStore {
+  readonly where: string;
+  /** This process, in the claims it holds: host, pid and a random part. */
+  readonly instance = `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
+  private readonly s: string;
+  private claims: Waiting<Claim>[] = [];
+  private completes: (Waiting<void> & { token: string })[] = [];
+  private releases: (Waiting<void> & { token: string })[] = [];
+  private scheduled = false;
+  /** The statements under way, for close() to wait for. */
+  private readonly running = new Set<Promise<void>>();
+  /** The token of each claim this process holds: completing or releasing acts on our own claim only. */
+  private readonly tokens = new Map<string, string>();
+  private lost = false;
+  /** Statements started so far, and how many had started when the database was last found lost or back. */
+  private statements = 0;
+  private changedAt = 0;
+  private readonly sweeper: NodeJS.Timeout;
+  /** Pairs processed here whose completion could not be committed (the database was away): tried again until it is. */
+  private readonly unsettled = new Map<string, { trigger: string; subscription: string }>();
+  private settler: NodeJS.Timeout | undefined;
+  private pendingHistory: { record: unknown; outcome: string; type?: string; trigger?: string; subscription?: string; headers?: unknown; body?: Buffer; size?: number }[] = [];
+
+  private constructor(
+    private readonly pool: Pool,
+    private readonly options: PgStoreOptions,
+  ) {
+    this.where = shownUrl(options.url);
+    this.s = quoteIdent(options.schema);
+    const every = Math.max(1000, Math.min(60_000, Math.floor(options.ttlMs / 4)));
+    this.sweeper = setInterval(() => void this.expire().catch(() => undefined), every).unref();
+    if (options.readOnly) clearInterval(this.sweeper);
+  }
+
+  /**
+   * Connects, and creates or migrates the schema (under an advisory lock, so instances starting together
+   * do it once). Unreachable, or credentials refused: exit 6 naming the host, never the password. A
+   * schema of a newer version than this wxhooks knows: exit 2.
+   */
+  static async open(options: PgStoreOptions): Promise<PgStore> {
+    if (!/^[a-z_][a-z0-9_]*$/.test(options.schema)) throw new UsageError(`--store-schema must be a lowercase SQL name (letters, digits, _), not "${options.schema}".`);
+    const password = (() => {
+      try {
+        return decodeURIComponent(new URL(options.url).password);
+      } catch {
+        return '';
+      }
+    })();
+    addSensitive(password);
+    const { default: pg } = await import('pg');
+    const pool = new pg.Pool({ connectionString: options.url, max: 8, connectionTimeoutMillis: 5000, idleTimeoutMillis: 10_000 });
+    pool.on('error', () => undefined); // an idle connection that breaks: the next query finds out, and says so
+    const store = new PgStore(pool, options);
+    let client: PoolClient;
+    try {
+      client = await pool.connect();
+    } catch (err) {
+      await pool.end().catch(() => undefined);
+      clearInterval(store.sweeper);
+      const u = new URL(options.url);
+      throw new UnreachableError(`Cannot use the PostgreSQL store at ${u.hostname}:${u.port || 5432}: ${(err as Error).message}.`, {
+        hint: 'Check that the server runs and accepts connections from here, and the user name and password in --store (or WXHOOKS_STORE_URL).',
+        cause: err,
+      });
+    }
+    try {
+      await (options.readOnly ? store.checkVersion(client) : store.migrate(client));
+    } catch (err) {
+      client.release();
+      await store.close();
+      throw err;
+    }
+    client.release();
+    return store;
+  }
+
+  private newer(version: number): UsageError {
+    return new UsageError(`The store's schema "${this.options.schema}" is at version ${version}, newer than this wxhooks knows (${SCHEMA_VERSION}); it was left as it is.`, {
+      hint: 'Use the newer wxhooks that wrote it, or give this one another --store-schema.',
+    });
+  }
+
+  /** For reading only: the schema must be there, and not newer than this wxhooks knows. */
+  private async checkVersion(client: PoolClient): Promise<void> {
+    const { rows } = await client.query<{ version: number | null }>(
+      `SELECT (SELECT version FROM ${this.s}.schema_version) AS version WHERE to_regclass($1) IS NOT NULL`,
+      [`${this.s}.schema_version`],
+    ).catch(() => ({ rows: [] as { version: number | null }[] }));
+    const version = rows[0]?.version;
+    if (version === undefined || version === null || version < 2) {
+      throw new NotFoundError(`The store at ${this.where} has no wxhooks history in schema "${this.options.schema}".`, {
+        hint: 'Start `listen --store URL` with --history N (or --inspect) to keep one; --store-schema if it uses another schema.',
+      });
+    }
+    if (version > SCHEMA_VERSION) throw this.newer(version);
+  }
+
+  private async migrate(client: PoolClient): Promise<void> {
+    const s = this.s;
+    await client.query('BEGIN');
+    try {
+      await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`wxhooks:${this.options.schema}`]);
+      await client.query(`CREATE SCHEMA IF NOT EXISTS ${s}`);
+      await client.query(`CREATE TABLE IF NOT EXISTS ${s}.schema_version (version integer NOT NULL)`);
+      const { rows } = await client.query<{ version: number }>(`SELECT version FROM ${s}.schema_version`);
+      let version = rows[0]?.version ?? 0;
+      if (!rows.length) await client.query(`INSERT INTO ${s}.schema_version (version) VALUES (0)`);
+      if (version > SCHEMA_VERSION) throw this.newer(version);
+      for (const step of MIGRATIONS) {
+        if (step.version <= version) continue;
+        await client.query(step.sql(s));
+        await client.query(`UPDATE ${s}.schema_version SET version = $1`, [step.version]);
+        version = step.version;
+      }
+      await client.query('COMMIT');
+    } catch (err) {
+      await client.query('ROLLBACK').catch(() => undefined);
+      throw err;
+    }
+  }
+
+  private schedule(): void {
+    if (this.scheduled) return;
+    this.scheduled = true;
+    setImmediate(() => {
+      this.scheduled = false;
+      for (const flush of [this.flushClaims(), this.flushCompletes(), this.flushReleases(), this.flushHistory()]) {
+        this.running.add(flush);
+        void flush.finally(() => this.running.delete(flush));
+      }
+    });
+  }
+
+  claim(trigger: string, subscription: string): Promise<Claim> {
+    if (this.unsettled.has(key(trigger, subscription))) {
+      // processed here, its completion not yet committed: commit it now, and the retry is a duplicate
+      return new Promise((resolve, reject) => {
+        this.completes.push({ trigger, subscription, token: '', resolve: () => resolve('done'), reject });
+        this.schedule();
+      });
+    }
+    return new Promise((resolve, reject) => {
+      this.claims.push({ trigger, subscription, resolve, reject });
+      this.schedule();
+    });
+  }
+
+  complete(trigger: string, subscription: string): Promise<void> {
+    const token = this.tokens.get(key(trigger, subscription)) ?? '';
+    return new Promise((resolve, reject) => {
+      this.completes.push({ trigger, subscription, token, resolve, reject });
+      this.schedule();
+    });
+  }
+
+  release(trigger: string, subscription: string): Promise<void> {
+    const token = this.tokens.get(key(trigger, subscription)) ?? '';
+    return new Promise((resolve, reject) => {
+      this.releases.push({ trigger, subscription, token, resolve, reject });
+      this.schedule();
+    });
+  }
+
+  /** Runs a statement; notes the database lost or restored; a failure is a (never persistent) PairStoreError. */
+  private async run<R extends object>(sql: string, values: unknown[]): Promise<R[]> {
+    // A statement under way when the state changed says nothing of the new state (one sent on an old
+    // connection fails after the database is back): only those started since count.
+    const started = ++this.statements;
+    try {
+      const { rows } = await this.pool.query<R>(sql, values);
+      if (this.lost && started > this.changedAt) {
+        this.lost = false;
+        this.changedAt = this.statements;
+        this.options.onConnection?.('restored');
+      }
+      return rows;
+    } catch (err) {
+      if (connectionLost(err) && !this.lost && started > this.changedAt) {
+        this.lost = true;
+        this.changedAt = this.statements;
+        this.options.onConnection?.('lost', (err as Error).message);
+      }
+      throw new PairStoreError(`The PostgreSQL store at ${this.where} failed: ${(err as Error).message}.`, false, { cause: err });
+    }
+  }
+
+  /** One statement for the turn's claims: each wins, finds its pair done, or finds it held (a pair twice in one turn: the second is held). */
+  private async flushClaims(): Promise<void> {
+    const batch = this.claims;
+    this.claims = [];
+    if (!batch.length) return;
+    const first = new Map<string, Waiting<Claim>>();
+    const again: Waiting<Claim>[] = [];
+    for (const w of batch) {
+      const k = key(w.trigger, w.subscription);
+      if (first.has(k)) again.push(w);
+      else first.set(k, w);
+    }
+    const unique = [...first.values()];
+    const tokens = unique.map(() => `${this.instance}:${randomBytes(6).toString('hex')}`);
+    try {
+      const rows = await this.run<{ trigger_id: string; subscription_id: string; won: boolean; state: string | null }>(
+        `WITH input AS (
+           SELECT * FROM unnest($1::text[], $2::text[], $3::text[]) AS t(trigger_id, subscription_id, token)
+         ), claimed AS (
+           INSERT INTO ${this.s}.pairs (trigger_id, subscription_id, state, claimed_by, lease_until)
+           SELECT trigger_id, subscription_id, 'claimed', token, now() + $4 * interval '1 millisecond' FROM input
+           ON CONFLICT (subscription_id, trigger_id) DO UPDATE
+             SET state = 'claimed', claimed_by = EXCLUDED.claimed_by, lease_until = EXCLUDED.lease_until, done_at = NULL
+             WHERE (pairs.state = 'claimed' AND pairs.lease_until < now())
+                OR (pairs.state = 'done' AND pairs.done_at < now() - $5 * interval '1 millisecond')
+           RETURNING trigger_id, subscription_id
+         )
+         SELECT i.trigger_id, i.subscription_id, c.trigger_id IS NOT NULL AS won, p.state
+         FROM input i
+         LEFT JOIN claimed c ON c.trigger_id = i.trigger_id AND c.subscription_id = i.subscription_id
+         LEFT JOIN ${this.s}.pairs p ON p.trigger_id = i.trigger_id AND p.subscription_id = i.subscription_id`,
+        [unique.map((w) => w.trigger), unique.map((w) => w.subscription), tokens, this.options.leaseMs, this.options.ttlMs],
+      );
+      const result = new Map(rows.map((r) => [key(r.trigger_id, r.subscription_id), r]));
+      unique.forEach((w, i) => {
+        const r = result.get(key(w.trigger, w.subscription));
+        if (r?.won) {
+          this.tokens.set(key(w.trigger, w.subscription), tokens[i]!);
+          w.resolve('won');
+        } else w.resolve(r?.state === 'done' ? 'done' : 'held'); // a row committed by another instance during this statement is not in its snapshot: held
+      });
+      for (const w of again) w.resolve('held');
+    } catch (err) {
+      for (const w of batch) w.reject(err as Error);
+    }
+  }
+
+  /** One statement for the turn's completions: each pair done (committed: the statement is its own transaction) before its answer. */
+  private async flushCompletes(): Promise<void> {
+    const batch = this.completes;
+    this.completes = [];
+    if (!batch.length) return;
+    try {
+      // Our own claims; one that was taken over meanwhile (our lease ran out) is marked done all the same:
+      // it was processed, and processing it again would be worse.
+      await this.run(
+        `INSERT INTO ${this.s}.pairs (trigger_id, subscription_id, state, done_at)
+         SELECT trigger_id, subscription_id, 'done', now() FROM unnest($1::text[], $2::text[]) AS t(trigger_id, subscription_id)
+         ON CONFLICT (subscription_id, trigger_id) DO UPDATE SET state = 'done', done_at = now(), claimed_by = NULL, lease_until = NULL`,
+        [batch.map((w) => w.trigger), batch.map((w) => w.subscription)],
+      );
+      for (const w of batch) {
+        const k = key(w.trigger, w.subscription);
+        this.tokens.delete(k);
+        this.unsettled.delete(k);
+        w.resolve();
+      }
+      if (!this.unsettled.size) {
+        clearInterval(this.settler);
+        this.settler = undefined;
+      }
+    } catch (err) {
+      // Not committed, but processed (forwarded): the claim is kept, so that no other instance processes
+      // it again while its lease lasts, and the completion is tried again every second, and at once
+      // when the service's retry comes back here (claim() above).
+      for (const w of batch) this.unsettled.set(key(w.trigger, w.subscription), { trigger: w.trigger, subscription: w.subscription });
+      this.settler ??= setInterval(() => this.settle(), 1000).unref();
+      for (const w of batch) w.reject(err as Error);
+    }
+  }
+
+  /** Tries again the completions that could not be committed. */
+  private settle(): void {
+    if (!this.unsettled.size) {
+      clearInterval(this.settler);
+      this.settler = undefined;
+      return;
+    }
+    const queued = new Set(this.completes.map((w) => key(w.trigger, w.subscription)));
+    for (const [k, pair] of this.unsettled) {
+      if (!queued.has(k)) this.completes.push({ ...pair, token: '', resolve: () => undefined, reject: () => undefined });
+    }
+    this.schedule();
+  }
+
+  private async flushReleases(): Promise<void> {
+    const batch = this.releases;
+    this.releases = [];
+    if (!batch.length) return;
+    for (const w of batch) this.tokens.delete(key(w.trigger, w.subscription));
+    try {
+      await this.run(
+        `DELETE FROM ${this.s}.pairs p USING unnest($1::text[], $2::text[], $3::text[]) AS t(trigger_id, subscription_id, token)
+         WHERE p.trigger_id = t.trigger_id AND p.subscription_id = t.subscription_id AND p.claimed_by = t.token AND p.state = 'claimed'`,
+        [batch.map((w) => w.trigger), batch.map((w) => w.subscription), batch.map((w) => w.token)],
+      );
+    } catch {
+      // the database is away: these claims hold until their lease runs out, then a retry takes them over
+    }
+    for (const w of batch) w.resolve();
+  }
+
+  /** Deletes pairs past the TTL, and history past its size, in batches (never one long lock). */
+  async expire(): Promise<void> {
+    for (let i = 0; i < 100; i++) {
+      const rows = await this.run<{ n: number }>(
+        `WITH gone AS (
+           DELETE FROM ${this.s}.pairs WHERE ctid IN (
+             SELECT ctid FROM ${this.s}.pairs WHERE state = 'done' AND done_at < now() - $1 * interval '1 millisecond' LIMIT 5000)
+           RETURNING 1)
+         SELECT count(*)::int AS n FROM gone`,
+        [this.options.ttlMs],
+      );
+      if ((rows[0]?.n ?? 0) < 5000) break;
+    }
+    if (this.options.historyRows) {
+      await this.run(`DELETE FROM ${this.s}.deliveries WHERE id <= (SELECT max(id) FROM ${this.s}.deliveries) - $1`, [this.options.historyRows]);
+    }
+  }
+
+  // ---------------------------------------------------------------- history (what the inspector, `deliveries` and `runs` read)
+
+  /** Adds a request to the shared history (written with the turn's others; the answer does not wait for it). */
+  record(entry: { record: object; outcome: string; type?: string; trigger?: string; subscription?: string; headers?: unknown; body?: Buffer; size?: number }): void {
+    this.pendingHistory.push(entry);
+    this.schedule();
+  }
+
+  private async flushHistory(): Promise<void> {
+    const batch = this.pendingHistory;
+    this.pendingHistory = [];
+    if (!batch.length) return;
+    await this.run(
+      `INSERT INTO ${this.s}.deliveries (instance, outcome, type, trigger_id, subscription_id, record, headers, body, size)
+       SELECT $1, * FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::jsonb[], $7::jsonb[], $8::bytea[], $9::int[])`,
+      [
+        this.instance,
+        batch.map((b) => b.outcome),
+        batch.map((b) => b.type ?? null),
+        batch.map((b) => b.trigger ?? null),
+        batch.map((b) => b.subscription ?? null),
+        batch.map((b) => JSON.stringify(b.record)),
+        batch.map((b) => (b.headers ? JSON.stringify(b.headers) : null)),
+        batch.map((b) => b.body ?? null),
+        batch.map((b) => b.size ?? null),
+      ],
+    ).catch(() => undefined); // the history is for looking at: losing a few rows while the database is away is not losing a delivery
+  }
+
+  /** History rows after id `after`, oldest first (at most `limit`), without their headers and bodies unless `whole`. */
+  async historySince(after: number, limit: number, whole = false): Promise<HistoryRow[]> {
+    const columns = whole ? 'id::int, received_at, instance, record, headers, body, size' : 'id::int, received_at, instance, record, NULL AS headers, NULL AS body, size';
+    return this.run<HistoryRow>(`SELECT ${columns} FROM ${this.s}.deliveries WHERE id > $1 ORDER BY id LIMIT $2`, [after, limit]);
+  }
+
+  /** The newest history id (0 if none). */
+  async historyNewest(): Promise<number> {
+    return (await this.run<{ id: number | null }>(`SELECT max(id)::int AS id FROM ${this.s}.deliveries`, []))[0]?.id ?? 0;
+  }
+
+  async historyOne(id: number): Promise<HistoryRow | undefined> {
+    return (await this.run<HistoryRow>(`SELECT id::int, received_at, instance, record, headers, body, size FROM ${this.s}.deliveries WHERE id = $1`, [id]))[0];
+  }
+
+  async historyOfTrigger(trigger: string): Promise<HistoryRow[]> {
+    // the latest hundred attempts, oldest first
+    const rows = await this.run<HistoryRow>(`SELECT id::int, received_at, instance, record, headers, body, size FROM ${this.s}.deliveries WHERE trigger_id = $1 ORDER BY id DESC LIMIT 100`, [trigger]);
+    return rows.reverse();
+  }
+
+  async close(): Promise<void> {
+    clearInterval(this.sweeper);
+    clearInterval(this.settler);
+    if (this.unsettled.size && !this.lost) this.settle(); // one last try (if the database is away, their leases run out)
+    while (this.claims.length || this.completes.length || this.releases.length || this.pendingHistory.length || this.scheduled || this.running.size) {
+      await Promise.all(this.running);
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    await this.pool.end().catch(() => undefined);
+  }
+}
+
+export interface HistoryRow {
+  id: number;
+  received_at: Date;
+  instance: string;
+  record: Record<string, unknown>;
+  headers: Record<string, string> | null;
+  body: Buffer | null;
+  size: number | null;
+}
+
+const key = (trigger: string, subscription: string) => `${subscription}\u0000${trigger}`;

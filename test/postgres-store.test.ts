@@ -1,0 +1,236 @@
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freePort, startPostgres, type Postgres } from '../scripts/harness.js';
+import { ExitCode, UnreachableError, UsageError, WxError } from '../src/errors.js';
+import { MIGRATIONS, PgStore, SCHEMA_VERSION, type PgStoreOptions } from '../src/store/postgres.js';
+
+// The PostgreSQL store against a real server (the machine's own binaries; .ci/run installs them when missing).
+
+let server: Postgres;
+let admin: pg.Client;
+let schemas = 0;
+
+beforeAll(async () => {
+  server = await startPostgres();
+  admin = new pg.Client({ connectionString: server.url });
+  admin.on('error', () => undefined); // the fault tests stop the server under it
+  await admin.connect();
+}, 60_000);
+
+afterAll(async () => {
+  await admin?.end();
+  await server?.remove();
+});
+
+/** A store in a schema of its own. */
+async function open(extra: Partial<PgStoreOptions> = {}): Promise<PgStore> {
+  return PgStore.open({ url: server.url, schema: `t${++schemas}_${process.pid}`, ttlMs: 3600_000, leaseMs: 60_000, ...extra });
+}
+
+const pairs = async (schema: string) =>
+  (await admin.query<{ trigger_id: string; state: string }>(`SELECT trigger_id, subscription_id, state FROM "${schema}".pairs ORDER BY trigger_id`)).rows;
+
+describe('PgStore: claims', () => {
+  it('won, then held while in progress, then done once completed; a released claim can be won again', async () => {
+    const s = await open();
+    try {
+      expect(await s.claim('t1', 's1')).toBe('won');
+      expect(await s.claim('t1', 's1')).toBe('held');
+      expect(await s.claim('t1', 's2')).toBe('won'); // another subscription: another pair
+      await s.complete('t1', 's1');
+      expect(await s.claim('t1', 's1')).toBe('done');
+      await s.release('t1', 's2');
+      expect(await s.claim('t1', 's2')).toBe('won');
+    } finally {
+      await s.close();
+    }
+  });
+
+  it('complete resolves only once the pair is committed: another connection sees it done', async () => {
+    const schema = `t${++schemas}_${process.pid}`;
+    const s = await PgStore.open({ url: server.url, schema, ttlMs: 3600_000, leaseMs: 60_000 });
+    try {
+      await s.claim('t1', 's1');
+      expect(await pairs(schema)).toEqual([{ trigger_id: 't1', subscription_id: 's1', state: 'claimed' }]);
+      await s.complete('t1', 's1');
+      expect(await pairs(schema)).toEqual([{ trigger_id: 't1', subscription_id: 's1', state: 'done' }]);
+    } finally {
+      await s.close();
+    }
+  });
+
+  it('two stores on one schema: one wins each pair, the other finds it held, then done', async () => {
+    const schema = `t${++schemas}_${process.pid}`;
+    const a = await PgStore.open({ url: server.url, schema, ttlMs: 3600_000, leaseMs: 60_000 });
+    const b = await PgStore.open({ url: server.url, schema, ttlMs: 3600_000, leaseMs: 60_000 });
+    try {
+      const triggers = Array.from({ length: 500 }, (_, i) => `trg_${i}`);
+      const results = await Promise.all(triggers.flatMap((t) => [a.claim(t, 's'), b.claim(t, 's')]));
+      for (let i = 0; i < triggers.length; i++) {
+        expect([results[2 * i], results[2 * i + 1]].sort()).toEqual(['held', 'won']);
+      }
+      await Promise.all(triggers.map((t, i) => (results[2 * i] === 'won' ? a : b).complete(t, 's')));
+      expect(new Set(await Promise.all(triggers.map((t) => a.claim(t, 's'))))).toEqual(new Set(['done']));
+    } finally {
+      await a.close();
+      await b.close();
+    }
+  });
+
+  it('the same pair twice in one batch: the first wins, the second is held', async () => {
+    const s = await open();
+    try {
+      expect(await Promise.all([s.claim('t', 's'), s.claim('t', 's')])).toEqual(['won', 'held']);
+    } finally {
+      await s.close();
+    }
+  });
+
+  it('a claim whose lease ran out (its holder died) is taken over; a live one is not', async () => {
+    const schema = `t${++schemas}_${process.pid}`;
+    const dead = await PgStore.open({ url: server.url, schema, ttlMs: 3600_000, leaseMs: 300 });
+    const alive = await PgStore.open({ url: server.url, schema, ttlMs: 3600_000, leaseMs: 60_000 });
+    try {
+      expect(await dead.claim('t', 's')).toBe('won');
+      expect(await alive.claim('t', 's')).toBe('held');
+      await new Promise((r) => setTimeout(r, 400));
+      expect(await alive.claim('t', 's')).toBe('won');
+      // the first holder's release no longer touches the claim: it is not its own any more
+      await dead.release('t', 's');
+      expect(await pairs(schema)).toEqual([{ trigger_id: 't', subscription_id: 's', state: 'claimed' }]);
+      await alive.complete('t', 's');
+      expect(await dead.claim('t', 's')).toBe('done');
+    } finally {
+      await dead.close();
+      await alive.close();
+    }
+  });
+
+  it('a pair done longer ago than the TTL can be won again; expire() deletes such pairs in batches', async () => {
+    const schema = `t${++schemas}_${process.pid}`;
+    const s = await PgStore.open({ url: server.url, schema, ttlMs: 200, leaseMs: 60_000 });
+    try {
+      await Promise.all(Array.from({ length: 12_000 }, (_, i) => s.claim(`old_${i}`, 's')));
+      await Promise.all(Array.from({ length: 12_000 }, (_, i) => s.complete(`old_${i}`, 's')));
+      expect(await s.claim('old_1', 's')).toBe('done');
+      await new Promise((r) => setTimeout(r, 300));
+      expect(await s.claim('old_1', 's')).toBe('won');
+      await s.complete('old_1', 's');
+      await s.expire();
+      // 11,999 past the TTL gone (more than one batch of 5,000), the one just done kept
+      expect(await pairs(schema)).toEqual([{ trigger_id: 'old_1', subscription_id: 's', state: 'done' }]);
+    } finally {
+      await s.close();
+    }
+  });
+
+  it('ids as awkward as they come are kept exactly', async () => {
+    const s = await open();
+    const awkward = ['', 'a"b', "it's", 'back\\slash', 'tab\there', 'é', '雪', '🌧', '</script>', ' '.repeat(3), 'x'.repeat(2000)];
+    try {
+      for (const id of awkward) expect(await s.claim(id, id)).toBe('won');
+      await Promise.all(awkward.map((id) => s.complete(id, id)));
+      for (const id of awkward) expect(await s.claim(id, id)).toBe('done');
+      for (const id of awkward) expect(await s.claim(id, `${id}.`)).toBe('won');
+    } finally {
+      await s.close();
+    }
+  });
+});
+
+describe('PgStore: schema', () => {
+  it('created on first use at the current version, by one of several instances starting at once', async () => {
+    const schema = `t${++schemas}_${process.pid}`;
+    const stores = await Promise.all(Array.from({ length: 4 }, () => PgStore.open({ url: server.url, schema, ttlMs: 1000, leaseMs: 1000 })));
+    await Promise.all(stores.map((s) => s.close()));
+    expect((await admin.query(`SELECT version FROM "${schema}".schema_version`)).rows).toEqual([{ version: SCHEMA_VERSION }]);
+  });
+
+  it('an older version is migrated, its pairs kept', async () => {
+    const schema = `t${++schemas}_${process.pid}`;
+    await admin.query(`CREATE SCHEMA "${schema}"`);
+    await admin.query(`CREATE TABLE "${schema}".schema_version (version integer NOT NULL)`);
+    await admin.query(`INSERT INTO "${schema}".schema_version VALUES (1)`);
+    await admin.query(MIGRATIONS[0]!.sql(`"${schema}"`));
+    await admin.query(`INSERT INTO "${schema}".pairs (trigger_id, subscription_id, state, done_at) VALUES ('kept', 's', 'done', now())`);
+    const s = await PgStore.open({ url: server.url, schema, ttlMs: 3600_000, leaseMs: 60_000, historyRows: 10 });
+    try {
+      expect((await admin.query(`SELECT version FROM "${schema}".schema_version`)).rows).toEqual([{ version: SCHEMA_VERSION }]);
+      expect(await s.claim('kept', 's')).toBe('done');
+      // the version 2 table is there and used
+      s.record({ record: { outcome: 'accepted' }, outcome: 'accepted', trigger: 'kept' });
+      await s.close();
+      expect((await admin.query(`SELECT count(*)::int AS n FROM "${schema}".deliveries`)).rows).toEqual([{ n: 1 }]);
+    } finally {
+      await s.close();
+    }
+  });
+
+  it('a newer version is refused (exit 2), and left as it was', async () => {
+    const schema = `t${++schemas}_${process.pid}`;
+    await admin.query(`CREATE SCHEMA "${schema}"`);
+    await admin.query(`CREATE TABLE "${schema}".schema_version (version integer NOT NULL)`);
+    await admin.query(`INSERT INTO "${schema}".schema_version VALUES (${SCHEMA_VERSION + 1})`);
+    const err = await PgStore.open({ url: server.url, schema, ttlMs: 1000, leaseMs: 1000 }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(UsageError);
+    expect((err as WxError).exitCode).toBe(ExitCode.USAGE);
+    expect((err as Error).message).toMatch(new RegExp(`version ${SCHEMA_VERSION + 1}, newer than this wxhooks knows \\(${SCHEMA_VERSION}\\)`));
+    expect((await admin.query(`SELECT version FROM "${schema}".schema_version`)).rows).toEqual([{ version: SCHEMA_VERSION + 1 }]);
+    expect((await admin.query(`SELECT to_regclass('"${schema}".pairs') AS t`)).rows).toEqual([{ t: null }]);
+  });
+
+  it('a schema name that is not a plain SQL name is refused (exit 2)', async () => {
+    const err = await PgStore.open({ url: server.url, schema: 'x"; DROP TABLE y; --', ttlMs: 1000, leaseMs: 1000 }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(UsageError);
+  });
+});
+
+describe('PgStore: faults', () => {
+  it('credentials refused: exit 6, naming the host, never the password', async () => {
+    const wrong = server.url.replace(server.password, 'not-the-password-42');
+    const err = await PgStore.open({ url: wrong, schema: 'wxhooks', ttlMs: 1000, leaseMs: 1000 }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(UnreachableError);
+    expect((err as WxError).exitCode).toBe(ExitCode.UNREACHABLE);
+    expect((err as Error).message).toContain(`127.0.0.1:${server.port}`);
+    expect((err as Error).message).toMatch(/password authentication failed/);
+    expect(JSON.stringify({ m: (err as Error).message, h: (err as WxError).hint })).not.toContain('not-the-password-42');
+  });
+
+  it('nothing listening: exit 6, naming the host', async () => {
+    const port = await freePort();
+    const err = await PgStore.open({ url: `postgres://u:sekrit-pw@127.0.0.1:${port}/db`, schema: 'wxhooks', ttlMs: 1000, leaseMs: 1000 }).catch((e: unknown) => e);
+    expect((err as WxError).exitCode).toBe(ExitCode.UNREACHABLE);
+    expect((err as Error).message).toContain(`127.0.0.1:${port}`);
+    expect((err as Error).message).not.toContain('sekrit-pw');
+  });
+
+  it('the database away: claims reject; a processed pair whose completion failed is kept claimed, and committed once it is back', async () => {
+    const schema = `t${++schemas}_${process.pid}`;
+    const states: string[] = [];
+    const s = await PgStore.open({ url: server.url, schema, ttlMs: 3600_000, leaseMs: 60_000, onConnection: (state) => states.push(state) });
+    try {
+      expect(await s.claim('before', 's')).toBe('won');
+      await server.stop();
+      await expect(s.complete('before', 's')).rejects.toThrow(/PostgreSQL store .* failed/);
+      await expect(s.claim('during', 's')).rejects.toThrow(/PostgreSQL store .* failed/);
+      expect(states).toEqual(['lost']);
+      await server.start();
+      // the service's retry of the processed delivery, here: a duplicate, committed now
+      expect(await s.claim('before', 's')).toBe('done');
+      expect(states).toEqual(['lost', 'restored']);
+      expect(await s.claim('during', 's')).toBe('won');
+    } finally {
+      await s.close();
+    }
+    const fresh = new pg.Client({ connectionString: server.url });
+    await fresh.connect();
+    try {
+      expect((await fresh.query(`SELECT trigger_id, state FROM "${schema}".pairs ORDER BY trigger_id`)).rows).toEqual([
+        { trigger_id: 'before', state: 'done' },
+        { trigger_id: 'during', state: 'claimed' },
+      ]);
+    } finally {
+      await fresh.end();
+    }
+  }, 30_000);
+});
