@@ -1,18 +1,30 @@
-// The benchmark's load generator, run as its own process: `node bench/load.js PORT SECRET COUNT CLIENTS [WARMUP]`.
-// Plain sockets with every request pre-built as bytes, one request at a time per connection (no
+// The benchmark's load generator, run as its own process:
+//   node bench/load.js PORT[,PORT...] SECRET COUNT CLIENTS [WARMUP] [--tag T] [--offset K] [--retry-409]
+// With several ports, client i sends to port (i + K) mod n. --tag names the deliveries (two generators
+// with one tag send the same ones); --retry-409 sends a request answered 409 (held by a claim) again
+// after 5 ms, as the service would later, and counts it in `retries`, not `failures`. Plain sockets with every request pre-built as bytes, one request at a time per connection (no
 // pipelining): it costs the machine far less per request than an HTTP client library, so what is measured
 // is the server. Prints one JSON line: {"rps", "p50", "p99", "failures"} (latencies in milliseconds).
 import { connect } from 'node:net';
 import { signDelivery } from '../dist/index.js';
 
-const [port, secret, count, clients, warmup = '200'] = process.argv.slice(2);
-const PORT = Number(port);
+const positional = [];
+const flags = {};
+for (let i = 2; i < process.argv.length; i++) {
+  const a = process.argv[i];
+  if (a === '--retry-409') flags.retry = true;
+  else if (a === '--tag' || a === '--offset') flags[a.slice(2)] = process.argv[++i];
+  else positional.push(a);
+}
+const [port, secret, count, clients, warmup = '200'] = positional;
+const PORTS = port.split(',').map(Number);
+const OFFSET = Number(flags.offset ?? 0);
 
 /** `n` signed deliveries as raw HTTP/1.1 requests, each with its own Trigger-Id. */
 function requests(n, tag) {
   const ts = Math.floor(Date.now() / 1000);
   return Array.from({ length: n }, (_, i) => {
-    const trigger = `trg_bench_${process.pid}_${tag}_${i}`;
+    const trigger = `trg_bench_${tag}_${i}`;
     const body = Buffer.from(
       JSON.stringify({
         type: 'forecast_hour.available',
@@ -25,7 +37,7 @@ function requests(n, tag) {
     );
     const signed = signDelivery({ secret, body, triggerId: trigger, timestamp: ts });
     const head =
-      `POST / HTTP/1.1\r\nhost: 127.0.0.1:${PORT}\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\n` +
+      `POST / HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\n` +
       Object.entries(signed).map(([k, v]) => `${k}: ${v}\r\n`).join('') +
       '\r\n';
     return Buffer.concat([Buffer.from(head, 'latin1'), body]);
@@ -33,14 +45,15 @@ function requests(n, tag) {
 }
 
 /** One keep-alive connection sending its share of the requests one after another. */
-function client(queue, latencies, counts) {
+function client(port, queue, latencies, counts) {
   return new Promise((resolve, reject) => {
-    const socket = connect(PORT, '127.0.0.1');
+    const socket = connect(port, '127.0.0.1');
+    let current;
     socket.setNoDelay(true);
     let pending = Buffer.alloc(0);
     let sentAt = 0n;
     const sendNext = () => {
-      const req = queue.pop();
+      const req = (current = queue.pop());
       if (!req) {
         socket.end();
         resolve();
@@ -69,9 +82,14 @@ function client(queue, latencies, counts) {
           return;
         }
         if (pending.length < total) return;
+        pending = pending.subarray(total);
+        if (flags.retry && head.slice(9, 12) === '409') {
+          counts.retries++;
+          setTimeout(() => socket.write(current), 5);
+          continue;
+        }
         latencies.push(Number(process.hrtime.bigint() - sentAt) / 1e6);
         if (head.slice(9, 12) !== '200') counts.failures++;
-        pending = pending.subarray(total);
         sendNext();
       }
     });
@@ -82,14 +100,14 @@ function client(queue, latencies, counts) {
 async function run(n, tag) {
   const queue = requests(n, tag).reverse();
   const latencies = [];
-  const counts = { failures: 0 };
+  const counts = { failures: 0, retries: 0 };
   const started = process.hrtime.bigint();
-  await Promise.all(Array.from({ length: Number(clients) }, () => client(queue, latencies, counts)));
+  await Promise.all(Array.from({ length: Number(clients) }, (_, i) => client(PORTS[(i + OFFSET) % PORTS.length], queue, latencies, counts)));
   const seconds = Number(process.hrtime.bigint() - started) / 1e9;
   latencies.sort((a, b) => a - b);
   const at = (p) => latencies[Math.min(latencies.length - 1, Math.floor((p / 100) * latencies.length))];
-  return { rps: n / seconds, p50: at(50), p99: at(99), failures: counts.failures };
+  return { rps: n / seconds, p50: at(50), p99: at(99), failures: counts.failures, retries: counts.retries };
 }
 
-if (Number(warmup) > 0) await run(Number(warmup), 'warmup');
-process.stdout.write(`${JSON.stringify(await run(Number(count), 'measured'))}\n`);
+if (Number(warmup) > 0) await run(Number(warmup), `warmup_${process.pid}`);
+process.stdout.write(`${JSON.stringify(await run(Number(count), flags.tag ?? `measured_${process.pid}`))}\n`);

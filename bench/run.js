@@ -2,13 +2,13 @@
 // Not a test: it prints a table (and with --write, BENCHMARKS.md). Loopback only; every loop is bounded.
 import { spawn, spawnSync } from 'node:child_process';
 import { createServer } from 'node:http';
-import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem, tmpdir, release } from 'node:os';
 import { join } from 'node:path';
 import { request } from 'undici';
 import { Webhook } from 'standardwebhooks';
 import { signDelivery, verifyDelivery, generateSecret } from '../dist/index.js';
-import { eachLine, freePort } from '../scripts/harness.js';
+import { eachLine, freePort, startPostgres } from '../scripts/harness.js';
 
 const ROOT = new URL('..', import.meta.url).pathname;
 const BIN = join(ROOT, 'bin/wxhooks.js');
@@ -142,18 +142,37 @@ function cpuMs(pid) {
   }
 }
 
+/** CPU time of a process and its children (a PostgreSQL server and its backends), in ms. */
+function treeCpuMs(pid) {
+  let total = cpuMs(pid) ?? 0;
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const fields = readFileSync(`/proc/${entry}/stat`, 'utf8').split(') ')[1].split(' ');
+      if (Number(fields[1]) === pid) total += ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return total;
+}
+
 /**
  * Runs bench/load.js (its own process, so the load costs the server's process nothing) against a server:
  * `count` deliveries on `concurrency` connections, with no warm-up of its own (the caller warms up).
+ * `alsoPid`: another process whose CPU (with its children's) is counted per delivery too, in `alsoUs`.
  */
-function load(pid, port, secret, count, concurrency) {
+function load(pid, port, secret, count, concurrency, alsoPid) {
   const before = cpuMs(pid);
+  const alsoBefore = alsoPid && treeCpuMs(alsoPid);
   const r = spawnSync(process.execPath, [join(ROOT, 'bench/load.js'), String(port), secret, String(count), String(concurrency), '0'], { encoding: 'utf8' });
   const after = cpuMs(pid);
+  const alsoAfter = alsoPid && treeCpuMs(alsoPid);
   if (r.status !== 0) throw new Error(`bench/load.js failed: ${r.stderr}`);
   const result = JSON.parse(r.stdout);
   if (result.failures) throw new Error(`${result.failures} of ${count} requests were not answered 200`);
   if (before !== undefined && after !== undefined) result.cpuUs = ((after - before) * 1000) / count;
+  if (alsoPid) result.alsoUs = ((alsoAfter - alsoBefore) * 1000) / count;
   return result;
 }
 
@@ -402,13 +421,133 @@ async function fanout() {
   }
 }
 
+// ---------------------------------------------------------------- the shared PostgreSQL store
+/**
+ * `listen --store postgres://` against `listen` on its file, side by side and in turn (as above), on a
+ * throwaway server of the machine's own binaries (fsync off, as the file store's default does not sync
+ * either). Then what batching saves: transactions per delivery at 1 client and at 50. Then three
+ * instances on one database, two load generators sending the same deliveries to two of them at once.
+ */
+async function sharedStore() {
+  let db;
+  try {
+    db = await startPostgres();
+  } catch (err) {
+    log(`store: skipped: ${err.message}`);
+    row('store', 'PostgreSQL store', 'skipped: no PostgreSQL server binaries (see README)', '', undefined);
+    return;
+  }
+  const { default: pg } = await import('pg');
+  const admin = new pg.Client({ connectionString: db.url });
+  await admin.connect();
+  const secret = generateSecret();
+  const cycles = QUICK ? 3 : 10;
+  const WARM = QUICK ? 5000 : 20000;
+  const MANY = 5000;
+  const ONE = 500;
+  log(`store: listen with its file and with PostgreSQL, ${WARM} each to warm up, then ${cycles} cycles of ${ONE} at 1 client and ${MANY} at 50`);
+  const servers = {};
+  try {
+    for (const [name, flags] of [
+      ['file', []],
+      ['pg', ['--store', db.url, '--store-schema', 'bench_one']],
+    ]) {
+      const dir = benchDir();
+      const l = await startListen(cleanEnv({ WXHOOKS_CONFIG_DIR: dir, BENCH_SECRET: secret }), dir, flags);
+      servers[name] = { child: l.child, port: new URL(l.url).port };
+    }
+    const at = (name, count, clients) => load(servers[name].child.pid, servers[name].port, secret, count, clients, name === 'pg' ? db.pid : undefined);
+    for (const name of ['file', 'pg']) at(name, WARM, 50);
+    const results = { file: { one: [], many: [] }, pg: { one: [], many: [] } };
+    for (let c = 0; c < cycles; c++) {
+      for (const name of c % 2 ? ['pg', 'file'] : ['file', 'pg']) {
+        results[name].one.push(at(name, ONE, 1));
+        results[name].many.push(at(name, MANY, 50));
+      }
+    }
+    // Transactions committed per delivery: the server's own count, around a listen of its own (its
+    // backends report their counts when they exit), less what a listen that takes no delivery commits.
+    await stop(servers.pg.child);
+    const commits = async () => {
+      await new Promise((r) => setTimeout(r, 300));
+      return Number((await admin.query('SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()')).rows[0].xact_commit);
+    };
+    const around = async (count, clients) => {
+      const before = await commits();
+      const dir = benchDir();
+      const l = await startListen(cleanEnv({ WXHOOKS_CONFIG_DIR: dir, BENCH_SECRET: secret }), dir, ['--store', db.url, '--store-schema', 'bench_one']);
+      if (count) load(l.child.pid, new URL(l.url).port, secret, count, clients);
+      await stop(l.child);
+      return (await commits()) - before - 1; // less this session's own query
+    };
+    const idle = await around(0, 1);
+    const perDelivery = { one: ((await around(ONE, 1)) - idle) / ONE, many: ((await around(MANY, 50)) - idle) / MANY };
+    const m = (xs, k) => median(xs.map((x) => x[k]));
+    const ratio = (phase, k) => median(results.pg[phase].map((o, i) => o[k] / results.file[phase][i][k]));
+    for (const [phase, clients] of [
+      ['many', '50 clients'],
+      ['one', '1 client'],
+    ]) {
+      row('store', `deliveries/s, ${clients}: \`listen --store postgres://\` against \`listen\` (its file)`, `${Math.round(m(results.pg[phase], 'rps'))}/s`, `${Math.round(m(results.file[phase], 'rps'))}/s (file, same cycles)`, ratio(phase, 'rps'), phase === 'many' ? atLeast(0.5) : undefined);
+      row('store', `p99 latency, ${clients}: \`listen --store postgres://\``, ms(m(results.pg[phase], 'p99')), ms(m(results.file[phase], 'p99')), ratio(phase, 'p99'));
+      row('store', `CPU per delivery, ${clients}: \`listen --store postgres://\` / the PostgreSQL server`, `${m(results.pg[phase], 'cpuUs').toFixed(0)} µs / ${m(results.pg[phase], 'alsoUs').toFixed(0)} µs`, `${m(results.file[phase], 'cpuUs').toFixed(0)} µs (\`listen\`, file)`, ratio(phase, 'cpuUs'));
+      row('store', `PostgreSQL transactions committed per delivery, ${clients} (claims and completions batched per turn)`, perDelivery[phase].toFixed(2), '2 (a claim and a completion each, unbatched)', perDelivery[phase] / 2);
+    }
+  } finally {
+    for (const server of Object.values(servers)) await stop(server.child);
+  }
+
+  // three instances, each delivery sent to two of them at the same moment
+  const N = QUICK ? 5000 : 20000;
+  log(`store: three instances on one database, ${N} deliveries each sent to two of them at once`);
+  const three = [];
+  try {
+    for (let i = 0; i < 3; i++) {
+      const dir = benchDir();
+      const l = await startListen(cleanEnv({ WXHOOKS_CONFIG_DIR: dir, BENCH_SECRET: secret }), dir, ['--json', '--store', db.url, '--store-schema', 'bench_three']);
+      three.push({ child: l.child, port: new URL(l.url).port, dir });
+    }
+    const ports = three.map((t) => t.port).join(',');
+    // warm up each instance (deliveries of their own)
+    for (const t of three) load(t.child.pid, t.port, secret, QUICK ? 3000 : 10000, 50);
+    const generator = (offset) =>
+      new Promise((resolve, reject) => {
+        const child = spawn(process.execPath, [join(ROOT, 'bench/load.js'), ports, secret, String(N), '24', '0', '--tag', `three_${process.pid}`, '--offset', String(offset), '--retry-409'], { stdio: ['ignore', 'pipe', 'inherit'] });
+        let out = '';
+        child.stdout.on('data', (d) => (out += d));
+        child.on('exit', (code) => (code === 0 ? resolve(JSON.parse(out)) : reject(new Error(`bench/load.js exited ${code}`))));
+      });
+    const t0 = process.hrtime.bigint();
+    const [a, b] = await Promise.all([generator(0), generator(1)]);
+    const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
+    if (a.failures || b.failures) throw new Error(`${a.failures + b.failures} requests were answered neither 200 nor 409`);
+    for (const t of three) await stop(t.child);
+    const accepted = three
+      .map((t) => readFileSync(join(t.dir, `listen-${t.port}.out`), 'utf8').split('\n').filter((l) => l.includes('"outcome":"accepted"') && l.includes(`three_${process.pid}`)).length)
+      .reduce((x, y) => x + y, 0);
+    const { rows: done } = await admin.query(`SELECT count(*)::int AS n FROM bench_three.pairs WHERE state = 'done' AND trigger_id LIKE $1`, [`trg_bench_three_${process.pid}_%`]);
+    row(
+      'store',
+      `three \`listen --store postgres://\` on one database, ${N} deliveries each sent to two of them at once (${a.retries + b.retries} answered 409 and sent again)`,
+      `${Math.round(N / seconds)} deliveries/s (${Math.round((2 * N) / seconds)} requests/s)`,
+      `${accepted - N} processed twice; ${done[0].n} of ${N} pairs done`,
+      undefined,
+      { text: '0 twice, all done', check: () => accepted === N && done[0].n === N },
+    );
+  } finally {
+    for (const t of three) await stop(t.child);
+    await admin.end();
+    await db.remove();
+  }
+}
+
 function table() {
   const head = '| Area | Measure | wxhooks | Floor (same run) | Ratio | Target | Met |\n|---|---|---|---|---|---|---|';
   return [head, ...rows.map((r) => `| ${r.area} | ${r.measure} | ${r.value} | ${r.floor} | ${r.ratio} | ${r.target?.text ?? ''} | ${r.ok} |`)].join('\n');
 }
 
 const started = Date.now();
-const SECTIONS = { startup, listen: listenThroughput, verify: verification, memory, fanout };
+const SECTIONS = { startup, listen: listenThroughput, store: sharedStore, verify: verification, memory, fanout };
 const only = process.argv.slice(2).filter((a) => !a.startsWith('--'));
 for (const name of only) if (!(name in SECTIONS)) throw new Error(`unknown section ${name}; known: ${Object.keys(SECTIONS).join(', ')}`);
 try {

@@ -4,6 +4,7 @@ export interface Postgres {
   url: string;
   password: string;
   port: number;
+  readonly pid: number;
   restart(pauseMs?: number): Promise<void>;
   stop(): Promise<void>;
   start(): Promise<void>;

@@ -91,6 +91,10 @@ export async function startPostgres() {
     url: `postgres://postgres:${password}@127.0.0.1:${port}/postgres`,
     password,
     port,
+    /** The postmaster's process id (its backends are its children). */
+    get pid() {
+      return server.pid;
+    },
     async restart(pauseMs = 0) {
       await halt();
       if (pauseMs) await new Promise((r) => setTimeout(r, pauseMs));
