@@ -1,8 +1,8 @@
 // The benchmark's load generator, run as its own process:
 //   node bench/load.js PORT[,PORT...] SECRET COUNT CLIENTS [WARMUP] [--tag T] [--offset K] [--retry-409]
 // With several ports, client i sends to port (i + K) mod n. --tag names the deliveries (two generators
-// with one tag send the same ones); --retry-409 sends a request answered 409 (held by a claim) again
-// after 5 ms, as the service would later, and counts it in `retries`, not `failures`. Plain sockets with every request pre-built as bytes, one request at a time per connection (no
+// with one tag send the same ones); --retry-409 sends a request answered 409 (held by a claim) or 503
+// again after 5 ms, as the service would later, and counts it in `retries`, not `failures`. Plain sockets with every request pre-built as bytes, one request at a time per connection (no
 // pipelining): it costs the machine far less per request than an HTTP client library, so what is measured
 // is the server. Prints one JSON line: {"rps", "p50", "p99", "failures"} (latencies in milliseconds).
 import { connect } from 'node:net';
@@ -83,13 +83,16 @@ function client(port, queue, latencies, counts) {
         }
         if (pending.length < total) return;
         pending = pending.subarray(total);
-        if (flags.retry && head.slice(9, 12) === '409') {
+        if (flags.retry && (head.slice(9, 12) === '409' || head.slice(9, 12) === '503')) {
           counts.retries++;
           setTimeout(() => socket.write(current), 5);
           continue;
         }
         latencies.push(Number(process.hrtime.bigint() - sentAt) / 1e6);
-        if (head.slice(9, 12) !== '200') counts.failures++;
+        if (head.slice(9, 12) !== '200') {
+          counts.failures++;
+          counts.statuses[head.slice(9, 12)] = (counts.statuses[head.slice(9, 12)] ?? 0) + 1;
+        }
         sendNext();
       }
     });
@@ -100,13 +103,13 @@ function client(port, queue, latencies, counts) {
 async function run(n, tag) {
   const queue = requests(n, tag).reverse();
   const latencies = [];
-  const counts = { failures: 0, retries: 0 };
+  const counts = { failures: 0, retries: 0, statuses: {} };
   const started = process.hrtime.bigint();
   await Promise.all(Array.from({ length: Number(clients) }, (_, i) => client(PORTS[(i + OFFSET) % PORTS.length], queue, latencies, counts)));
   const seconds = Number(process.hrtime.bigint() - started) / 1e9;
   latencies.sort((a, b) => a - b);
   const at = (p) => latencies[Math.min(latencies.length - 1, Math.floor((p / 100) * latencies.length))];
-  return { rps: n / seconds, p50: at(50), p99: at(99), failures: counts.failures, retries: counts.retries };
+  return { rps: n / seconds, p50: at(50), p99: at(99), failures: counts.failures, statuses: counts.statuses, retries: counts.retries };
 }
 
 if (Number(warmup) > 0) await run(Number(warmup), `warmup_${process.pid}`);

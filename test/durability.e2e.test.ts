@@ -1,34 +1,16 @@
 import { watch, writeFileSync, readdirSync, statSync } from 'node:fs';
-import { Agent, request } from 'node:http';
+import { Agent } from 'node:http';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { signDelivery } from '../src/signing/index.js';
 import { FilePairStore } from '../src/store/file-pairs.js';
 import { tempDir } from './helpers/cli.js';
+import { deliverSigned } from './helpers/deliver.js';
 import { startCli, type Running } from './helpers/process.js';
 import { sendJson, startServer } from './helpers/server.js';
 
 const SECRET = 'whsec_' + Buffer.alloc(32, 7).toString('base64');
 
-function delivery(trigger: string): Buffer {
-  return Buffer.from(JSON.stringify({ type: 'forecast_hour.available', webhook_id: '1', subscription_id: '1', trigger_id: trigger, data: { model: 'wm-6', forecast_hour: 0 } }));
-}
-
-/** POSTs a delivery, signed now; resolves with the status, or 0 when the connection failed. */
-function deliver(url: string, agent: Agent, trigger: string): Promise<number> {
-  const body = delivery(trigger);
-  const headers = { 'content-type': 'application/json', ...signDelivery({ secret: SECRET, body, triggerId: trigger }) };
-  const u = new URL(url);
-  return new Promise((resolve) => {
-    const req = request({ host: u.hostname, port: u.port, path: u.pathname, method: 'POST', headers, agent }, (res) => {
-      res.resume();
-      res.on('end', () => resolve(res.statusCode ?? 0));
-      res.on('error', () => resolve(0));
-    });
-    req.on('error', () => resolve(0));
-    req.end(body);
-  });
-}
+const deliver = (url: string, agent: Agent, trigger: string) => deliverSigned(url, agent, SECRET, trigger);
 
 async function startListen(dir: string, appUrl: string): Promise<{ proc: Running; url: string }> {
   const proc = startCli(['listen', '--port', '0', '--json', '--secret-env', 'S', '--forward-to', appUrl], { WXHOOKS_CONFIG_DIR: dir, S: SECRET });

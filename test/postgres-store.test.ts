@@ -77,6 +77,28 @@ describe('PgStore: claims', () => {
     }
   });
 
+  it('two stores batching the same pairs in opposite orders never deadlock (each batch is written in key order)', async () => {
+    const schema = `t${++schemas}_${process.pid}`;
+    const a = await PgStore.open({ url: server.url, schema, ttlMs: 3600_000, leaseMs: 60_000 });
+    const b = await PgStore.open({ url: server.url, schema, ttlMs: 3600_000, leaseMs: 60_000 });
+    try {
+      for (let round = 0; round < 20; round++) {
+        const triggers = Array.from({ length: 100 }, (_, i) => `r${round}_${String(i).padStart(3, '0')}`);
+        const [fromA, fromB] = await Promise.all([Promise.all(triggers.map((t) => a.claim(t, 's'))), Promise.all([...triggers].reverse().map((t) => b.claim(t, 's')))]);
+        fromB.reverse();
+        triggers.forEach((_, i) => expect([fromA[i], fromB[i]].sort()).toEqual(['held', 'won']));
+        // and completed in opposite orders, while the other store claims them again
+        await Promise.all([
+          ...triggers.map((t, i) => (fromA[i] === 'won' ? a.complete(t, 's') : a.claim(t, 's'))),
+          ...[...triggers].reverse().map((t, i) => (fromB[triggers.length - 1 - i] === 'won' ? b.complete(t, 's') : b.claim(t, 's'))),
+        ]);
+      }
+    } finally {
+      await a.close();
+      await b.close();
+    }
+  });
+
   it('the same pair twice in one batch: the first wins, the second is held', async () => {
     const s = await open();
     try {

@@ -1,9 +1,9 @@
-import { Agent, request } from 'node:http';
+import { Agent } from 'node:http';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startPostgres, type Postgres } from '../scripts/harness.js';
-import { signDelivery } from '../src/signing/index.js';
 import { runCli } from './helpers/cli.js';
+import { deliverSigned } from './helpers/deliver.js';
 import { startCli, type Running } from './helpers/process.js';
 import { sendJson, startServer, type TestServer } from './helpers/server.js';
 
@@ -23,25 +23,7 @@ afterAll(async () => {
   await server?.remove();
 });
 
-function delivery(trigger: string, extra: Record<string, unknown> = {}): Buffer {
-  return Buffer.from(JSON.stringify({ type: 'forecast_hour.available', webhook_id: '1', subscription_id: '1', trigger_id: trigger, data: { model: 'wm-6', initialization_time: '2026-11-22T00:00:00Z', forecast_hour: 0, ...extra } }));
-}
-
-/** POSTs a delivery, signed now; resolves with the status, or 0 when the connection failed. */
-function deliver(url: string, agent: Agent, trigger: string): Promise<number> {
-  const body = delivery(trigger);
-  const headers = { 'content-type': 'application/json', ...signDelivery({ secret: SECRET, body, triggerId: trigger }) };
-  const u = new URL(url);
-  return new Promise((resolve) => {
-    const req = request({ host: u.hostname, port: u.port, path: u.pathname, method: 'POST', headers, agent }, (res) => {
-      res.resume();
-      res.on('end', () => resolve(res.statusCode ?? 0));
-      res.on('error', () => resolve(0));
-    });
-    req.on('error', () => resolve(0));
-    req.end(body);
-  });
-}
+const deliver = (url: string, agent: Agent, trigger: string) => deliverSigned(url, agent, SECRET, trigger, { model: 'wm-6', initialization_time: '2026-11-22T00:00:00Z', forecast_hour: 0 });
 
 interface Instance {
   proc: Running;

@@ -287,7 +287,7 @@ export class PgStore implements PairStore {
       if (first.has(k)) again.push(w);
       else first.set(k, w);
     }
-    const unique = [...first.values()];
+    const unique = [...first.values()].sort(inKeyOrder);
     const tokens = unique.map(() => `${this.instance}:${++this.claimsMade}`); // (random bytes each cost listen ~3% of its CPU)
     try {
       const won = await this.run<{ trigger_id: string; subscription_id: string }>(
@@ -331,6 +331,9 @@ export class PgStore implements PairStore {
     const batch = this.completes;
     this.completes = [];
     if (!batch.length) return;
+    // each pair once (one statement may not update a row twice: a retry and the background settling can
+    // both ask for the same pair), in key order
+    const pairs = [...new Map(batch.map((w) => [key(w.trigger, w.subscription), w])).values()].sort(inKeyOrder);
     try {
       // Our own claims; one that was taken over meanwhile (our lease ran out) is marked done all the same:
       // it was processed, and processing it again would be worse.
@@ -338,7 +341,7 @@ export class PgStore implements PairStore {
         `INSERT INTO ${this.s}.pairs (trigger_id, subscription_id, state, done_at)
          SELECT trigger_id, subscription_id, 'done', now() FROM unnest($1::text[], $2::text[]) AS t(trigger_id, subscription_id)
          ON CONFLICT (subscription_id, trigger_id) DO UPDATE SET state = 'done', done_at = now(), claimed_by = NULL, lease_until = NULL`,
-        [batch.map((w) => w.trigger), batch.map((w) => w.subscription)],
+        [pairs.map((w) => w.trigger), pairs.map((w) => w.subscription)],
       );
       for (const w of batch) {
         const k = key(w.trigger, w.subscription);
@@ -375,7 +378,7 @@ export class PgStore implements PairStore {
   }
 
   private async flushReleases(): Promise<void> {
-    const batch = this.releases;
+    const batch = this.releases.sort(inKeyOrder);
     this.releases = [];
     if (!batch.length) return;
     for (const w of batch) this.tokens.delete(key(w.trigger, w.subscription));
@@ -482,3 +485,14 @@ export interface HistoryRow {
 }
 
 const key = (trigger: string, subscription: string) => `${subscription}\u0000${trigger}`;
+
+/**
+ * The order every instance writes a batch's rows in. Two batches that lock the same rows in different
+ * orders deadlock (PostgreSQL then fails one of them): three instances sent the same deliveries did,
+ * 8 times in 40,000 requests, before the batches were sorted.
+ */
+const inKeyOrder = (a: { trigger: string; subscription: string }, b: { trigger: string; subscription: string }) => {
+  const x = key(a.trigger, a.subscription);
+  const y = key(b.trigger, b.subscription);
+  return x < y ? -1 : x > y ? 1 : 0;
+};
