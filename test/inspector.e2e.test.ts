@@ -1,8 +1,9 @@
-import { request } from 'node:http';
+import { Agent, request } from 'node:http';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../scripts/harness.js';
 import { artifact, launchBrowser } from './helpers/browser.js';
+import { deliverSigned } from './helpers/deliver.js';
 import { runCli, tempDir } from './helpers/cli.js';
 import { post } from './helpers/http.js';
 import { startCli, type Running } from './helpers/process.js';
@@ -223,5 +224,33 @@ describe('the inspector refuses what is not its page', () => {
     const secret = (await runCli(['secret', 'show', webhookId], { env })).stdout.trim();
     expect(secret).toMatch(/^whsec_/);
     expect(html).not.toContain(secret);
+  });});
+
+// last: the flood pushes everything before it out of the page's list
+describe('the inspector page under load', () => {
+  it('at 1,000 deliveries a second the page keeps up, draws only the rows in view, and lists at most --history', async () => {
+    const secret = (await runCli(['secret', 'show', webhookId], { env })).stdout.trim();
+    const agent = new Agent({ keepAlive: true, maxSockets: 20 });
+    const sent: Promise<number>[] = [];
+    const N = 3000;
+    for (let tick = 0; tick < N / 100; tick++) {
+      for (let i = tick * 100; i < (tick + 1) * 100; i++) sent.push(deliverSigned(listenUrl, agent, secret, `trg_flood_${i}`, { model: 'flood', forecast_hour: i % 48 }));
+      if (tick === 15) {
+        // halfway: the page still answers a click, with the delivery's detail
+        await page.locator('.row', { hasText: 'trg_flood_' }).first().click();
+        await expect.poll(() => page.locator('#detail').textContent()).toMatch(/trg_flood_\d+/);
+      }
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    expect((await Promise.all(sent)).filter((status) => status !== 200)).toEqual([]);
+    agent.destroy();
+    // the newest on top, the list as long as the history (500 by default), and only the rows in view drawn
+    await page.locator('.row', { hasText: `trg_flood_${N - 1}` }).first().waitFor();
+    await expect.poll(() => page.evaluate(() => (document.querySelector('#list .rows') as HTMLElement).style.height)).toBe(`${500 * 28}px`);
+    const drawn = await rowCount();
+    expect(drawn).toBeGreaterThan(10);
+    expect(drawn).toBeLessThan(60);
+    expect(await page.locator('.row').first().textContent()).toContain(`trg_flood_${N - 1}`);
+    await page.screenshot({ path: artifact('inspector-flood.png') });
   });
 });

@@ -301,7 +301,7 @@ export async function runListen(ctx: Context, o: ListenOptions): Promise<void> {
       inspector = await startInspector({
         ...address,
         history: source,
-        about: { url: receiver.url, forward_to: o.forwardTo ?? null },
+        about: { url: receiver.url, forward_to: o.forwardTo ?? null, keep: o.history },
         replay: o.forwardTo ? (id) => replayFromHistory(source, id, secrets[0]!, o, output, style, json) : undefined,
       });
       if (json) output.push(JSON.stringify({ event: 'inspector', url: inspector.url }));

@@ -9,6 +9,8 @@ interface Config {
   token: string;
   url?: string;
   forward_to?: string | null;
+  /** How many deliveries the list holds: `--history`. */
+  keep: number;
 }
 
 interface Rec {
@@ -54,7 +56,8 @@ function el<K extends keyof HTMLElementTagNameMap>(tag: K, cls = '', ...children
 
 // ------------------------------------------------------------------ state
 const records = new Map<number, Rec>();
-let order: number[] = []; // newest first
+/** The ids listed, oldest first: at most `config.keep` of them (the history's size), so that a page left open at a thousand deliveries a second does not grow without end. */
+const order: number[] = [];
 let shown: Rec[] = [];
 let selected: number | undefined;
 const filter = { type: '', outcome: '', text: '' };
@@ -116,7 +119,11 @@ function redraw(): void {
   drawQueued = true;
   requestAnimationFrame(() => {
     drawQueued = false;
-    shown = order.map((id) => records.get(id)!).filter(matches);
+    shown = [];
+    for (let i = order.length - 1; i >= 0; i--) {
+      const r = records.get(order[i]!)!;
+      if (matches(r)) shown.push(r);
+    }
     rows.style.height = `${shown.length * ROW}px`;
     drawRows();
   });
@@ -147,10 +154,12 @@ function drawRows(): void {
 list.addEventListener('scroll', drawRows);
 
 function take(batch: Rec[]): void {
+  let inOrder = true;
   for (const r of batch) {
     if (records.has(r.id)) continue;
     records.set(r.id, r);
-    order.unshift(r.id);
+    if (order.length && r.id < order[order.length - 1]!) inOrder = false;
+    order.push(r.id);
     if (r.type && !knownTypes.has(r.type)) {
       knownTypes.add(r.type);
       const o = el('option', '', r.type);
@@ -158,7 +167,9 @@ function take(batch: Rec[]): void {
       typeSelect.append(o);
     }
   }
-  order.sort((a, b) => b - a);
+  if (!inOrder) order.sort((a, b) => a - b); // what a reconnect filled in, or the shared store's ids committed out of order
+  const over = order.length - config.keep;
+  if (over > 0) for (const id of order.splice(0, over)) records.delete(id);
   redraw();
 }
 
