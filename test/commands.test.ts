@@ -123,6 +123,10 @@ describe('bad input: a clear message, exit 2, and nothing sent', () => {
     [['listen', '--secret-env', 'S', '--within', '1m'], '--within goes with --until'],
     [['listen', '--secret-env', 'S', '--scheme', 'md5'], "argument 'md5' is invalid"],
     [['listen', '--secret-env', 'NOT SET'], '--secret-env takes the NAME'],
+    [['listen', '--port', '0', '--secret-env', 'S', '--inspect', 'nowhere:port'], '--inspect takes [HOST:]PORT'],
+    [['listen', '--port', '0', '--secret-env', 'S', '--inspect', '0.0.0.0:0'], '--inspect on 0.0.0.0 would show every delivery'],
+    // refused before the temporary webhook is created (the table checks that no request was made)
+    [['listen', '--port', '0', '--public-url', 'https://tunnel.example/', '--inspect', '0.0.0.0:0'], '--inspect on 0.0.0.0 would show every delivery'],
     [['emulator', '--port', '0', '--attempt-timeout', '0'], '--attempt-timeout must be more than 0'],
     [['emulator', '--retry-delays', '1s,2s,3s,4s'], 'at most 3 delays'],
     [['trigger', 'run', '--hours', '12-6'], '--hours: "12-6" is reversed'],

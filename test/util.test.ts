@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { isoMillis } from '../src/util/clock.js';
 import { LineBuffer } from '../src/util/line-buffer.js';
+import { isLoopback } from '../src/util/net.js';
 
 describe('isoMillis', () => {
   it('is toISOString for every millisecond of a second boundary, and far apart times', () => {
@@ -67,5 +68,12 @@ describe('LineBuffer', () => {
     lines.push('second');
     lines.flush();
     expect(kept.map(String)).toEqual(['first\n', 'second\n']);
+  });
+});
+
+describe('isLoopback', () => {
+  it('this machine only: 127.0.0.0/8, ::1, localhost and its subdomains; not every address, nor another machine', () => {
+    for (const host of ['127.0.0.1', '127.1.2.3', '::1', '[::1]', 'localhost', 'LOCALHOST', 'app.localhost']) expect(isLoopback(host), host).toBe(true);
+    for (const host of ['0.0.0.0', '::', '192.168.1.2', '10.0.0.1', 'example.com', 'localhost.example.com', '128.0.0.1']) expect(isLoopback(host), host).toBe(false);
   });
 });

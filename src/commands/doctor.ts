@@ -15,6 +15,7 @@ import { checkChain, EventLog } from '../receiver/check.js';
 import { startReceiver } from '../receiver/server.js';
 import { Verifier } from '../signing/verify.js';
 import { FilePairStore } from '../store/file-pairs.js';
+import { isLoopback } from '../util/net.js';
 import { identifier, port, url } from '../util/parse.js';
 import { describeScheme } from './auth.js';
 import { valued } from './options.js';
@@ -66,7 +67,7 @@ export function unreachableReason(address: string): string | undefined {
   } catch {
     return 'it is not a URL';
   }
-  if (host === 'localhost' || host.endsWith('.localhost') || host === '::1' || /^127\./.test(host) || host === '0.0.0.0') return 'a loopback address';
+  if (isLoopback(host) || host === '0.0.0.0') return 'a loopback address';
   if (/^10\./.test(host) || /^192\.168\./.test(host) || /^172\.(1[6-9]|2\d|3[01])\./.test(host) || /^f[cd][0-9a-f]{2}:/.test(host)) return 'a private address';
   if (/^169\.254\./.test(host) || /^fe[89ab][0-9a-f]:/.test(host)) return 'a link-local address';
   return undefined;

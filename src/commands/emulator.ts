@@ -6,6 +6,7 @@ import { startEmulator } from '../emulator/server.js';
 import { styleFor } from '../output/style.js';
 import { formatDuration } from '../util/duration.js';
 import { ensureWritableDir } from '../util/files.js';
+import { isLoopback } from '../util/net.js';
 import { durations, integer, timeLimit } from '../util/parse.js';
 import { portOption, valued } from './options.js';
 
@@ -73,7 +74,7 @@ export async function runEmulator(ctx: Context, opts: EmulatorCommandOptions): P
     line(ctx.stdout, '');
     line(ctx.stdout, style.dim(`Next, in another shell: paste that line, then \`wxhooks listen --port 8787\` and \`wxhooks webhook create --url http://127.0.0.1:8787/ --subscribe forecast_hour.available\`, then \`wxhooks trigger forecast_hour.available\`. Ctrl-C stops the emulator.`));
   }
-  if (opts.host !== '127.0.0.1' && opts.host !== 'localhost' && opts.host !== '::1') {
+  if (!isLoopback(opts.host)) {
     line(ctx.stderr, `warning: the emulator is reachable from other machines on ${opts.host}; it is for development only.`);
   }
   const signal = await ctx.interrupted;

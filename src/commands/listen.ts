@@ -30,6 +30,7 @@ import { configDir } from '../store/paths.js';
 import { formatDuration } from '../util/duration.js';
 import { ensureWritableDir } from '../util/files.js';
 import { LineBuffer } from '../util/line-buffer.js';
+import { isLoopback } from '../util/net.js';
 import { collect, duration, hours, integer, isoTime, size, timeLimit, url } from '../util/parse.js';
 import { addSensitive } from '../util/redact.js';
 import { SUBSCRIPTION_TYPES } from '../vocabulary.js';
@@ -211,6 +212,7 @@ function runTarget(o: ListenOptions): RunTracker | undefined {
 
 export async function runListen(ctx: Context, o: ListenOptions): Promise<void> {
   checkOptions(o);
+  const inspectAt = o.inspect === undefined ? undefined : inspectAddress(o);
   const runs = runTarget(o);
   if (o.saveDir !== undefined) await ensureWritableDir(o.saveDir, '--save-dir');
   const json = ctx.global.json;
@@ -295,18 +297,17 @@ export async function runListen(ctx: Context, o: ListenOptions): Promise<void> {
     }
     if (o.scheme === 'hex-body') line(ctx.stderr, 'warning: --scheme hex-body does not sign the timestamp or Trigger-Id: captured deliveries can be replayed.');
 
-    if (history && o.inspect !== undefined) {
-      const address = inspectAddress(o);
+    if (history && inspectAt) {
       const source = history;
       inspector = await startInspector({
-        ...address,
+        ...inspectAt,
         history: source,
         about: { url: receiver.url, forward_to: o.forwardTo ?? null, keep: o.history },
         replay: o.forwardTo ? (id) => replayFromHistory(source, id, secrets[0]!, o, output, style, json) : undefined,
       });
       if (json) output.push(JSON.stringify({ event: 'inspector', url: inspector.url }));
       else line(ctx.stderr, `Inspector: ${styleErr.bold(inspector.url)}`);
-      if (!isLoopback(address.host)) line(ctx.stderr, `warning: the inspector on ${address.host} can be reached from other machines, and shows every delivery in full.`);
+      if (!isLoopback(inspectAt.host)) line(ctx.stderr, `warning: the inspector on ${inspectAt.host} can be reached from other machines, and shows every delivery in full.`);
     }
     if (log) await reportCheck(ctx, output, temporary, o, receiver, log);
     if (status) status.show(styleErr.dim(`waiting for ${runs!.waitingFor()}: ${o.expectHours!.length} forecast hours${o.initEvent ? ' and its initialization_time.available' : ''}…`));
@@ -411,7 +412,6 @@ export function describeCheck(c: SubscriptionCheck, style: ReturnType<typeof sty
   return `${mark} ${c.type} (subscription ${c.subscription_id}): ${printable(c.detail)}${c.hint ? `\n    ${style.dim(printable(c.hint))}` : ''}`;
 }
 
-const isLoopback = (host: string) => host === '127.0.0.1' || host === 'localhost' || host === '::1' || host.startsWith('127.');
 
 /** `--inspect [HOST:]PORT`: 127.0.0.1:8789 unless told; an address others can reach only with --inspect-allow-remote. */
 function inspectAddress(o: ListenOptions): { host: string; port: number } {

@@ -5,7 +5,7 @@ import type { HeaderSource, Verifier } from '../signing/verify.js';
 import type { PairStore } from '../store/pair-store.js';
 import { isoMillis } from '../util/clock.js';
 import { listenOn } from '../util/net.js';
-import { decide, deliveryEvent, failureEvent, pairOf, statusForFailure, type Answer, type Facts, type Processed } from './decide.js';
+import { decide, deliveryEvent, failureEvent, OK_BODY, pairOf, statusForFailure, type Answer, type Facts, type Processed } from './decide.js';
 import type { ReceiverEvent } from './event.js';
 import { forwardDelivery } from './forward.js';
 import { declaredLength, InflightBudget, readBody, type BodyRead } from './read-body.js';
@@ -49,11 +49,11 @@ export interface RunningReceiver {
 
 /** Node reads the headers given to writeHead without changing them, so these can be made once. */
 const JSON_HEADERS = (length: number) => ({ 'content-type': 'application/json', 'content-length': length });
-const OK_HEADERS = JSON_HEADERS('{"ok":true}'.length);
+const OK_HEADERS = JSON_HEADERS(OK_BODY.length);
 
 function send(res: ServerResponse, answer: Pick<Answer, 'status' | 'body'>, extra?: Record<string, string>): void {
   if (res.headersSent) return;
-  if (answer.status === 200 && answer.body.length === 11 && !extra) res.writeHead(200, OK_HEADERS);
+  if (answer.status === 200 && answer.body === OK_BODY && !extra) res.writeHead(200, OK_HEADERS);
   else res.writeHead(answer.status, { ...JSON_HEADERS(Buffer.byteLength(answer.body)), ...extra });
   res.end(answer.body);
 }

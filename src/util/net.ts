@@ -33,6 +33,12 @@ export function shownHost(host: string): string {
   return host === '0.0.0.0' ? '127.0.0.1' : host;
 }
 
+/** Whether a host name or address is this machine only (what only processes here can reach). */
+export function isLoopback(host: string): boolean {
+  const h = host.replace(/^\[|\]$/g, '').toLowerCase();
+  return h === 'localhost' || h.endsWith('.localhost') || h === '::1' || /^127\./.test(h);
+}
+
 const TIMEOUTS = new Set(['TimeoutError', 'AbortError', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT']);
 
 /** Whether a request failed because its time ran out. */
