@@ -3,6 +3,7 @@
 // every value from a delivery goes in as text, never as markup.
 import './locale.js';
 import uPlot from 'uplot';
+import { fromRow } from '../receiver/listed.js';
 import { drawGridded, drawTrack } from './charts.js';
 
 interface Config {
@@ -153,9 +154,11 @@ function drawRows(): void {
 }
 list.addEventListener('scroll', drawRows);
 
-function take(batch: Rec[]): void {
+/** Rows of the stream (src/receiver/listed.ts), into the list. */
+function take(batch: unknown[][]): void {
   let inOrder = true;
-  for (const r of batch) {
+  for (const row of batch) {
+    const r: Rec = fromRow(row);
     if (records.has(r.id)) continue;
     records.set(r.id, r);
     if (order.length && r.id < order[order.length - 1]!) inOrder = false;
@@ -182,9 +185,10 @@ const events = new EventSource(api('/api/events'));
 events.addEventListener('ready', (e) => {
   state.textContent = 'live';
   state.className = 'state live';
-  take((JSON.parse((e as MessageEvent).data) as { records: Rec[] }).records);
+  take((JSON.parse((e as MessageEvent).data) as { rows: unknown[][] }).rows);
 });
-events.addEventListener('deliveries', (e) => take(JSON.parse((e as MessageEvent).data) as Rec[]));
+// a message of the stream: one row per line
+events.addEventListener('deliveries', (e) => take(((e as MessageEvent).data as string).split('\n').map((line) => JSON.parse(line) as unknown[])));
 events.addEventListener('error', () => {
   state.textContent = 'reconnecting…';
   state.className = 'state';

@@ -1,0 +1,40 @@
+// What the inspector page's list needs of a record, and how its event stream carries it: each record as
+// an array of these fields' values, in this order (null for none). The server writes rows with `listedRow`
+// and the page reads them with `fromRow`, so the order lives here only. No imports: the page bundles it.
+
+/** The fields of a record the page's list shows and filters on; the rest comes with the record itself, when one is picked. */
+export interface Listed {
+  id: number;
+  time: string;
+  outcome: string;
+  status: number;
+  type?: string;
+  trigger_id?: string;
+  subscription_id?: string;
+  webhook_id?: string;
+  model?: string;
+  message?: string;
+  replay_of?: number;
+}
+
+/** Their order in a row. (Every field of Listed, once: the test of the round trip checks it.) */
+export const LISTED: readonly (keyof Listed)[] = ['id', 'time', 'outcome', 'status', 'type', 'trigger_id', 'subscription_id', 'webhook_id', 'model', 'message', 'replay_of'];
+
+/**
+ * A record as one row of the stream. An array, not an object: the names are not sent again for every
+ * record, which halves the bytes, and makes the stream's JSON cost ~40% less CPU per record
+ * (JSON.stringify of 1,500 records, the batch of 100 ms at 15,000 deliveries a second).
+ */
+export function listedRow(r: Listed): unknown[] {
+  // a message is for refused requests: an accepted delivery's says only that it was accepted
+  return LISTED.map((name) => (name === 'message' && r.outcome === 'accepted' ? null : (r[name] ?? null)));
+}
+
+/** A row of the stream as the record it came from (its listed fields). */
+export function fromRow(row: unknown[]): Listed {
+  const out: Record<string, unknown> = {};
+  LISTED.forEach((name, i) => {
+    if (row[i] !== null && row[i] !== undefined) out[name] = row[i];
+  });
+  return out as unknown as Listed;
+}
