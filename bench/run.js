@@ -194,7 +194,12 @@ function load(pid, port, secret, count, concurrency, alsoPid) {
  */
 async function listenThroughput() {
   const secret = generateSecret();
-  const rounds = QUICK ? 1 : 3;
+  // Six rounds of fresh processes: two processes of the same build, warmed alike and measured in the same
+  // cycles, differ by up to 10% in CPU per delivery for as long as they run (V8 compiles each one's code
+  // a little differently: `listen --inspect` 57.6 and 64.1 µs, 58.2 and 68.4 µs, in two runs of four
+  // servers), so a ratio over three rounds measured the luck of three pairs of processes as much as the
+  // code.
+  const rounds = QUICK ? 1 : 6;
   const cycles = QUICK ? 3 : 12;
   const COLD = QUICK ? 2000 : 10000;
   const WARM = 20000; // `listen` reaches its steady speed 15,000-20,000 deliveries after it starts: a quick run warms up as fully
@@ -251,6 +256,8 @@ async function listenThroughput() {
         }
       }
       rss.end.push(rssMiB(servers.inspect.child.pid));
+      const mine = (name) => results[name].many.slice(-cycles);
+      log(`round ${r + 1}: listen --inspect at 50 clients, ${median(mine('inspect').map((o, i) => o.rps / mine('text')[i].rps)).toFixed(2)}× listen`);
     } finally {
       for (const server of Object.values(servers)) await stop(server.child);
     }

@@ -94,9 +94,9 @@ interface Slab {
  * Where the history keeps small bodies (a forecast notification is ~1 KB): copied into shared slabs, each
  * reused once every body in it has left the history. Kept as they arrived, each request's own buffer
  * (a V8 object, and memory under it) outlived V8's young generation, and was freed only by a full
- * collection, on V8's helper threads: measured, that was ~1 µs of CPU per delivery, of ~45 µs, and 2-3%
- * of `listen --inspect`'s deliveries per second on a machine with two cores (BENCHMARKS.md). The copy
- * is ~0.1 µs. Memory: the bytes of the bodies kept, rounded up to whole slabs, and SPARE_SLABS.
+ * collection: measured with perf at 50 clients, garbage collection with malloc and free took 7.9% of
+ * `listen --inspect`'s CPU so, 6.7-6.8% with slabs (plain `listen`: 5.9%); the copy takes ~0.1%
+ * (BENCHMARKS.md). Memory: the bytes of the bodies kept, rounded up to whole slabs, and SPARE_SLABS.
  */
 class Slabs {
   private current: Slab | undefined;

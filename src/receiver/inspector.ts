@@ -61,8 +61,9 @@ export async function startInspector(o: InspectorOptions): Promise<RunningInspec
 
   // The stream's messages: one `data:` line per record (a row, src/receiver/listed.ts), written into a
   // buffer as each record comes, then the id of the last one. Records kept in an array until the batch
-  // was sent (100 ms) outlived V8's young generation, every one of them: measured, their collection
-  // was ~2% of `listen --inspect`'s CPU at 20,000 deliveries a second (BENCHMARKS.md).
+  // was sent (100 ms) outlived V8's young generation, every one of them: measured with perf at 50
+  // clients, V8's marking took 1.5% of `listen --inspect`'s CPU so, 0.0-0.4% with each row written as
+  // its record comes, and sweeping 0.56% against 0.28% (BENCHMARKS.md).
   let lastRow = 0;
   const rows = new LineBuffer((chunk) => {
     const end = Buffer.from(`id: ${lastRow}\nevent: deliveries\n\n`);
