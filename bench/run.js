@@ -180,7 +180,7 @@ function load(pid, port, secret, count, concurrency, alsoPid) {
  * `listen` and the floor, measured in two ways.
  *
  * - Steady state (the targets): a receiver runs for hours, so what counts is its throughput once V8 has
- *   compiled its code. All three servers run side by side, each warmed up, and take the load in turn in
+ *   compiled its code. All the servers run side by side, each warmed up, and take the load in turn in
  *   short runs (a cycle: each server in turn, at 1 client, then at 50), so that each ratio compares runs
  *   a second apart. This machine's speed drifts by ±30% over seconds (the same server, measured in
  *   back-to-back runs of 10,000, gave 17,000-31,000/s); servers measured minutes apart, as separate
