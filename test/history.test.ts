@@ -1,6 +1,8 @@
+import { request } from 'node:http';
 import { describe, expect, it } from 'vitest';
 import type { ReceiverEvent } from '../src/receiver/event.js';
 import { History, KEEP_BODY } from '../src/receiver/history.js';
+import { startInspector } from '../src/receiver/inspector.js';
 import { fromRow, LISTED, listedRow, type Listed } from '../src/receiver/listed.js';
 
 // The history (what the inspector and replay read), in-process: its ring, and the slabs small bodies are copied into.
@@ -67,5 +69,42 @@ describe('the stream rows (listed.ts)', () => {
     expect(Object.keys(r).sort()).toEqual([...LISTED].sort());
     expect(fromRow(listedRow({ ...r, outcome: 'accepted' }))).toEqual({ ...r, outcome: 'accepted', message: undefined });
     expect(fromRow(listedRow({ id: 1, time: 't', outcome: 'not_found', status: 404 }))).toEqual({ id: 1, time: 't', outcome: 'not_found', status: 404 });
+  });
+});
+
+describe("the inspector's event stream", () => {
+  it('sends each record as a row of a batch; a record still in the batch when the inspector closes reaches the page before the stream ends', async () => {
+    const history = new History(10);
+    const inspector = await startInspector({ host: '127.0.0.1', port: 0, history, about: {} });
+    let text = '';
+    let sent = false;
+    const ended = new Promise<void>((resolve, reject) => {
+      const req = request({ host: '127.0.0.1', port: inspector.port, path: `/api/events?token=${inspector.token}` }, (res) => {
+        expect(res.statusCode).toBe(200);
+        res.setEncoding('utf8').on('data', (d: string) => {
+          text += d;
+          // the stream is open (its ready event came): the records go now
+          if (text.includes('event: ready') && !sent) {
+            sent = true;
+            history.add(event(1, 0));
+            history.add({ ...event(2, 0), outcome: 'unverified', status: 401, message: 'no signature matched' });
+            void inspector.close();
+          }
+        });
+        res.on('end', resolve).on('error', reject);
+      });
+      req.on('error', reject).end();
+    });
+    await ended;
+    const message = text.split('\n\n').find((m) => m.includes('event: deliveries'));
+    if (!message) throw new Error(`no deliveries message before the stream ended: ${JSON.stringify(text)}`);
+    const rows = message.split('\n').filter((l) => l.startsWith('data: ')).map((l) => fromRow(JSON.parse(l.slice(6)) as unknown[]));
+    expect(rows.map((r) => [r.id, r.outcome, r.message])).toEqual([
+      [1, 'accepted', undefined],
+      [2, 'unverified', 'no signature matched'],
+    ]);
+    expect(message).toContain('id: 2\n');
+    // the batch's timer, had it been left, would fire now, on ended streams
+    await new Promise((r) => setTimeout(r, 150));
   });
 });

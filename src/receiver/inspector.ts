@@ -165,6 +165,9 @@ export async function startInspector(o: InspectorOptions): Promise<RunningInspec
     async close() {
       unsubscribe();
       clearInterval(keepAlive);
+      // what is in the batch goes now: its timer, firing after the streams have ended, would write to
+      // them after their end, an 'error' that nothing listens for
+      rows.flush();
       for (const res of streams) res.end();
       await new Promise<void>((resolve) => {
         server.close(() => resolve());
