@@ -3,7 +3,7 @@
 // every value from a delivery goes in as text, never as markup.
 import './locale.js';
 import uPlot from 'uplot';
-import { fromRow } from '../receiver/listed.js';
+import { fromRow, type Listed } from '../receiver/listed.js';
 import { drawGridded, drawTrack } from './charts.js';
 
 interface Config {
@@ -14,25 +14,15 @@ interface Config {
   keep: number;
 }
 
-interface Rec {
-  id: number;
-  time: string;
-  outcome: string;
-  status: number;
-  type?: string;
-  trigger_id?: string;
-  subscription_id?: string;
-  webhook_id?: string;
-  model?: string;
+/** A record: what the list has of it (Listed), and what comes when one is picked. */
+interface Rec extends Listed {
   initialization_time?: string;
   forecast_hour?: number;
   size?: number;
   layout?: string;
   reason?: string;
-  message?: string;
   hint?: string;
   forward?: { ok: boolean; status?: number; body?: string; error?: string; ms: number };
-  replay_of?: number;
   test?: boolean;
   ms?: number;
 }
