@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import type { Act, AuthScheme, Context, Out, Run } from './context.js';
-import { ExitCode, InterruptedError, SecretNotSavedError, WxError } from './errors.js';
+import { EXIT_CODE_WORDS, ExitCode, InterruptedError, SecretNotSavedError, WxError, type StopReason } from './errors.js';
+import { systemClock, type Clock } from './util/clock.js';
 import { version } from './version.js';
 
 /**
@@ -12,14 +13,14 @@ export interface Io {
   stdout: Out;
   stderr: Out;
   stdin: NodeJS.ReadableStream & { isTTY?: boolean };
-  /** Resolves with the signal when the process is told to stop. Only long-running commands wait on it. */
-  interrupted: Promise<NodeJS.Signals>;
+  /** Resolves when the process is told to stop, or its stdout closes. Only long-running commands wait on it. */
+  interrupted: Promise<StopReason>;
   /** Called when a long-running command starts: the first Ctrl-C then resolves `interrupted` instead of exiting. */
   longRunning?(): void;
   /** What to tell the user if stdout closes before everything was printed. */
   setRecoveryHint?(hint: string): void;
-  /** The clock, in milliseconds. */
-  now?(): number;
+  /** The clocks (default: the machine's). */
+  clock?: Clock;
   /** Builds the service client instead of the usual one (tests: a shorter retry delay). */
   serviceFactory?: Context['serviceFactory'];
 }
@@ -107,11 +108,22 @@ function actFor(io: Io): Act {
           const source = cmd.getOptionValueSourceWithGlobals(option);
           return source === 'cli' || source === 'env';
         },
-        now: io.now ?? Date.now,
+        clock: io.clock ?? systemClock,
         serviceFactory: io.serviceFactory,
       };
       await run(ctx, ...args.slice(0, -1));
     };
+}
+
+/** The exit codes for the help, from their table (src/errors.ts), wrapped at 100 columns. */
+function exitCodeHelp(): string {
+  const lines = ['Exit codes:'];
+  for (const [code, words] of Object.entries(EXIT_CODE_WORDS)) {
+    const part = ` ${code} ${words},`;
+    if (lines.at(-1)!.length + part.length > 100) lines.push('           ');
+    lines[lines.length - 1] += part;
+  }
+  return lines.join('\n').replace(/,$/, '.');
 }
 
 /**
@@ -152,8 +164,7 @@ Examples:
 
 Environment: WX_API_KEY (else WB_API_KEY), WX_BASE_URL, WX_CLIENT_ID (else WB_CLIENT_ID, legacy keys only),
              WXHOOKS_CONFIG_DIR.
-Exit codes: 0 done, 1 bug, 2 usage, 3 credentials, 4 not found, 5 refused, 6 unreachable,
-            7 delivery failed, 8 secret not saved, 9 not verified, 130 interrupted.`,
+${exitCodeHelp()}`,
     );
 
   GROUPS.forEach(([name, summary], i) => {
@@ -176,7 +187,10 @@ async function printError(err: unknown, verbose: boolean, io: Io, color: boolean
   // so a stack keeps its lines), its secrets never. The label's colour is ours.
   const write = (label: string, text: string) => io.stderr.write(`${label}${redact(text.split('\n').map(printable).join('\n'))}\n`);
   if (err instanceof WxError) {
-    if (err instanceof InterruptedError) return err.exitCode;
+    if (err instanceof InterruptedError) {
+      if (err.signal === 'EPIPE') io.stderr.write(`wxhooks: stdout was closed by its reader (EPIPE): stopped after answering and storing what was in flight (exit ${err.exitCode}).\n`);
+      return err.exitCode;
+    }
     if (err instanceof SecretNotSavedError) {
       // The one place a secret is printed outside `secret show`: it would be lost otherwise.
       io.stderr.write(`\n${style.bold('The webhook was created, but its secret could not be stored. Keep it now; it is shown only this once:')}\n\n  ${err.secret}\n\n`);
@@ -253,10 +267,10 @@ export async function main(argv: string[], io: Io): Promise<number> {
 
 /** The binary's entry: the process as the I/O, Ctrl-C handling, then exit with main's code once output is flushed. */
 export async function run(): Promise<void> {
-  let interrupt: ((signal: NodeJS.Signals) => void) | undefined;
+  let interrupt: ((why: StopReason) => void) | undefined;
   let longRunning = false;
   let recoveryHint: string | undefined;
-  const interrupted = new Promise<NodeJS.Signals>((resolve) => (interrupt = resolve));
+  const interrupted = new Promise<StopReason>((resolve) => (interrupt = resolve));
   let signals = 0;
   const onSignal = (signal: NodeJS.Signals) => {
     signals++;
@@ -266,7 +280,14 @@ export async function run(): Promise<void> {
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
   process.on('SIGHUP', onSignal);
+  let outputClosed = false;
   process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+    // A long-running command (listen) closes in order, so that what it answered is stored: then exit 141.
+    if (longRunning && err.code === 'EPIPE') {
+      if (!outputClosed) interrupt?.('EPIPE');
+      outputClosed = true;
+      return;
+    }
     // A closed pipe (`| head`): what was not printed is lost, so say how to get it back.
     if (recoveryHint) process.stderr.write(`wxhooks: the output was cut short (${err.code ?? err.message}); ${recoveryHint}\n`);
     process.exit(err.code === 'EPIPE' ? ExitCode.OK : ExitCode.UNEXPECTED);
@@ -282,7 +303,7 @@ export async function run(): Promise<void> {
     longRunning: () => (longRunning = true),
     setRecoveryHint: (hint) => (recoveryHint = hint),
   });
-  const flush = (s: NodeJS.WriteStream) => new Promise<void>((resolve) => (s.writableLength ? s.write('', () => resolve()) : resolve()));
-  await Promise.all([flush(process.stdout), flush(process.stderr)]);
+  const flush = (s: NodeJS.WriteStream) => new Promise<void>((resolve) => (s.writableLength && !s.destroyed ? s.write('', () => resolve()) : resolve()));
+  await Promise.all([outputClosed ? undefined : flush(process.stdout), flush(process.stderr)]);
   process.exit(code);
 }

@@ -1,6 +1,8 @@
 import type { ResolvedBaseUrl } from './api/base-url.js';
 import type { AuthScheme, Credentials } from './api/credentials.js';
 import type { Service } from './api/service.js';
+import type { StopReason } from './errors.js';
+import type { Clock } from './util/clock.js';
 
 export type { AuthScheme };
 
@@ -32,14 +34,14 @@ export interface Context {
   stderr: Out;
   stdin: NodeJS.ReadableStream & { isTTY?: boolean };
   global: GlobalOptions;
-  /** Resolves with the signal when the user presses Ctrl-C or the process is told to stop (long-running commands only). */
-  interrupted: Promise<NodeJS.Signals>;
+  /** Resolves when the user presses Ctrl-C, the process is told to stop, or stdout is closed by its reader (long-running commands only). */
+  interrupted: Promise<StopReason>;
   /** What to tell the user if stdout closes before everything was printed (e.g. how to recover a secret). */
   setRecoveryHint(hint: string): void;
   /** Whether the user gave this option (by its camel-case name), rather than it taking its default. */
   given(option: string): boolean;
-  /** The clock, in milliseconds. */
-  now(): number;
+  /** The clocks: the wall clock and a monotonic one. Tests pass their own. */
+  clock: Clock;
   /** Builds the service client in place of the usual one (src/commands/shared.ts, serviceFor), for tests. */
   serviceFactory?: (ctx: Context) => Promise<{ service: Service; base: ResolvedBaseUrl; credentials: Credentials }>;
 }

@@ -21,13 +21,40 @@ export const ExitCode = {
   DELIVERY_FAILED: 7,
   /** the webhook was created but its secret could not be stored */
   SECRET_NOT_SAVED: 8,
-  /** not verified: a delivery did not verify (`verify`), or the verified deliveries `listen` waits for did not come within `--within` */
+  /** not verified: a delivery did not verify (`verify`), or the verified deliveries `listen` waits for did not come within `--within`; a replay with nothing verified to replay */
   NOT_VERIFIED: 9,
-  /** interrupted (Ctrl-C); told to stop by SIGTERM is 143 and by SIGHUP 129, as shells count them */
+  /** local storage failed while running: the processed-pairs file or the shared store could not be written for too long (`listen`) */
+  STORAGE_FAILED: 10,
+  /** told to stop by SIGHUP (128 + 1, as shells count it) */
+  HANGUP: 129,
+  /** interrupted (Ctrl-C: SIGINT) */
   INTERRUPTED: 130,
+  /** stdout was closed by its reader (a closed pipe: 128 + SIGPIPE's 13, as a shell reports it); `listen` finished what was in flight first */
+  OUTPUT_CLOSED: 141,
+  /** told to stop by SIGTERM (128 + 15) */
+  TERMINATED: 143,
 } as const;
 
-export type ExitCodeValue = (typeof ExitCode)[keyof typeof ExitCode] | 129 | 143;
+export type ExitCodeValue = (typeof ExitCode)[keyof typeof ExitCode];
+
+/** The exit codes in a line or two, for the help: from the table above, so that the two cannot differ. */
+export const EXIT_CODE_WORDS: Record<ExitCodeValue, string> = {
+  0: 'done',
+  1: 'bug',
+  2: 'usage',
+  3: 'credentials',
+  4: 'not found',
+  5: 'refused',
+  6: 'unreachable',
+  7: 'delivery failed',
+  8: 'secret not saved',
+  9: 'not verified',
+  10: 'storage failed',
+  129: 'SIGHUP',
+  130: 'interrupted',
+  141: 'output closed',
+  143: 'SIGTERM',
+};
 
 export interface WxErrorOptions {
   hint?: string;
@@ -83,12 +110,23 @@ export class NotVerifiedError extends WxError {
   override readonly exitCode = ExitCode.NOT_VERIFIED;
 }
 
-/** Stopped by a signal: 130 for Ctrl-C (SIGINT), 143 for SIGTERM, 129 for SIGHUP (128 + the signal's number). */
+/** Local storage failed while running (exit 10): what was acknowledged is stored; what was not, the service retries. */
+export class StorageError extends WxError {
+  override readonly exitCode = ExitCode.STORAGE_FAILED;
+}
+
+/** Why a long-running command was told to stop: a signal, or its stdout closed by the reader (`listen | head`). */
+export type StopReason = NodeJS.Signals | 'EPIPE';
+
+/**
+ * Stopped by a signal: 130 for Ctrl-C (SIGINT), 143 for SIGTERM, 129 for SIGHUP (128 + the signal's
+ * number); or by a closed stdout, 141 (as a shell reports SIGPIPE).
+ */
 export class InterruptedError extends WxError {
   override readonly exitCode: ExitCodeValue;
-  constructor(readonly signal: NodeJS.Signals = 'SIGINT') {
-    super(`interrupted (${signal})`);
-    this.exitCode = signal === 'SIGTERM' ? 143 : signal === 'SIGHUP' ? 129 : ExitCode.INTERRUPTED;
+  constructor(readonly signal: StopReason = 'SIGINT') {
+    super(signal === 'EPIPE' ? 'stdout was closed' : `interrupted (${signal})`);
+    this.exitCode = signal === 'SIGTERM' ? ExitCode.TERMINATED : signal === 'SIGHUP' ? ExitCode.HANGUP : signal === 'EPIPE' ? ExitCode.OUTPUT_CLOSED : ExitCode.INTERRUPTED;
   }
 }
 

@@ -19,7 +19,7 @@ beforeAll(async () => {
   mkdirSync(saveDir);
   app = await startServer((_req, res) => sendJson(res, appStatus, { ok: appStatus < 300 }));
   const listen = startCli(['listen', '--port', '0', '--json', '--secret-env', 'S', '--save-dir', saveDir, '--exit-after', '3'], { S: SECRET });
-  const { url } = await listen.waitFor<{ outcome?: string; url: string }>((v) => v.outcome === 'listening');
+  const { url } = await listen.waitFor<{ event?: string; url: string }>((v) => v.event === 'listening');
   for (const [type, trigger] of [
     ['forecast_hour.available', 'trg_a'],
     ['degree_days.available', 'trg_b'],

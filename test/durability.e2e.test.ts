@@ -14,7 +14,7 @@ const deliver = (url: string, agent: Agent, trigger: string) => deliverSigned(ur
 
 async function startListen(dir: string, appUrl: string): Promise<{ proc: Running; url: string }> {
   const proc = startCli(['listen', '--port', '0', '--json', '--secret-env', 'S', '--forward-to', appUrl], { WXHOOKS_CONFIG_DIR: dir, S: SECRET });
-  const ready = await proc.waitFor<{ outcome?: string; url: string }>((v) => v.outcome === 'listening');
+  const ready = await proc.waitFor<{ event?: string; url: string }>((v) => v.event === 'listening');
   return { proc, url: ready.url };
 }
 
@@ -116,7 +116,7 @@ describe('compaction never drops a live pair, even when the process dies in the 
     };
     const watcher = watch(dir, check);
     const poll = setInterval(check, 1);
-    await Promise.race([proc.exited, proc.waitFor((v: { outcome?: string }) => v.outcome === 'listening', 30_000).catch(() => undefined)]);
+    await Promise.race([proc.exited, proc.waitFor((v: { event?: string }) => v.event === 'listening', 30_000).catch(() => undefined)]);
     clearInterval(poll);
     watcher.close();
     if (!killed) await proc.stop();
@@ -147,7 +147,7 @@ describe('compaction never drops a live pair, even when the process dies in the 
     // and a listen started again is served from it
     const proc = startCli(['listen', '--port', '0', '--json', '--secret-env', 'S'], { WXHOOKS_CONFIG_DIR: dir, S: SECRET });
     try {
-      const ready = await proc.waitFor<{ outcome?: string; url: string }>((v) => v.outcome === 'listening', 30_000);
+      const ready = await proc.waitFor<{ event?: string; url: string }>((v) => v.event === 'listening', 30_000);
       const agent = new Agent({ keepAlive: true });
       expect(await deliver(ready.url, agent, live[LIVE - 1]!)).toBe(200);
       const duplicate = await proc.waitFor<{ outcome?: string }>((v) => v.outcome === 'duplicate' || v.outcome === 'accepted');

@@ -127,7 +127,7 @@ describe('end to end: emulator, webhook create, listen, trigger', () => {
     // listen reads the webhook's secret from the store, so the webhook comes first; then it is pointed here
     const saveDir = join(tempDir(), 'saved');
     const l = startCli(['listen', '--port', '0', '--json', '--webhook', hook.id, '--exit-after', '4', '--save-dir', saveDir], emu.env);
-    const ready = await l.waitFor<{ outcome: string; url: string }>((v) => v.outcome === 'listening');
+    const ready = await l.waitFor<{ event?: string; url: string }>((v) => v.event === 'listening');
     expect((await runCli(['webhook', 'update', hook.id, '--url', ready.url], { env: emu.env })).code).toBe(0);
     const run = await runCli(['trigger', 'run', '--hours', '0-12/6', '--init-time', '2026-11-21T00:00:00Z', '--json'], { env: emu.env });
     expect(run.code).toBe(0);

@@ -58,7 +58,7 @@ beforeAll(async () => {
   );
   webhookId = (JSON.parse(created.stdout) as { id: string }).id;
   listen = startCli(['listen', '--port', String(port), '--json', '--webhook', webhookId, '--forward-to', `${app.url}/hooks`, '--inspect', `127.0.0.1:${await freePort()}`], env);
-  const ready = await listen.waitFor<{ outcome?: string; url: string }>((v) => v.outcome === 'listening');
+  const ready = await listen.waitFor<{ event?: string; url: string }>((v) => v.event === 'listening');
   listenUrl = ready.url;
   inspectorUrl = (await listen.waitFor<{ event?: string; url: string }>((v) => v.event === 'inspector')).url;
   page = await browser.newPage({ viewport: { width: 1400, height: 900 } });

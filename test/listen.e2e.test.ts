@@ -44,7 +44,7 @@ interface Listening {
 
 async function listen(args: string[], dir = tempDir(), stdin?: string, extraEnv: Record<string, string> = {}): Promise<Listening> {
   const proc = startCli(['listen', '--port', '0', '--json', ...args], { ...env(dir), ...extraEnv }, stdin);
-  const ready = await proc.waitFor<{ outcome: string; url: string; port: number }>((v) => v.outcome === 'listening');
+  const ready = await proc.waitFor<{ event?: string; url: string; port: number }>((v) => v.event === 'listening');
   let read = 1;
   return {
     proc,

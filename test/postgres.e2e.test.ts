@@ -32,7 +32,7 @@ interface Instance {
 
 async function startListen(store: string, storeSchema: string, extra: string[] = [], env: Record<string, string> = {}): Promise<Instance> {
   const proc = startCli(['listen', '--port', '0', '--json', '--secret-env', 'S', '--store', store, '--store-schema', storeSchema, ...extra], { S: SECRET, ...env });
-  const ready = await proc.waitFor<{ outcome?: string; url: string }>((v) => v.outcome === 'listening', 30_000);
+  const ready = await proc.waitFor<{ event?: string; url: string }>((v) => v.event === 'listening', 30_000);
   return { proc, url: ready.url };
 }
 

@@ -29,7 +29,7 @@ async function listenPublic(extra: string[] = [], env: Record<string, string> = 
   const port = await freePort();
   const proc = startCli(['listen', '--port', String(port), '--json', '--public-url', publicUrl ?? `http://127.0.0.1:${port}/`, ...extra], { ...svc.env, ...env });
   const created = await proc.waitFor<{ event?: string; webhook_id: string }>((v) => v.event === 'webhook_created');
-  await proc.waitFor<{ outcome?: string }>((v) => v.outcome === 'listening');
+  await proc.waitFor<{ event?: string }>((v) => v.event === 'listening');
   return { proc, url: `http://127.0.0.1:${port}/`, webhookId: created.webhook_id };
 }
 

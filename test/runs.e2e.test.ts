@@ -86,7 +86,7 @@ describe('end to end with the emulator', () => {
 
   async function listening(args: string[], saveDir?: string): Promise<Running> {
     const proc = startCli(['listen', '--port', String(port), '--json', '--webhook', webhook, ...(saveDir ? ['--save-dir', saveDir] : []), ...args], env);
-    await proc.waitFor<{ outcome?: string }>((v) => v.outcome === 'listening');
+    await proc.waitFor<{ event?: string }>((v) => v.event === 'listening');
     return proc;
   }
 

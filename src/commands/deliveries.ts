@@ -6,6 +6,7 @@ import { emit, table } from '../output/render.js';
 import { styleFor } from '../output/style.js';
 import { replayDelivery } from '../receiver/replay.js';
 import { findStored, listStored, sourceOf, whereOf } from '../receiver/stored.js';
+import { textOrBase64 } from '../util/bytes.js';
 import { url } from '../util/parse.js';
 import { valued } from './options.js';
 import { deliverySourceOptions, resolveSecrets, secretSourceOptions } from './shared.js';
@@ -30,18 +31,18 @@ export function register(cmd: Command, act: Act): void {
     .action(act(runDeliveriesList));
   const show = cmd
     .command('show')
-    .description('one delivery: its headers and body (by file or #id, or by Trigger-Id: the latest attempt)')
-    .argument('<which>', 'a saved file, a history id (#12) from a store, or a Trigger-Id');
+    .description('one delivery: its headers and body (by file or #id, or by Trigger-Id: the latest verified attempt)')
+    .argument('<which>', 'a saved file, a history id (#12) from a store, or a Trigger-Id (or a unique start of one)');
   deliverySourceOptions(show)
     .addHelpText('after', '\nExamples:\n  $ wxhooks deliveries show trg_00mwq3… --dir ./deliveries\n  $ wxhooks deliveries show \'#12\' --store "$WXHOOKS_STORE_URL"')
     .action(act(runDeliveriesShow));
   const replay = cmd
     .command('replay')
-    .description('re-send a delivery to a receiver, signed afresh now with the same Trigger-Id, marked X-Wxhooks-Replay: 1')
-    .argument('<which>', 'a saved file, a history id (#12) from a store, or a Trigger-Id')
+    .description('re-send a verified delivery to a receiver, signed afresh now with the same Trigger-Id, marked X-Wxhooks-Replay: 1')
+    .argument('<which>', 'a saved file, a history id (#12) from a store, or a Trigger-Id (or a unique start of one): its latest verified attempt')
     .addOption(valued('--to <url>', 'the receiver (your app)', url).makeOptionMandatory());
   secretSourceOptions(deliverySourceOptions(replay), 'sign with')
-    .addHelpText('after', '\nExit 0 when the receiver answers 2xx, 7 when it answers anything else, 6 when it cannot be reached.\n\nExamples:\n  $ wxhooks deliveries replay trg_00mwq3… --dir ./deliveries --to http://localhost:3000/hooks --webhook 7\n  $ wxhooks deliveries replay \'#12\' --store "$WXHOOKS_STORE_URL" --to http://localhost:3000/hooks --webhook 7')
+    .addHelpText('after', '\nOnly what verified is replayed: a request that did not verify is never signed with the secret (exit 9).\nExit 0 when the receiver answers 2xx, 7 when it answers anything else, 6 when it cannot be reached.\n\nExamples:\n  $ wxhooks deliveries replay trg_00mwq3… --dir ./deliveries --to http://localhost:3000/hooks --webhook 7\n  $ wxhooks deliveries replay \'#12\' --store "$WXHOOKS_STORE_URL" --to http://localhost:3000/hooks --webhook 7')
     .action(act(runDeliveriesReplay));
 }
 
@@ -68,8 +69,7 @@ export async function runDeliveriesList(ctx: Context, o: SourceOptions & { type?
 export async function runDeliveriesShow(ctx: Context, which: string, o: SourceOptions): Promise<void> {
   const { found, others } = await findStored(sourceOf(o, ctx.env), which);
   const { headers, body, payload, ...entry } = found;
-  const bodyField = Buffer.from(body.toString('utf8'), 'utf8').equals(body) ? { body: body.toString('utf8') } : { body_base64: body.toString('base64') };
-  emit(ctx, { ...entry, headers, ...bodyField, payload: payload ?? null }, () => {
+  emit(ctx, { ...entry, headers, ...textOrBase64(body), payload: payload ?? null }, () => {
     const style = styleFor(ctx, ctx.stdout);
     const head = `${style.bold(printable(found.type ?? 'delivery'))} received ${found.received_at}  ${printable(found.ref)}${found.outcome === 'verified' ? '' : `  ${found.outcome}`}${others ? style.dim(`  (${others} earlier attempt${others === 1 ? '' : 's'} of this Trigger-Id kept too)`) : ''}`;
     const lines = Object.entries(headers).map(([k, v]) => `  ${k}: ${printable(v)}`);
@@ -79,7 +79,7 @@ export async function runDeliveriesShow(ctx: Context, which: string, o: SourceOp
 }
 
 export async function runDeliveriesReplay(ctx: Context, which: string, o: SourceOptions & { to: string; webhook?: string; secretEnv?: string }): Promise<void> {
-  const { found } = await findStored(sourceOf(o, ctx.env), which);
+  const { found } = await findStored(sourceOf(o, ctx.env), which, { verifiedOnly: true });
   const { secrets } = await resolveSecrets(ctx, { webhook: o.webhook, secretEnv: o.secretEnv });
   const { Agent } = await import('undici');
   const agent = new Agent();

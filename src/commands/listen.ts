@@ -1,41 +1,41 @@
-import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
-import type { Command } from 'commander';
+import { Option, type Command } from 'commander';
 import { NGROK_API, ngrokPublicUrl } from '../api/ngrok.js';
 import type { Webhook } from '../api/normalize.js';
-import { createWebhookBody } from '../api/requests.js';
-import type { Service } from '../api/service.js';
-import { leftoverWebhooks, temporaryName, temporaryNote } from '../api/temporary.js';
-import { line, type Act, type Context, type Out } from '../context.js';
-import { InterruptedError, NotVerifiedError, UsageError, WxError } from '../errors.js';
+import { createTemporary, type Temporary, type TemporaryEvent } from '../api/temporary.js';
+import { line, type Act, type Context } from '../context.js';
+import { InterruptedError, NotVerifiedError, StorageError, UsageError, WxError } from '../errors.js';
 import { formatEvent } from '../output/listen.js';
 import { printable } from '../output/printable.js';
-import { styleFor } from '../output/style.js';
-import { checkChain, EventLog, type SubscriptionCheck } from '../receiver/check.js';
-import { compressHours, parseRunName, RunTracker } from '../receiver/runs.js';
+import { reportWriter } from '../output/report-writer.js';
 import { progressBar, progressLine, StatusLine } from '../output/run-progress.js';
+import { styleFor, type Style } from '../output/style.js';
+import { checkChain, EventLog, type SubscriptionCheck } from '../receiver/check.js';
 import type { ReceiverEvent } from '../receiver/event.js';
 import { History, PgHistory, type HistorySource } from '../receiver/history.js';
 import { startInspector, type RunningInspector } from '../receiver/inspector.js';
-import { replayDelivery } from '../receiver/replay.js';
-import { savedBody, type SavedDelivery } from '../receiver/saved.js';
+import { replayFromHistory } from '../receiver/replay.js';
+import { compressHours, parseRunName, RunTracker } from '../receiver/runs.js';
 import { startReceiver, type RunningReceiver } from '../receiver/server.js';
-import { isoMillis } from '../util/clock.js';
 import type { Scheme } from '../signing/layouts.js';
 import { Verifier } from '../signing/verify.js';
-import { FilePairStore } from '../store/file-pairs.js';
-import type { PairStore } from '../store/pair-store.js';
-import { storeKind } from '../store/store-url.js';
+import { HISTORY_DEFAULTS, type HistoryLimits } from '../store/history-limits.js';
+import { openPairStore } from '../store/open.js';
+import type { PairStore, StoreNotice } from '../store/pair-store.js';
 import { configDir } from '../store/paths.js';
+import { storeKind } from '../store/store-url.js';
 import { formatDuration } from '../util/duration.js';
 import { ensureWritableDir } from '../util/files.js';
-import { LineBuffer } from '../util/line-buffer.js';
+import type { LineBuffer } from '../util/line-buffer.js';
 import { isLoopback } from '../util/net.js';
-import { collect, duration, hours, integer, isoTime, size, timeLimit, url } from '../util/parse.js';
+import { collect, duration, hostPort, hours, integer, isoTime, size, timeLimit, url, type HostPort } from '../util/parse.js';
 import { addSensitive } from '../util/redact.js';
 import { SUBSCRIPTION_TYPES } from '../vocabulary.js';
 import { portOption, schemeOption, toleranceOption, valued } from './options.js';
 import { resolveSecrets, secretSourceOptions, serviceFor } from './shared.js';
+
+/** How many refusals a minute `listen` looks into further (a re-formatted body? another layout?): each costs several verifications. */
+export const DIAGNOSES_PER_MINUTE = 5;
 
 export function register(cmd: Command, act: Act): void {
   cmd
@@ -54,7 +54,7 @@ export function register(cmd: Command, act: Act): void {
     .addOption(valued('--forward-timeout <duration>', 'how long your app may take', timeLimit, [30_000, '30s']))
     .option('--save-dir <dir>', 'write each verified delivery to a file that `verify` and `send` read back')
     .addOption(valued('--max-body <size>', 'refuse bodies over this size with 413', size, [25 * 1024 * 1024, '25MiB']))
-    .addOption(valued('--max-inflight <size>', 'the body bytes all connections together may hold; past it, 503', size, [256 * 1024 * 1024, '256MiB']))
+    .addOption(valued('--max-inflight <size>', 'the body bytes all requests together may hold while they are read and processed (with --save-dir, each counts twice); past it, 503', size, [256 * 1024 * 1024, '256MiB']))
     .addOption(valued('--respond-status <code>', 'answer verified deliveries with this status (e.g. 500, to watch the retries)', integer(200, 599)))
     .addOption(valued('--dedupe-ttl <duration>', 'how long a processed (trigger, subscription) pair is remembered', duration, [24 * 3_600_000, '24h']))
     .option('--fsync', 'sync each processed pair to the disk before answering (survives a power loss; slower)')
@@ -68,9 +68,15 @@ export function register(cmd: Command, act: Act): void {
     .option('--no-init-event', "with --until-run: the run is complete without its initialization_time.available")
     .addOption(valued('--within <duration>', 'with --until or --until-run: exit 9 if it has not come by then (and say what is missing)', duration))
     .addOption(valued('--read-timeout <duration>', 'slow-client guard: headers must arrive within this, the whole request within 6 times it', timeLimit, [10_000, '10s']))
-    .option('--inspect [host:port]', 'serve the inspector page: every delivery live, in detail, replayable (default 127.0.0.1:8789)')
-    .option('--inspect-allow-remote', 'let --inspect bind an address other machines can reach')
-    .addOption(valued('--history <n>', 'with --inspect: how many requests are kept in memory, bodies up to 1 MiB whole; with a postgres store: kept there, for every instance\'s inspector and `deliveries --store`', integer(1, 1_000_000), [500, '500']))
+    .addOption(
+      new Option('--inspect [host:port]', 'serve the inspector page: every delivery live, in detail, replayable (default 127.0.0.1:8789); listen prints its link, with the token it needs')
+        .preset('127.0.0.1:8789')
+        .argParser((text: string) => hostPort(text, '--inspect')),
+    )
+    .option('--inspect-allow-remote', 'let --inspect bind an address other machines can reach (the token is still needed)')
+    .option('--inspect-host <name>', 'with --inspect-allow-remote: a host name the page is reached by (repeatable), besides its address', collect)
+    .addOption(valued('--history <n>', 'with --inspect, or a postgres store: how many verified requests are kept (refused ones apart: the last 100, their first 4 KiB)', integer(1, 1_000_000), [HISTORY_DEFAULTS.rows, String(HISTORY_DEFAULTS.rows)]))
+    .addOption(valued('--history-size <size>', 'the body bytes the kept verified requests may hold together; past it, older bodies are kept in part', size, [HISTORY_DEFAULTS.bytes, '64MiB']))
     .addHelpText(
       'after',
       `
@@ -81,16 +87,18 @@ Answers: 200 verified (or your app's 2xx), 200 duplicate (skipped), 409 same del
 502 your app failed (not marked processed, so the retry can succeed), 401 bad signature or stale
 timestamp, 400 missing header or not a JSON object, 413 too large, 503 the processed pair could not
 be stored or too many bodies in flight. A 2xx is sent only once the delivery's pair is written.
+If stdout is closed (listen --json | head), listen answers what is in flight, stores it, and exits 141.
 
 Examples:
-  $ wxhooks listen --webhook 7 --forward-to http://localhost:3000/webhooks
+  $ wxhooks listen --webhook 7                                                      # see what arrives
+  $ wxhooks listen --webhook 7 --forward-to http://localhost:3000/webhooks          # then to your app
   $ wxhooks listen --public-url ngrok --subscribe forecast_hour.available --check   # from the real service
   $ wxhooks listen --public-url https://abc.example.dev --forward-to http://localhost:3000/hooks
   $ wxhooks listen --secret-env WX_WEBHOOK_SECRET --json | jq 'select(.outcome=="accepted")'
   $ wxhooks listen --webhook 7 --until initialization_time.available --within 10m   # a CI gate
   $ wxhooks listen --webhook 7 --until-run wm-6 --expect-hours 0-240/6 --within 6h  # a whole run
   $ wxhooks listen --webhook 7 --respond-status 500                                 # watch the retries
-  $ wxhooks listen --webhook 7 --forward-to http://localhost:3000/hooks --inspect  # open http://127.0.0.1:8789/`,
+  $ wxhooks listen --webhook 7 --forward-to http://localhost:3000/hooks --inspect   # open the link it prints`,
     )
     .action(act(runListen, { longRunning: true }));
 }
@@ -125,63 +133,15 @@ export interface ListenOptions {
   initEvent: boolean;
   within?: number;
   readTimeout: number;
-  inspect?: string | true;
+  inspect?: HostPort;
   inspectAllowRemote?: boolean;
+  inspectHost?: string[];
   history: number;
+  historySize: number;
 }
 
-/** What `listen` keeps unwritten for a stdout nobody reads before it drops lines (and counts them). */
-export const OUTPUT_LIMIT = 8 * 1024 * 1024;
-
-/**
- * The report's lines, gathered and written at most every 20 ms (a burst costs one write). When the
- * reader does not keep up (`listen | sleep 300`), lines past OUTPUT_LIMIT unwritten are dropped rather
- * than kept, counted, and the count is reported once stdout drains: the answers never wait for it.
- */
-function reportWriter(out: Out, json: boolean, status?: StatusLine): LineBuffer {
-  let dropped = 0;
-  const output: LineBuffer = new LineBuffer((chunk, lines) => {
-    if ((out.writableLength ?? 0) <= OUTPUT_LIMIT) {
-      if (status) status.above(() => out.write(chunk));
-      else out.write(chunk);
-      return;
-    }
-    if (dropped === 0) {
-      out.once?.('drain', () => {
-        const n = dropped;
-        dropped = 0;
-        output.push(json ? JSON.stringify({ event: 'output_dropped', lines: n }) : `… ${n} line${n === 1 ? '' : 's'} of output dropped: stdout was not being read`);
-      });
-    }
-    dropped += lines;
-  });
-  return output;
-}
-
-/** Whether a `wxhooks listen` still runs as this process id (on Linux it must be one; elsewhere, any live process counts). */
-export function listenRunning(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
-  try {
-    const cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
-    return cmdline.includes('wxhooks') && cmdline.includes('listen');
-  } catch {
-    return true;
-  }
-}
-
-/** The temporary webhook a `listen --public-url` holds, and how to let it go. */
-interface Temporary {
-  hook: Webhook;
-  service: Service;
-  /** Deletes it; says what happened, on one line (or what to run by hand). */
-  remove(): Promise<void>;
-}
-
-function checkOptions(o: ListenOptions): void {
+/** Every check that needs more than one flag, or the environment: before anything starts (exit 2). */
+function checkOptions(ctx: Context, o: ListenOptions): void {
   if (!o.path.startsWith('/')) throw new UsageError(`--path must start with "/", not "${o.path}".`);
   if (o.within !== undefined && o.until === undefined && o.untilRun === undefined) throw new UsageError('--within goes with --until TYPE or --until-run.');
   if (o.until !== undefined && o.untilRun !== undefined) throw new UsageError('Give --until or --until-run, not both.');
@@ -196,7 +156,15 @@ function checkOptions(o: ListenOptions): void {
   if (o.publicUrl !== undefined && o.publicUrl !== 'ngrok') url(o.publicUrl, '--public-url');
   if (o.publicUrl === 'ngrok' && o.port === 0) throw new UsageError('--public-url ngrok needs a fixed --port: the ngrok tunnel forwards to one.');
   if (o.check && o.webhook === undefined && o.publicUrl === undefined) throw new UsageError('--check pings the webhook: give --webhook ID or --public-url.');
-  if (o.inspectAllowRemote && o.inspect === undefined) throw new UsageError('--inspect-allow-remote goes with --inspect.');
+  if ((o.inspectAllowRemote || o.inspectHost) && o.inspect === undefined) throw new UsageError('--inspect-allow-remote and --inspect-host go with --inspect.');
+  if (o.inspectHost && !o.inspectAllowRemote) throw new UsageError('--inspect-host names the page by a name other machines use: it goes with --inspect-allow-remote.');
+  if (o.inspect && !isLoopback(o.inspect.host) && !o.inspectAllowRemote) {
+    throw new UsageError(`--inspect on ${o.inspect.host} would show every delivery, in full, to other machines.`, { hint: 'Add --inspect-allow-remote if that is what you want (the page still needs its token).' });
+  }
+  const storeUrl = o.store ?? ctx.env.WXHOOKS_STORE_URL ?? 'file';
+  if (storeKind(storeUrl) === 'file' && o.inspect === undefined && (ctx.given('history') || ctx.given('historySize'))) {
+    throw new UsageError('--history and --history-size are for what --inspect keeps, or a postgres --store keeps: give one of them.');
+  }
   if (o.claimTimeout <= o.forwardTimeout) {
     throw new UsageError(`--claim-timeout (${formatDuration(o.claimTimeout)}) must be longer than --forward-timeout (${formatDuration(o.forwardTimeout)}): a claim must outlive the forward it covers.`);
   }
@@ -210,41 +178,65 @@ function runTarget(o: ListenOptions): RunTracker | undefined {
   return new RunTracker({ model: named.model, init, expect: o.expectHours!, needInit: o.initEvent });
 }
 
+/** What `listen` is listening for: a temporary webhook of its own, or an existing one whose secret it is given. */
+interface Listening {
+  secrets: string[];
+  from: string;
+  temporary?: Temporary;
+  /** The existing webhook, when it could be looked up. */
+  hook?: Webhook;
+}
+
+/**
+ * `wxhooks listen`: check the flags; take the secret (or create a temporary webhook at the public URL);
+ * open the processed-pairs store; start the receiver, which verifies, dedupes, forwards and reports each
+ * request; with --inspect, the page; with --check, ping each subscription; then wait for what ends it
+ * (--exit-after, --until, --until-run, --within, a signal, a closed stdout), and close everything in
+ * order, so that what was answered is stored.
+ */
 export async function runListen(ctx: Context, o: ListenOptions): Promise<void> {
-  checkOptions(o);
-  const inspectAt = o.inspect === undefined ? undefined : inspectAddress(o);
+  checkOptions(ctx, o);
   const runs = runTarget(o);
   if (o.saveDir !== undefined) await ensureWritableDir(o.saveDir, '--save-dir');
   const json = ctx.global.json;
   const style = styleFor(ctx, ctx.stdout);
   const styleErr = styleFor(ctx, ctx.stderr);
   // the run's progress: a line kept at the bottom of a terminal, else a line for each hour that arrives
-  const status = runs && !json && ctx.stderr.isTTY ? new StatusLine(ctx.stderr as Out & { columns?: number }) : undefined;
+  const status = runs && !json && ctx.stderr.isTTY ? new StatusLine(ctx.stderr as typeof ctx.stderr & { columns?: number }) : undefined;
   const output = reportWriter(ctx.stdout, json, ctx.stdout.isTTY ? status : undefined);
-  // what --check waits on (only then: nothing else reads it)
-  const log = o.check ? new EventLog() : undefined;
+  /** A line about listen itself: NDJSON on stdout with --json, else on stderr. */
+  const say = (event: Record<string, unknown>, text: string) => (json ? output.push(JSON.stringify(event)) : line(ctx.stderr, text));
+  const log = o.check ? new EventLog() : undefined; // what --check waits on (only then: nothing else reads it)
 
-  // the webhook: a temporary one of our own, or an existing one whose secret we are given
-  let temporary: Temporary | undefined;
-  let secrets: string[];
-  let from: string;
-  if (o.publicUrl !== undefined) {
-    temporary = await createTemporary(ctx, o, output);
-    secrets = [temporary.hook.secret!];
-    from = `the secret of temporary webhook ${temporary.hook.id} (in memory only)`;
-  } else {
-    ({ secrets, from } = await resolveSecrets(ctx, { webhook: o.webhook, secretEnv: o.secretEnv }));
-  }
-  secrets.forEach(addSensitive);
-
+  const listening = await listeningFor(ctx, o, say, styleErr);
+  listening.secrets.forEach(addSensitive);
+  const { temporary } = listening;
   let receiver: RunningReceiver | undefined;
   let store: PairStore | undefined;
   let inspector: RunningInspector | undefined;
-  let history: HistorySource | undefined;
   try {
-    const opened = await openStore(ctx, o, output);
+    const limits: HistoryLimits = { ...HISTORY_DEFAULTS, rows: o.history, bytes: o.historySize };
+    const opened = await openPairStore({
+      url: o.store ?? ctx.env.WXHOOKS_STORE_URL ?? 'file',
+      dir: configDir(ctx.env),
+      ttlMs: o.dedupeTtl,
+      fsync: o.fsync,
+      giveUpMs: giveUpMs(ctx),
+      schema: o.storeSchema,
+      leaseMs: o.claimTimeout,
+      history: ctx.given('history') || ctx.given('historySize') || o.inspect ? limits : undefined,
+      clock: ctx.clock,
+      onConnection(state, reason) {
+        if (state === 'lost') say({ event: 'store_lost', reason }, styleErr.red(`The PostgreSQL store is unreachable (${printable(reason ?? '?')}): deliveries are answered 503 until it is back.`));
+        else say({ event: 'store_restored' }, styleErr.green('The PostgreSQL store is back.'));
+      },
+      onNotice: (notice) => say({ event: notice.kind, ...notice }, describeNotice(notice)),
+    });
     store = opened.store;
-    history = opened.history;
+    if (opened.kind === 'postgres' && o.fsync) line(ctx.stderr, 'warning: --fsync is for the file store; PostgreSQL commits each batch before its answers anyway.');
+    const history: HistorySource | undefined =
+      opened.kind === 'postgres' ? (ctx.given('history') || ctx.given('historySize') || o.inspect ? new PgHistory(opened.store, limits) : undefined) : o.inspect ? new History(limits) : undefined;
+
     let accepted = 0;
     let finish: (why: 'done' | WxError) => void = () => undefined;
     const finished = new Promise<'done' | WxError>((resolve) => (finish = resolve));
@@ -252,7 +244,7 @@ export async function runListen(ctx: Context, o: ListenOptions): Promise<void> {
       port: o.port,
       host: o.host,
       path: o.path,
-      verifier: new Verifier({ secret: secrets, scheme: o.scheme, tolerance: o.tolerance }),
+      verifier: new Verifier({ secret: listening.secrets, scheme: o.scheme, tolerance: o.tolerance, diagnosePerMinute: DIAGNOSES_PER_MINUTE }),
       store,
       maxBody: o.maxBody,
       maxInflight: o.maxInflight,
@@ -261,14 +253,16 @@ export async function runListen(ctx: Context, o: ListenOptions): Promise<void> {
       saveDir: o.saveDir,
       respondStatus: o.respondStatus,
       readTimeoutMs: o.readTimeout,
+      clock: ctx.clock,
       onEvent(event, raw) {
         output.push(json ? JSON.stringify(event) : formatEvent(event, style));
         log?.push(event);
         history?.add(event, raw);
+        const delivered = event.outcome === 'accepted' || event.outcome === 'duplicate';
         if (event.outcome === 'accepted') accepted++;
         if (o.exitAfter !== undefined && accepted >= o.exitAfter) finish('done');
-        if (o.until !== undefined && event.type === o.until && (event.outcome === 'accepted' || event.outcome === 'duplicate')) finish('done');
-        if (runs && (event.outcome === 'accepted' || event.outcome === 'duplicate') && runs.add(event)?.counted) {
+        if (o.until !== undefined && event.type === o.until && delivered) finish('done');
+        if (runs && delivered && runs.add(event)?.counted) {
           const p = runs.progress()!;
           if (json) {
             output.push(JSON.stringify({ event: 'run_progress', ...p }));
@@ -277,39 +271,31 @@ export async function runListen(ctx: Context, o: ListenOptions): Promise<void> {
           else line(ctx.stderr, progressLine(p, event.type === 'initialization_time.available' ? 'its initialization_time.available in' : `+${event.forecast_hour}h in`));
           if (p.complete) finish('done');
         }
-        if (event.fatal) {
-          finish(new UsageError(`Stopped: ${event.message ?? 'the processed pairs can no longer be written.'}`, { hint: 'Free some space or fix the store folder, then start listen again.' }));
-        }
+        if (event.fatal) finish(new StorageError(`Stopped: ${event.message ?? 'the processed pairs can no longer be written.'}`, { hint: 'Free some space or fix the store, then start listen again: the service retries what was not acknowledged.' }));
       },
     });
+    reportReady(ctx, o, receiver, listening, output, styleErr);
 
-    if (json) {
-      output.push(JSON.stringify({ outcome: 'listening', url: receiver.url, port: receiver.port, scheme: o.scheme, tolerance: o.tolerance, secret_from: from, forward_to: o.forwardTo ?? null, fsync: Boolean(o.fsync), webhook_id: temporary?.hook.id ?? o.webhook ?? null }));
-    } else {
-      line(ctx.stderr, `${styleErr.green('Ready.')} Listening on ${styleErr.bold(receiver.url)}, verifying with ${from} (scheme ${o.scheme}, tolerance ${o.tolerance} s)`);
-      if (temporary) {
-        const subs = temporary.hook.subscriptions.map((s) => `${s.type} (${s.id})`).join(', ');
-        line(ctx.stderr, `Temporary webhook ${styleErr.bold(temporary.hook.id)} → ${printable(temporary.hook.url)}, subscribed to ${subs || 'nothing'}; deleted when listen exits.`);
-      }
-      if (o.forwardTo) line(ctx.stderr, `Forwarding verified deliveries to ${o.forwardTo}`);
-      if (o.webhook) line(ctx.stderr, styleErr.dim(`Point the webhook here with: wxhooks webhook update ${o.webhook} --url ${receiver.url}`));
-      line(ctx.stderr, styleErr.dim('Ctrl-C to stop.'));
-    }
-    if (o.scheme === 'hex-body') line(ctx.stderr, 'warning: --scheme hex-body does not sign the timestamp or Trigger-Id: captured deliveries can be replayed.');
-
-    if (history && inspectAt) {
+    if (history && o.inspect) {
       const source = history;
       inspector = await startInspector({
-        ...inspectAt,
+        ...o.inspect,
+        hostNames: o.inspectHost,
         history: source,
-        about: { url: receiver.url, forward_to: o.forwardTo ?? null, keep: o.history },
-        replay: o.forwardTo ? (id) => replayFromHistory(source, id, secrets[0]!, o, output, style, json) : undefined,
+        about: { url: receiver.url, forward_to: o.forwardTo ?? null, keep: o.history, expect_hours: o.expectHours ?? null },
+        replay: o.forwardTo
+          ? async (id) => {
+              const r = await replayFromHistory(source, id, { secret: listening.secrets[0]!, to: o.forwardTo!, timeoutMs: o.forwardTimeout, clock: ctx.clock });
+              if (!r.ok) return { status: r.status, body: { error: r.error } };
+              output.push(json ? JSON.stringify({ ...r.event, replay_of: id }) : formatEvent(r.event, style));
+              return { status: 200, body: r.result };
+            }
+          : undefined,
       });
-      if (json) output.push(JSON.stringify({ event: 'inspector', url: inspector.url }));
-      else line(ctx.stderr, `Inspector: ${styleErr.bold(inspector.url)}`);
-      if (!isLoopback(inspectAt.host)) line(ctx.stderr, `warning: the inspector on ${inspectAt.host} can be reached from other machines, and shows every delivery in full.`);
+      say({ event: 'inspector', url: inspector.url }, `Inspector: ${styleErr.bold(inspector.url)}`);
+      if (!isLoopback(o.inspect.host)) line(ctx.stderr, `warning: the inspector on ${o.inspect.host} can be reached from other machines: whoever has its link sees every delivery in full, and can replay it to your app.`);
     }
-    if (log) await reportCheck(ctx, output, temporary, o, receiver, log);
+    if (log) await reportCheck(ctx, output, listening, o, receiver, log);
     if (status) status.show(styleErr.dim(`waiting for ${runs!.waitingFor()}: ${o.expectHours!.length} forecast hours${o.initEvent ? ' and its initialization_time.available' : ''}…`));
 
     let timer: NodeJS.Timeout | undefined;
@@ -322,6 +308,7 @@ export async function runListen(ctx: Context, o: ListenOptions): Promise<void> {
     if (typeof why === 'object') throw why;
     if (why !== 'done') throw new InterruptedError(why);
   } finally {
+    // in this order: no new request, every request taken answered and its pair stored, then the store closed
     await inspector?.close();
     await receiver?.close();
     await store?.close();
@@ -331,74 +318,94 @@ export async function runListen(ctx: Context, o: ListenOptions): Promise<void> {
   }
 }
 
-/**
- * Creates the temporary webhook: at the public URL (or the ngrok tunnel's) with --path appended, named
- * after this host, its note saying it is temporary with this process's id and start time. Then the
- * temporary webhooks of this host that no running listen holds are listed, or deleted with --clean.
- */
-async function createTemporary(ctx: Context, o: ListenOptions, output: LineBuffer): Promise<Temporary> {
-  const { service } = await serviceFor(ctx);
-  const base = o.publicUrl === 'ngrok' ? await ngrokPublicUrl(ctx.env.NGROK_API_URL || NGROK_API, o.port) : o.publicUrl!;
-  const target = o.path === '/' ? base : `${base.replace(/\/+$/, '')}${o.path}`;
-  const host = hostname();
-  const report = (event: Record<string, unknown>, text: string) => (ctx.global.json ? output.push(JSON.stringify(event)) : line(ctx.stderr, text));
+/** The secret to verify with: the temporary webhook's (created now), or the one given; and the webhook, looked up when it can be. */
+async function listeningFor(ctx: Context, o: ListenOptions, say: (event: Record<string, unknown>, text: string) => void, style: Style): Promise<Listening> {
+  if (o.publicUrl !== undefined) {
+    const { service } = await serviceFor(ctx);
+    const base = o.publicUrl === 'ngrok' ? await ngrokPublicUrl(ctx.env.NGROK_API_URL || NGROK_API, o.port) : o.publicUrl;
+    const temporary = await createTemporary(service, {
+      url: o.path === '/' ? base : `${base.replace(/\/+$/, '')}${o.path}`,
+      subscribe: o.subscribe ?? [...SUBSCRIPTION_TYPES],
+      host: hostname(),
+      pid: process.pid,
+      started: new Date(ctx.clock.now()).toISOString(),
+      clean: Boolean(o.clean),
+      report: (event) => say(event, describeTemporary(event, style)),
+    });
+    return { secrets: [temporary.hook.secret!], from: `the secret of temporary webhook ${temporary.hook.id} (in memory only)`, temporary };
+  }
+  const { secrets, from } = await resolveSecrets(ctx, { webhook: o.webhook, secretEnv: o.secretEnv });
+  return { secrets, from, hook: o.webhook === undefined ? undefined : await lookUp(ctx, o.webhook) };
+}
 
-  const started = new Date(ctx.now()).toISOString();
-  const { body } = createWebhookBody(undefined, {
-    url: target,
-    name: temporaryName(host),
-    note: temporaryNote({ host, pid: process.pid, started }),
-    subscribe: o.subscribe ?? [...SUBSCRIPTION_TYPES],
-  });
-  const hook = await service.createWebhook(body);
-  if (!hook.secret) {
-    await service.deleteWebhook(hook.id).catch(() => undefined);
-    throw new WxError(`The service created webhook ${hook.id} but returned no signing secret, so its deliveries could not be verified; it was deleted.`);
-  }
-  report(
-    { event: 'webhook_created', webhook_id: hook.id, url: hook.url, subscriptions: hook.subscriptions.map((s) => ({ id: s.id, type: s.type })), temporary: true },
-    `Created temporary webhook ${hook.id} → ${printable(hook.url)}`,
-  );
-  const temporary: Temporary = {
-    hook,
-    service,
-    async remove() {
-      try {
-        await service.deleteWebhook(hook.id);
-        report({ event: 'webhook_deleted', webhook_id: hook.id }, `Deleted temporary webhook ${hook.id}.`);
-      } catch (err) {
-        const command = `wxhooks webhook delete ${hook.id} --yes`;
-        report(
-          { event: 'webhook_not_deleted', webhook_id: hook.id, reason: (err as Error).message, delete: command },
-          `warning: temporary webhook ${hook.id} could not be deleted (${(err as Error).message}). Delete it yourself: ${command}`,
-        );
-      }
-    },
-  };
-  // the ones left by a listen that was killed (this one's own is held: it runs)
+/**
+ * The webhook `--webhook ID` names, when credentials are at hand to ask the service; undefined (and a
+ * warning) when it does not exist, or cannot be asked about. Listening goes on either way: the secret
+ * is what verifies.
+ */
+async function lookUp(ctx: Context, id: string): Promise<Webhook | undefined> {
+  if (!ctx.env.WX_API_KEY && !ctx.env.WB_API_KEY) return undefined;
   try {
-    for (const left of await leftoverWebhooks(service, host, listenRunning)) {
-      if (o.clean) {
-        await service.deleteWebhook(left.id);
-        report({ event: 'leftover_deleted', webhook_id: left.id, pid: left.mark.pid }, `Deleted webhook ${left.id}, left over by listen ${left.mark.pid} (started ${left.mark.started}).`);
-      } else {
-        report(
-          { event: 'leftover', webhook_id: left.id, pid: left.mark.pid, started: left.mark.started, delete: `wxhooks webhook delete ${left.id} --yes` },
-          `Left over: temporary webhook ${left.id} of listen ${left.mark.pid} (started ${left.mark.started}), which no longer runs. Delete it: wxhooks webhook delete ${left.id} --yes (or run with --clean)`,
-        );
-      }
-    }
+    const { service } = await serviceFor(ctx);
+    return await service.getWebhook(id);
   } catch (err) {
-    await temporary.remove();
-    throw err;
+    const e = err as WxError;
+    if (e.status === 404) {
+      line(ctx.stderr, `warning: the service has no webhook ${id}: its stored secret is of an older one (a restarted emulator, or a deleted webhook), so nothing will be delivered here for it.`);
+      line(ctx.stderr, `  Create one that points here: wxhooks webhook create --url http://127.0.0.1:PORT/ --subscribe forecast_hour.available`);
+    } else line(ctx.stderr, `warning: could not look up webhook ${id} (${printable(e.message)}); listening anyway.`);
+    return undefined;
   }
-  return temporary;
+}
+
+function reportReady(ctx: Context, o: ListenOptions, receiver: RunningReceiver, l: Listening, output: LineBuffer, style: Style): void {
+  if (ctx.global.json) {
+    output.push(
+      JSON.stringify({ event: 'listening', url: receiver.url, port: receiver.port, scheme: o.scheme, tolerance: o.tolerance, secret_from: l.from, forward_to: o.forwardTo ?? null, fsync: Boolean(o.fsync), webhook_id: l.temporary?.hook.id ?? o.webhook ?? null }),
+    );
+  } else {
+    line(ctx.stderr, `${style.green('Ready.')} Listening on ${style.bold(receiver.url)}, verifying with ${l.from} (scheme ${o.scheme}, tolerance ${o.tolerance} s)`);
+    if (l.temporary) {
+      const subs = l.temporary.hook.subscriptions.map((s) => `${s.type} (${s.id})`).join(', ');
+      line(ctx.stderr, `Temporary webhook ${style.bold(l.temporary.hook.id)} → ${printable(l.temporary.hook.url)}, subscribed to ${subs || 'nothing'}; deleted when listen exits.`);
+    }
+    if (o.forwardTo) line(ctx.stderr, `Forwarding verified deliveries to ${o.forwardTo}`);
+    if (o.webhook && l.hook?.url !== receiver.url) line(ctx.stderr, style.dim(`Point the webhook here with: wxhooks webhook update ${o.webhook} --url ${receiver.url}`));
+    line(ctx.stderr, style.dim('Ctrl-C to stop.'));
+  }
+  if (o.scheme === 'hex-body') line(ctx.stderr, 'warning: --scheme hex-body does not sign the timestamp or Trigger-Id: captured deliveries can be replayed.');
+}
+
+function describeTemporary(e: TemporaryEvent, style: Style): string {
+  switch (e.event) {
+    case 'webhook_created':
+      return `Created temporary webhook ${e.webhook_id} → ${printable(e.url)}`;
+    case 'webhook_deleted':
+      return `Deleted temporary webhook ${e.webhook_id}.`;
+    case 'webhook_not_deleted':
+      return style.yellow(`warning: temporary webhook ${e.webhook_id} could not be deleted (${printable(e.reason)}). Delete it yourself: ${e.delete}`);
+    case 'leftover':
+      return `Left over: temporary webhook ${e.webhook_id} of listen ${e.pid} (started ${e.started}), which no longer runs. Delete it: ${e.delete} (or run with --clean)`;
+    case 'leftover_deleted':
+      return `Deleted webhook ${e.webhook_id}, left over by listen ${e.pid} (started ${e.started}).`;
+  }
+}
+
+function describeNotice(n: StoreNotice): string {
+  switch (n.kind) {
+    case 'clock_jump':
+      return `The wall clock jumped ${formatDuration(Math.abs(n.ms))} ${n.ms > 0 ? 'forward' : 'back'}: processed pairs expire by the time that passes, not by the clock, so none was dropped for it.`;
+    case 'file_replaced':
+      return `The processed-pairs file ${n.file} was ${n.how} while listen ran: the ${n.pairs} pair${n.pairs === 1 ? '' : 's'} it holds were written to a new file there.`;
+    case 'stored_later':
+      return `${n.pairs} processed pair${n.pairs === 1 ? '' : 's'} whose write had failed ${n.pairs === 1 ? 'is' : 'are'} stored now (stored later): their retries are duplicates.`;
+  }
 }
 
 /** `--check`: pings each subscription and reports, for each, which link of the chain works. */
-async function reportCheck(ctx: Context, output: LineBuffer, temporary: Temporary | undefined, o: ListenOptions, receiver: RunningReceiver, log: EventLog): Promise<void> {
-  const { service } = temporary ?? (await serviceFor(ctx));
-  const hook = temporary?.hook ?? (await service.getWebhook(o.webhook!));
+async function reportCheck(ctx: Context, output: LineBuffer, l: Listening, o: ListenOptions, receiver: RunningReceiver, log: EventLog): Promise<void> {
+  const { service } = l.temporary ?? (await serviceFor(ctx));
+  const hook = l.temporary?.hook ?? l.hook ?? (await service.getWebhook(o.webhook!));
   const checks = await checkChain(service, hook, log, ctx.global.timeoutMs, { port: receiver.port, path: o.path });
   for (const c of checks) {
     if (ctx.global.json) output.push(JSON.stringify({ event: 'check', webhook_id: hook.id, ...c }));
@@ -407,51 +414,9 @@ async function reportCheck(ctx: Context, output: LineBuffer, temporary: Temporar
 }
 
 /** A line (and its advice) for one subscription's check. */
-export function describeCheck(c: SubscriptionCheck, style: ReturnType<typeof styleFor>): string {
+export function describeCheck(c: SubscriptionCheck, style: Style): string {
   const mark = c.result === 'verified' ? style.green('✓') : style.red('✗');
   return `${mark} ${c.type} (subscription ${c.subscription_id}): ${printable(c.detail)}${c.hint ? `\n    ${style.dim(printable(c.hint))}` : ''}`;
-}
-
-
-/** `--inspect [HOST:]PORT`: 127.0.0.1:8789 unless told; an address others can reach only with --inspect-allow-remote. */
-function inspectAddress(o: ListenOptions): { host: string; port: number } {
-  const text = o.inspect === true || o.inspect === undefined ? '' : o.inspect;
-  const m = /^(?:(.*):)?(\d+)$/.exec(text);
-  if (text && !m) throw new UsageError(`--inspect takes [HOST:]PORT, such as 8789 or 127.0.0.1:8789, not "${text}".`);
-  const host = m?.[1]?.replace(/^\[|\]$/g, '') || '127.0.0.1';
-  const port = m ? integer(0, 65535)(m[2]!, '--inspect\'s port') : 8789;
-  if (!isLoopback(host) && !o.inspectAllowRemote) {
-    throw new UsageError(`--inspect on ${host} would show every delivery, in full, to other machines.`, { hint: 'Add --inspect-allow-remote if that is what you want.' });
-  }
-  return { host, port };
-}
-
-/**
- * Re-sends a delivery of the history to the app (--forward-to), signed afresh with the current time and
- * the same Trigger-Id, marked `X-Wxhooks-Replay: 1`. The replay is reported and kept in the history as
- * one, and never counted as processed.
- */
-async function replayFromHistory(history: HistorySource, id: number, secret: string, o: ListenOptions, output: LineBuffer, style: ReturnType<typeof styleFor>, json: boolean): Promise<{ status: number; body: unknown }> {
-  const record = await history.get(id);
-  const kept = await history.bodyOf(id);
-  if (!record || !kept) return { status: 404, body: { error: 'that delivery is no longer kept, or had no body' } };
-  let body = kept.body;
-  if (!kept.whole) {
-    if (!record.saved_to) return { status: 409, body: { error: 'only the first 1 MiB of this body is kept: run listen with --save-dir to replay large deliveries' } };
-    body = savedBody(JSON.parse(readFileSync(record.saved_to, 'utf8')) as SavedDelivery);
-  }
-  const { Agent } = await import('undici');
-  const agent = new Agent();
-  try {
-    const result = await replayDelivery({ headers: record.headers, body, secret, layout: record.layout, to: o.forwardTo!, timeoutMs: o.forwardTimeout, dispatcher: agent });
-    const { id: _id, ms: _ms, replay_of: _of, ...rest } = record;
-    const event: ReceiverEvent = { ...rest, time: isoMillis(Date.now()), outcome: 'replayed', status: result.status ?? 0, forward: result };
-    output.push(json ? JSON.stringify({ ...event, replay_of: id }) : formatEvent(event, style));
-    history.add(event, { headers: record.headers, body, received: Date.now(), ms: result.ms }, id);
-    return { status: 200, body: result };
-  } finally {
-    await agent.close();
-  }
 }
 
 /** What `--within` running out means: the delivery `--until` waits for, or the hours of the run `--until-run` waits for, that did not come. */
@@ -462,37 +427,6 @@ function notComplete(o: ListenOptions, runs: RunTracker | undefined): NotVerifie
   if (!p) return new NotVerifiedError(`No delivery of ${runs.waitingFor()} arrived within ${formatDuration(o.within!)}.`, { hint });
   const what = [p.missing.length ? `missing ${compressHours(p.missing)}` : '', o.initEvent && !p.init_event ? 'its initialization_time.available has not come' : ''].filter(Boolean).join('; ');
   return new NotVerifiedError(`Run ${p.model} ${p.initialization_time} is not complete after ${formatDuration(o.within!)} (${p.have.length}/${p.have.length + p.missing.length} hours): ${what}.`, { hint });
-}
-
-/**
- * The store: the file in the store folder, or PostgreSQL (`--store postgres://...`, or WXHOOKS_STORE_URL),
- * whose driver is loaded only then. The history (for the inspector) is in memory, or, with PostgreSQL,
- * in the database, where every instance's page sees every instance's deliveries.
- */
-async function openStore(ctx: Context, o: ListenOptions, output: LineBuffer): Promise<{ store: PairStore; history?: HistorySource }> {
-  const url = o.store ?? ctx.env.WXHOOKS_STORE_URL ?? 'file';
-  const keepHistory = o.inspect !== undefined || ctx.given('history');
-  if (storeKind(url) === 'file') {
-    if (keepHistory && o.inspect === undefined) throw new UsageError('--history keeps requests for --inspect, or in a postgres --store: give one of them.');
-    const store = await FilePairStore.open({ dir: configDir(ctx.env), ttlMs: o.dedupeTtl, fsync: o.fsync, giveUpMs: giveUpMs(ctx) });
-    return { store, history: keepHistory ? new History(o.history) : undefined };
-  }
-  if (o.fsync) line(ctx.stderr, 'warning: --fsync is for the file store; PostgreSQL commits each batch before its answers anyway.');
-  const { PgStore } = await import('../store/postgres.js');
-  const styleErr = styleFor(ctx, ctx.stderr);
-  const store = await PgStore.open({
-    url,
-    schema: o.storeSchema,
-    ttlMs: o.dedupeTtl,
-    leaseMs: o.claimTimeout,
-    historyRows: keepHistory ? o.history : undefined,
-    onConnection(state, reason) {
-      if (ctx.global.json) output.push(JSON.stringify(state === 'lost' ? { event: 'store_lost', reason } : { event: 'store_restored' }));
-      else if (state === 'lost') line(ctx.stderr, styleErr.red(`The PostgreSQL store is unreachable (${printable(reason ?? '?')}): deliveries are answered 503 until it is back.`));
-      else line(ctx.stderr, styleErr.green('The PostgreSQL store is back.'));
-    },
-  });
-  return { store, history: keepHistory ? new PgHistory(store) : undefined };
 }
 
 /** How long the pairs file may stay unwritable before listen stops (60 s; WXHOOKS_STORE_GIVE_UP_MS for tests). */

@@ -40,7 +40,7 @@ export async function baseUrlFor(ctx: Context): Promise<ResolvedBaseUrl> {
 
 export async function serviceFor(ctx: Context): Promise<{ service: Service; base: ResolvedBaseUrl; credentials: Credentials }> {
   if (ctx.serviceFactory) return ctx.serviceFactory(ctx);
-  const credentials = resolveCredentials(ctx.env, ctx.global.auth ?? 'auto', ctx.now);
+  const credentials = resolveCredentials(ctx.env, ctx.global.auth ?? 'auto', () => ctx.clock.now());
   credentials.secrets.forEach(addSensitive);
   const base = await baseUrlFor(ctx);
   const http = new HttpClient({

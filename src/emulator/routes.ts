@@ -144,7 +144,21 @@ export class EmulatorRouter {
     }
   }
 
-  private async route(req: EmuRequest): Promise<EmuResponse> {
+  /**
+   * What a request is answered before its body is read, or undefined to read it: 404 for a path the
+   * emulator does not have, 401 without its key. An anonymous sender's body is never read.
+   */
+  async before(req: Omit<EmuRequest, 'body'>): Promise<EmuResponse | undefined> {
+    try {
+      await this.guard({ ...req, body: undefined });
+      return undefined;
+    } catch (err) {
+      if (err instanceof HttpError) return { status: err.status, body: errorBody(err.code, err.message), headers: err.headers };
+      throw err;
+    }
+  }
+
+  private async guard(req: EmuRequest): Promise<() => Promise<EmuResponse> | EmuResponse> {
     const parts = req.path.split('/').filter(Boolean).map((p) => {
       try {
         return decodeURIComponent(p);
@@ -157,7 +171,11 @@ export class EmulatorRouter {
     const header = req.headers.authorization;
     const problem = await authProblem(Array.isArray(header) ? header[0] : header, this.options.credentials);
     if (problem) throw new HttpError(401, 'unauthorized', `not authenticated: ${problem}`, { 'www-authenticate': 'Bearer' });
-    return route();
+    return route;
+  }
+
+  private async route(req: EmuRequest): Promise<EmuResponse> {
+    return (await this.guard(req))();
   }
 
   /** The route for a path and method: undefined for an unknown path; 405 for a known path and the wrong method. */
@@ -240,7 +258,7 @@ export class EmulatorRouter {
     });
     const hook = this.state.createWebhook({ url, name, note, active: body.active as boolean | undefined });
     for (const c of configs) this.state.addSubscription(hook, c.type, c);
-    await this.state.persist();
+    this.state.changed();
     return { status: 201, body: this.render(hook, true) };
   }
 
@@ -255,14 +273,14 @@ export class EmulatorRouter {
       hook.active = body.active;
     }
     hook.updated_at = new Date().toISOString();
-    await this.state.persist();
+    this.state.changed();
     return { status: 200, body: this.render(hook) };
   }
 
   private async remove(id: string): Promise<EmuResponse> {
     this.hook(id);
     this.state.webhooks.delete(id);
-    await this.state.persist();
+    this.state.changed();
     return { status: 204 };
   }
 
@@ -278,7 +296,7 @@ export class EmulatorRouter {
       filters: checkFilters(body.filters),
       response_options: checkResponseOptions(body.response_options),
     });
-    await this.state.persist();
+    this.state.changed();
     return { status: 200, body: this.render(hook) };
   }
 
@@ -290,7 +308,7 @@ export class EmulatorRouter {
     if ('filters' in body) sub.filters = checkFilters(body.filters) ?? {};
     if ('response_options' in body) sub.response_options = checkResponseOptions(body.response_options) ?? null;
     hook.updated_at = new Date().toISOString();
-    await this.state.persist();
+    this.state.changed();
     return { status: 200, body: this.render(hook) };
   }
 
@@ -298,7 +316,7 @@ export class EmulatorRouter {
     const hook = this.hook(id);
     this.subscription(hook, sid);
     hook.subscriptions = hook.subscriptions.filter((s) => s.id !== sid);
-    await this.state.persist();
+    this.state.changed();
     return { status: 204 };
   }
 

@@ -1,5 +1,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { listenOn } from '../util/net.js';
+import { declaredLength, InflightBudget, readBody, type BodyRead } from '../util/read-body.js';
 import { MAX_JSON_DEPTH, nestsDeeperThan } from '../vocabulary.js';
 import { emulatorCredentials } from './auth.js';
 import { DeliveryScheduler } from './deliveries.js';
@@ -19,6 +20,8 @@ export interface EmulatorOptions {
   attemptTimeoutMs?: number;
   /** Delivery attempts in flight at once (default 64). */
   concurrency?: number;
+  /** The body bytes all requests together may hold while they are read (default MAX_INFLIGHT). */
+  maxInflight?: number;
   /** Called once per request, for a log. */
   onRequest?: (line: { method: string; path: string; status: number; ms: number }) => void;
 }
@@ -56,30 +59,8 @@ function send(res: ServerResponse, r: EmuResponse): void {
   res.writeHead(r.status, headers).end(text);
 }
 
-/** The request's body, at most MAX_REQUEST_BODY bytes; it grows as bytes arrive (nothing is set aside from a declared length). */
-function readBody(req: IncomingMessage): Promise<Buffer | 'too-large' | 'aborted'> {
-  return new Promise((resolve) => {
-    const declared = Number(req.headers['content-length']);
-    if (Number.isFinite(declared) && declared > MAX_REQUEST_BODY) {
-      resolve('too-large');
-      return;
-    }
-    const chunks: Buffer[] = [];
-    let size = 0;
-    req.on('data', (c: Buffer) => {
-      size += c.length;
-      if (size > MAX_REQUEST_BODY) {
-        req.removeAllListeners('data');
-        req.pause();
-        resolve('too-large');
-        return;
-      }
-      chunks.push(c);
-    });
-    req.on('end', () => resolve(Buffer.concat(chunks)));
-    req.on('close', () => resolve('aborted'));
-  });
-}
+/** The body bytes all requests together may hold while they are read: past it, 503 (as `listen --max-inflight`). */
+export const MAX_INFLIGHT = 64 * 1024 * 1024;
 
 /** Starts the emulator's HTTP server; binds 127.0.0.1 unless told otherwise. */
 export async function startEmulator(options: EmulatorOptions = {}): Promise<RunningEmulator> {
@@ -92,6 +73,7 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Runn
     shape: options.shape ?? 'documented',
   });
   const router = new EmulatorRouter(state, scheduler, { credentials, shape: options.shape ?? 'documented' });
+  const budget = new InflightBudget(options.maxInflight ?? MAX_INFLIGHT);
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const started = Date.now();
@@ -100,11 +82,22 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Runn
     try {
       const u = new URL(req.url ?? '/', 'http://emulator');
       path = u.pathname;
-      const raw = await readBody(req);
-      if (raw === 'aborted') return;
-      if (raw === 'too-large') {
+      // the path and the key are checked on the headers: an anonymous request's body is never read
+      const early = await router.before({ method: req.method ?? 'GET', path: u.pathname, query: u.searchParams, headers: req.headers });
+      const read = early ? undefined : await new Promise<BodyRead>((resolve) => readBody(req, MAX_REQUEST_BODY, budget, resolve));
+      if (read?.kind === 'aborted') return;
+      if (early) {
+        // a body it was going to send is not read: the connection closes after the answer
+        const hasBody = (declaredLength(req) ?? 0) > 0 || req.headers['transfer-encoding'] !== undefined;
+        response = hasBody ? { ...early, headers: { ...early.headers, connection: 'close' } } : early;
+        req.resume();
+      } else if (read?.kind === 'too_large') {
         response = { status: 413, body: errorBody('payload_too_large', `request bodies are limited to ${MAX_REQUEST_BODY} bytes`), headers: { connection: 'close' } };
+      } else if (read?.kind === 'over_budget') {
+        response = { status: 503, body: errorBody('overloaded', 'too many request bodies in flight; try again later'), headers: { connection: 'close', 'retry-after': '1' } };
       } else {
+        const raw = read?.kind === 'body' ? read.body : Buffer.alloc(0);
+        if (read?.kind === 'body') budget.give(read.held);
         let body: unknown;
         let malformed = false;
         if (raw.length) {

@@ -66,7 +66,14 @@ function isPersisted(data: unknown): data is Persisted {
   );
 }
 
-/** The emulator's data: in memory, or also in a file written atomically after every change. */
+/** How long after a change the data file is written: changes in between go in the same write. */
+const WRITE_DELAY_MS = 250;
+
+/**
+ * The emulator's data: in memory, or also in a file, written atomically at most every WRITE_DELAY_MS
+ * after a change (a write of the whole state per create made 10,000 creates take minutes, slower with
+ * each), and at once on close, so that no change it answered is lost on a clean exit.
+ */
 export class EmulatorState {
   webhooks = new Map<string, EmuWebhook>();
   deliveries: DeliveryAttempt[] = [];
@@ -74,6 +81,9 @@ export class EmulatorState {
   private nextSubscriptionId = 1;
   private nextAttemptId = 1;
   private writing: Promise<void> = Promise.resolve();
+  private timer: NodeJS.Timeout | undefined;
+  /** Whether something changed since the last write began. */
+  private dirty = false;
   static readonly MAX_DELIVERIES = 10_000;
 
   constructor(readonly dataFile?: string) {
@@ -100,17 +110,36 @@ export class EmulatorState {
     for (const w of data.webhooks) this.webhooks.set(w.id, w);
   }
 
-  /** Writes the file (if any), atomically; one write at a time (a failed one does not stop the next). */
+  /** Notes a change: the file (if any) is written within WRITE_DELAY_MS, with whatever else changed meanwhile. */
+  changed(): void {
+    if (!this.dataFile) return;
+    this.dirty = true;
+    this.timer ??= setTimeout(() => {
+      this.timer = undefined;
+      void this.persist().catch(() => undefined);
+    }, WRITE_DELAY_MS);
+  }
+
+  /** Writes the file now if anything changed (one write at a time; a failed one does not stop the next). */
   persist(): Promise<void> {
     if (!this.dataFile) return Promise.resolve();
+    clearTimeout(this.timer);
+    this.timer = undefined;
     const file = this.dataFile;
-    const data: Persisted = {
-      version: 1,
-      next_webhook_id: this.nextWebhookId,
-      next_subscription_id: this.nextSubscriptionId,
-      webhooks: [...this.webhooks.values()],
-    };
-    this.writing = this.writing.catch(() => undefined).then(() => writeFileAtomic(file, JSON.stringify(data, null, 2)));
+    this.writing = this.writing.catch(() => undefined).then(() => {
+      if (!this.dirty) return;
+      this.dirty = false;
+      const data: Persisted = {
+        version: 1,
+        next_webhook_id: this.nextWebhookId,
+        next_subscription_id: this.nextSubscriptionId,
+        webhooks: [...this.webhooks.values()],
+      };
+      return writeFileAtomic(file, JSON.stringify(data, null, 2)).catch((err: unknown) => {
+        this.dirty = true; // written at the next change, or on close
+        throw err;
+      });
+    });
     return this.writing;
   }
 

@@ -47,8 +47,17 @@ function forward(e: ReceiverEvent): string {
   return `→ app ${f.status}${f.body ? ` ${JSON.stringify(f.body.slice(0, 60))}` : ''} (${f.ms} ms)`;
 }
 
+/** What `listen`'s line says past the request itself: an answer that did not reach the client. */
+function unsent(e: ReceiverEvent, style: Style): string {
+  return e.answer_sent === false ? style.yellow(`\n         the answer was not sent: the connection closed first (the client got nothing; its retry is a duplicate)`) : '';
+}
+
 /** One readable line per request for `listen`, with a second indented line for advice. */
 export function formatEvent(e: ReceiverEvent, style: Style): string {
+  return request(e, style) + unsent(e, style);
+}
+
+function request(e: ReceiverEvent, style: Style): string {
   const time = style.dim(e.time.slice(11, 19));
   const status = String(e.status);
   const type = field(e.type);
@@ -67,6 +76,7 @@ export function formatEvent(e: ReceiverEvent, style: Style): string {
     case 'replayed':
       return `${time} ${style.cyan('↻')} ${status}  replay of ${type ?? 'a delivery'} ${ids(e)}, signed afresh (X-Wxhooks-Replay: 1)  ${forward(e)}`;
     case 'duplicate':
+      if (e.stored_later) return `${time} ${style.blue('↺')} ${status}  duplicate, skipped: ${type ?? ''} ${ids(e)} was processed before; its pair is stored now (stored later)`;
       return `${time} ${style.blue('↺')} ${status}  duplicate, skipped: ${type ?? ''} ${ids(e)} was already processed`;
     case 'in_progress':
       return `${time} ${style.yellow('…')} ${status}  ${type ?? ''} ${ids(e)} is still being processed; answered 409 so the service retries`;
@@ -77,8 +87,11 @@ export function formatEvent(e: ReceiverEvent, style: Style): string {
     case 'unverified':
     case 'bad_request':
     case 'timed_out':
-    case 'overloaded':
-      return `${time} ${style.red('✗')} ${status}  ${style.red(printable(e.message ?? e.reason ?? 'rejected'))}${e.size !== undefined ? style.dim(`  ${size(e.size)}`) : ''}${e.hint ? `\n         ${style.dim(printable(e.hint))}` : ''}`;
+    case 'overloaded': {
+      const claims = e.claimed_trigger_id ? style.dim(`  claims ${printable(e.claimed_trigger_id)}, not verified`) : '';
+      const skipped = e.diagnosis_skipped ? `\n         ${style.dim('not looked into further (a re-formatted body? another layout?): that runs at most 5 times a minute; `wxhooks verify` does it on a capture')}` : '';
+      return `${time} ${style.red('✗')} ${status}  ${style.red(printable(e.message ?? e.reason ?? 'rejected'))}${e.size !== undefined ? style.dim(`  ${size(e.size)}`) : ''}${claims}${e.hint ? `\n         ${style.dim(printable(e.hint))}` : ''}${skipped}`;
+    }
     case 'aborted':
       return `${time} ${style.red('✗')}   -  ${printable(e.message ?? 'the client went away')}`;
     case 'too_large':

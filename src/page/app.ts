@@ -7,7 +7,6 @@ import { fromRow, type Listed } from '../receiver/listed.js';
 import { drawGridded, drawTrack } from './charts.js';
 
 interface Config {
-  token: string;
   url?: string;
   forward_to?: string | null;
   /** How many deliveries the list holds: `--history`. */
@@ -35,7 +34,9 @@ interface Full extends Rec {
 }
 
 const config = JSON.parse(document.getElementById('config')!.textContent!) as Config;
-const api = (path: string) => `${path}${path.includes('?') ? '&' : '?'}token=${encodeURIComponent(config.token)}`;
+/** The session's token: in the page's own address, as `listen` printed it (never in the page itself). */
+const token = new URLSearchParams(location.search).get('token') ?? '';
+const api = (path: string) => `${path}${path.includes('?') ? '&' : '?'}token=${encodeURIComponent(token)}`;
 
 /** An element, its class, and its children (text or elements). */
 function el<K extends keyof HTMLElementTagNameMap>(tag: K, cls = '', ...children: (string | Node | undefined)[]): HTMLElementTagNameMap[K] {
@@ -133,7 +134,7 @@ function drawRows(): void {
       el('span', `status ${mark}`, r.status ? String(r.status) : '—'),
       el('span', 'meta', r.time.slice(11, 19)),
       el('span', 'type', `${r.replay_of ? 'replay ↻ ' : ''}${r.type ?? r.message ?? r.outcome}`),
-      el('span', 'meta', [r.subscription_id && `sub ${r.subscription_id}`, r.trigger_id].filter(Boolean).join(' ')),
+      el('span', 'meta', [r.subscription_id && `sub ${r.subscription_id}`, r.trigger_id, r.claimed_trigger_id && `claims ${r.claimed_trigger_id}, not verified`].filter(Boolean).join(' ')),
     );
     row.style.top = `${i * ROW}px`;
     row.dataset.id = String(r.id);
@@ -256,14 +257,14 @@ function showDetail(r: Full, attempts: Full[]): void {
   detail.append(el('h2', '', `${r.type ?? r.outcome} — ${r.status || 'no answer'}`), verdict(r));
   if (attempts.length > 1) detail.append(el('h3', '', `Attempts of this delivery (${attempts.length})`), attemptsTable(attempts));
   if (r.forward) detail.append(el('h3', '', 'Your app answered'), el('div', 'answer', r.forward.error ?? `${r.forward.status} in ${r.forward.ms} ms ${r.forward.body ?? ''}`));
-  if (config.forward_to && r.body_kept) {
+  if (config.forward_to && r.body_kept && r.layout) {
     const button = el('button', 'action', 'Replay to your app');
     const answer = el('div', 'answer');
     answer.hidden = true;
     answer.id = 'replay-answer';
     button.addEventListener('click', async () => {
       button.disabled = true;
-      const res = await fetch(`/api/deliveries/${r.id}/replay`, { method: 'POST', headers: { 'x-wxhooks-token': config.token } });
+      const res = await fetch(`/api/deliveries/${r.id}/replay`, { method: 'POST', headers: { 'x-wxhooks-token': token } });
       const body = (await res.json()) as { status?: number; body?: string; error?: string; ms?: number };
       answer.hidden = false;
       answer.textContent = res.ok ? `replayed, signed afresh: your app answered ${body.status ?? '?'} in ${body.ms ?? '?'} ms ${body.body ?? ''}` : `not replayed: ${body.error ?? res.status}`;

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
-import type { VerifyFailure, VerifyResult, VerifySuccess } from '../signing/verify.js';
+import type { SessionVerifyResult, VerifyFailure, VerifySuccess } from '../signing/verify.js';
+import { idText } from '../util/bytes.js';
 import type { Claim } from '../store/pair-store.js';
 import type { DedupeSource, Outcome, ReceiverEvent } from './event.js';
 import type { ForwardResult } from './forward.js';
@@ -10,7 +11,12 @@ import type { ForwardResult } from './forward.js';
  * again, until the answer: so every rule of the answer table lives here, and is tested without sockets.
  */
 export interface Facts {
-  verification: VerifyResult;
+  /**
+   * What verification found. Once a verified delivery's report and pair are made, its parsed payload is
+   * let go (VERIFIED): a large body's payload is several times its size, and the request lives on for as
+   * long as the app takes to answer.
+   */
+  verification: SessionVerifyResult | typeof VERIFIED;
   /** What claiming the pair found. */
   claim?: Claim;
   /** The claim could not be made (the store is away): why. */
@@ -52,6 +58,7 @@ export type Step =
   | { do: 'answer'; answer: Answer };
 
 export const OK_BODY = '{"ok":true}';
+export const VERIFIED = { ok: true } as const;
 const CLAIM: Step = { do: 'claim' };
 const PROCESS: Step = { do: 'process' };
 const DUPLICATE: Answer = { status: 200, outcome: 'duplicate', body: '{"ok":true,"duplicate":true}' };
@@ -75,7 +82,7 @@ export function decide(facts: Facts, options: DecideOptions = {}): Step {
   }
   if (facts.claimFailed !== undefined) return { do: 'answer', answer: { status: 503, outcome: 'store_failed', body: errorBody('the processed pairs cannot be read now; try again later') } };
   if (facts.claim === undefined) return CLAIM;
-  if (facts.claim === 'done') return { do: 'answer', answer: DUPLICATE };
+  if (facts.claim === 'done' || facts.claim === 'stored_now') return { do: 'answer', answer: DUPLICATE };
   if (facts.claim === 'held') return { do: 'answer', answer: IN_PROGRESS };
   const p = facts.processed;
   if (p === undefined) return PROCESS;
@@ -102,7 +109,6 @@ export interface Pair {
   source: DedupeSource;
 }
 
-const text = (v: unknown) => (typeof v === 'string' || typeof v === 'number' ? String(v) : undefined);
 
 /**
  * The (trigger, subscription) pair of a verified delivery. The trigger is the body's `trigger_id`,
@@ -113,8 +119,8 @@ const text = (v: unknown) => (typeof v === 'string' || typeof v === 'number' ? S
 export function pairOf(v: VerifySuccess, body: Buffer): Pair {
   const p = v.payload;
   const nested = typeof p.subscription === 'object' && p.subscription !== null ? (p.subscription as Record<string, unknown>).id : undefined;
-  const subscription = text(p.subscription_id) ?? text(nested) ?? '';
-  const fromBody = text(p.trigger_id);
+  const subscription = idText(p.subscription_id) ?? idText(nested) ?? '';
+  const fromBody = idText(p.trigger_id);
   if (fromBody !== undefined) return { trigger: fromBody, subscription, source: 'body' };
   if (v.signs.triggerId) return { trigger: v.triggerId, subscription, source: 'header' };
   const hash = createHash('sha256');
@@ -123,7 +129,7 @@ export function pairOf(v: VerifySuccess, body: Buffer): Pair {
 }
 
 /** The report of a verified delivery: its ids, its model run, its size, the layout that matched. */
-export function deliveryEvent(time: string, path: string, v: VerifySuccess, pair: Pair, size: number): ReceiverEvent {
+export function deliveryEvent(time: string, path: string, v: VerifySuccess & { pinnedNow?: true }, pair: Pair, size: number): ReceiverEvent {
   const p = v.payload;
   const data = (typeof p.data === 'object' && p.data !== null ? p.data : {}) as Record<string, unknown>;
   const event: ReceiverEvent = {
@@ -133,12 +139,12 @@ export function deliveryEvent(time: string, path: string, v: VerifySuccess, pair
     method: 'POST',
     path,
     size,
-    type: text(p.type),
-    webhook_id: text(p.webhook_id),
+    type: idText(p.type),
+    webhook_id: idText(p.webhook_id),
     subscription_id: pair.subscription || undefined,
     trigger_id: pair.source === 'hash' ? v.triggerId : pair.trigger,
-    model: text(data.model),
-    initialization_time: text(data.initialization_time),
+    model: idText(data.model),
+    initialization_time: idText(data.initialization_time),
     forecast_hour: typeof data.forecast_hour === 'number' ? data.forecast_hour : undefined,
     layout: v.layout,
   };
@@ -146,12 +152,13 @@ export function deliveryEvent(time: string, path: string, v: VerifySuccess, pair
   if (p.test === true) event.test = true;
   if (!v.signs.triggerId) event.dedupe_key = pair.source;
   if (v.warning) event.warning = v.warning;
+  if (v.pinnedNow) event.pinned = true;
   return event;
 }
 
 /** The report of a request that did not verify. */
 export function failureEvent(time: string, path: string, f: VerifyFailure, status: number, size: number, triggerHeader: string | undefined): ReceiverEvent {
-  return {
+  const event: ReceiverEvent = {
     time,
     outcome: status === 400 ? 'bad_request' : 'unverified',
     status,
@@ -162,6 +169,8 @@ export function failureEvent(time: string, path: string, f: VerifyFailure, statu
     message: f.message,
     hint: f.hint,
     skew_seconds: f.skewSeconds,
-    trigger_id: triggerHeader,
+    claimed_trigger_id: triggerHeader,
   };
+  if (f.diagnosisSkipped) event.diagnosis_skipped = true;
+  return event;
 }

@@ -1,7 +1,6 @@
 import type { ForwardResult } from './forward.js';
 
 export type Outcome =
-  | 'listening'
   | 'accepted'
   | 'duplicate'
   | 'in_progress'
@@ -40,11 +39,15 @@ export interface ReceiverEvent {
   type?: string;
   webhook_id?: string;
   subscription_id?: string;
+  /** A verified delivery's trigger id (the dedupe key's trigger half, or the Trigger-Id header when that was a hash). */
   trigger_id?: string;
+  /** The Trigger-Id header of a request that did not verify: what it claims to be, nothing more. */
+  claimed_trigger_id?: string;
   model?: string;
   initialization_time?: string;
   forecast_hour?: number;
   test?: boolean;
+  /** The layout whose signature matched: set on every request that verified, and only on those (see `verified`). */
   layout?: string;
   /** Set on the first match in auto mode: the layout is now pinned. */
   pinned?: boolean;
@@ -57,6 +60,15 @@ export interface ReceiverEvent {
   message?: string;
   hint?: string;
   skew_seconds?: number;
+  /** No signature matched, and the further look for why (a re-formatted body? another layout?) was not taken: at most a few a minute. */
+  diagnosis_skipped?: true;
   /** `store_failed` only: the store has failed for too long, and listen stops. */
   fatal?: boolean;
+  /** A retry of a delivery processed before whose pair could not be stored then, and is now: answered as a duplicate. */
+  stored_later?: true;
+  /** Set when the answer could not be written: the connection closed first. (The client got nothing; a retry is a duplicate.) */
+  answer_sent?: false;
 }
+
+/** Whether a report is of a request whose signature verified: only such bytes are ever signed again (replay). */
+export const verified = (e: Pick<ReceiverEvent, 'layout'>): boolean => e.layout !== undefined;

@@ -1,13 +1,16 @@
 import type { IncomingHttpHeaders } from 'node:http';
+import { HISTORY_DEFAULTS, KEEP_BODY, type HistoryLimits } from '../store/history-limits.js';
 import type { HistoryRow, PgStore } from '../store/postgres.js';
-import type { ReceiverEvent } from './event.js';
+import { textOrBase64 } from '../util/bytes.js';
+import { verified, type ReceiverEvent } from './event.js';
+import { listedRow } from './listed.js';
 import { RunTracker, type Run } from './runs.js';
+import { flatHeaders } from './saved.js';
 import type { RawDelivery } from './server.js';
 
-/** Bodies up to this size are kept whole; a larger one is kept in part (its start), and marked. */
-export const KEEP_BODY = 1024 * 1024;
+export { KEEP_BODY };
 
-/** One request `listen` answered, as the inspector shows it: the report, and what arrived. */
+/** One request `listen` answered, as the inspector shows it: the report, and the history's id for it. */
 export interface DeliveryRecord extends ReceiverEvent {
   id: number;
   /** When it was answered, after how long (ms). */
@@ -37,42 +40,40 @@ export interface RunView {
 /**
  * Where the history is kept: in this process's memory (History), or in the shared PostgreSQL store
  * (PgHistory), where every instance's page shows every instance's deliveries. The inspector and replay
- * know only this.
+ * know only this. What it keeps is bounded by its HistoryLimits, whatever is sent.
  */
 export interface HistorySource {
+  /** Records a request: its report (not changed, nor kept past what it says), and what arrived. */
   add(event: ReceiverEvent, raw?: RawDelivery, replayOf?: number): void;
   since(after: number): Promise<DeliveryRecord[]>;
   get(id: number): Promise<FullRecord | undefined>;
   bodyOf(id: number): Promise<{ body: Buffer; whole: boolean } | undefined>;
+  /** The verified attempts of the delivery record `id` is one of (none for a refused request). */
   attemptsOf(id: number): Promise<FullRecord[]>;
   runs(): Promise<RunView[]>;
-  subscribe(listener: (record: DeliveryRecord) => void): () => void;
+  /** Calls `listener` with each new record as a row of the page's stream (src/receiver/listed.ts); returns how to stop. */
+  subscribe(listener: (row: unknown[], id: number) => void): () => void;
 }
 
 const runView = (r: Run): RunView => ({ model: r.model, initialization_time: r.initialization_time, hours: [...r.hours].sort((a, b) => a - b), init_event: r.initEvent });
 
-/** Headers as one text each. */
-function flat(headers: IncomingHttpHeaders | Record<string, string> | undefined): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const [name, value] of Object.entries(headers ?? {})) if (value !== undefined) out[name] = Array.isArray(value) ? value.join(', ') : value;
-  return out;
-}
-
-/** The body as text when it is UTF-8 that round-trips, else base64. */
 function bodyFields(body: Buffer | undefined): Pick<FullRecord, 'body' | 'body_base64' | 'body_kept'> {
-  if (!body) return { body_kept: 0 };
-  const text = body.toString('utf8');
-  return Buffer.from(text, 'utf8').equals(body) ? { body: text, body_kept: body.length } : { body_base64: body.toString('base64'), body_kept: body.length };
+  return body ? { ...textOrBase64(body), body_kept: body.length } : { body_kept: 0 };
 }
 
+/** What the history holds of one request. */
 interface Kept {
-  record: DeliveryRecord;
+  id: number;
+  event: ReceiverEvent;
+  ms?: number;
+  replayOf?: number;
   headers?: IncomingHttpHeaders;
-  /** A body over SMALL_BODY: the request's own buffer (up to KEEP_BODY), or a copy of its start. */
+  /** A body of its own: one over SMALL_BODY (the request's buffer, or a copy of its start), or a part cut from one. */
   body?: Buffer;
-  /** A body up to SMALL_BODY: copied into a slab, at `at`, `length` bytes. */
+  /** A body up to SMALL_BODY: copied into a slab, at `at`. */
   slab?: Slab;
   at: number;
+  /** Bytes of the body kept (in `body` or the slab). */
   length: number;
 }
 
@@ -128,145 +129,253 @@ class Slabs {
   }
 }
 
-/**
- * The last `capacity` requests `listen` answered, refused ones included, with their headers and bodies,
- * and the model runs their deliveries belong to: what the inspector page and replay read. Memory is at
- * most `capacity` × KEEP_BODY for the bodies, and a fixed amount per record.
- */
-export class History implements HistorySource {
-  /** A ring: the oldest is overwritten once it is full. */
-  private readonly ring: (Kept | undefined)[];
-  private next = 1;
-  private readonly listeners = new Set<(record: DeliveryRecord) => void>();
-  private readonly tracker = new RunTracker();
-  private readonly slabs = new Slabs();
+/** The last `capacity` of something, oldest first, found by id (ids grow). */
+class Ring<T extends { id: number }> {
+  private readonly items: (T | undefined)[];
+  private head = 0;
+  length = 0;
 
   constructor(readonly capacity: number) {
-    this.ring = new Array<Kept | undefined>(capacity);
+    this.items = new Array<T | undefined>(capacity);
   }
 
-  /** What is kept, oldest first. */
-  private get kept(): Kept[] {
-    const out: Kept[] = [];
-    const start = this.next - 1; // the id the next record will overwrite the slot of
-    for (let i = 0; i < this.capacity; i++) {
-      const k = this.ring[(start + i) % this.capacity];
-      if (k) out.push(k);
+  /** Adds `item` as the newest; returns the oldest, if it had to go. */
+  push(item: T): T | undefined {
+    const slot = (this.head + this.length) % this.capacity;
+    const gone = this.length === this.capacity ? this.items[slot] : undefined;
+    this.items[slot] = item;
+    if (gone) this.head = (this.head + 1) % this.capacity;
+    else this.length++;
+    return gone;
+  }
+
+  /** The i-th oldest. */
+  at(i: number): T {
+    return this.items[(this.head + i) % this.capacity]!;
+  }
+
+  find(id: number): T | undefined {
+    let lo = 0;
+    let hi = this.length - 1;
+    while (lo <= hi) {
+      const mid = (lo + hi) >> 1;
+      const item = this.at(mid);
+      if (item.id === id) return item;
+      if (item.id < id) lo = mid + 1;
+      else hi = mid - 1;
     }
-    return out;
+    return undefined;
   }
 
-  private slot(id: number): Kept | undefined {
-    const k = this.ring[(id - 1) % this.capacity];
-    return k?.record.id === id ? k : undefined;
+  *after(id: number): Generator<T> {
+    for (let i = 0; i < this.length; i++) {
+      const item = this.at(i);
+      if (item.id > id) yield item;
+    }
+  }
+}
+
+/**
+ * The requests `listen` answered, with their headers and bodies, and the model runs of their deliveries:
+ * what the inspector page and replay read, in this process's memory. Verified requests and refused ones
+ * are kept apart, each by its own limits (src/store/history-limits.ts), so that an anonymous sender can
+ * push out only other refused requests: memory is at most `bytes` of verified bodies, `refusedRows` ×
+ * `partBytes` of refused ones, and a fixed amount per record.
+ */
+export class History implements HistorySource {
+  private readonly verifiedRing: Ring<Kept>;
+  private readonly refusedRing: Ring<Kept>;
+  readonly limits: HistoryLimits;
+  private next = 1;
+  private readonly listeners = new Set<(row: unknown[], id: number) => void>();
+  private readonly tracker = new RunTracker();
+  private readonly slabs = new Slabs();
+  /** Body bytes the verified records hold, against `limits.bytes`. */
+  private held = 0;
+  /** How many of the oldest verified records have had their bodies cut to a part, and how many to nothing. */
+  private cut = 0;
+  private dropped = 0;
+
+  constructor(limits: Partial<HistoryLimits> = {}) {
+    this.limits = { ...HISTORY_DEFAULTS, ...limits };
+    this.verifiedRing = new Ring(this.limits.rows);
+    this.refusedRing = new Ring(this.limits.refusedRows);
+  }
+
+  /** Body bytes held by the verified records (for tests and the benchmark). */
+  get heldBytes(): number {
+    return this.held;
+  }
+
+  add(event: ReceiverEvent, raw?: RawDelivery, replayOf?: number): void {
+    const k: Kept = { id: this.next++, event, ms: raw?.ms, replayOf, headers: raw?.headers, body: undefined, slab: undefined, at: 0, length: 0 };
+    if (verified(event)) {
+      const most = Math.min(KEEP_BODY, this.limits.bytes);
+      if (raw) this.keepBody(k, raw.body.length <= most ? raw.body : raw.body.subarray(0, most));
+      const gone = this.verifiedRing.push(k);
+      if (gone) {
+        this.forget(gone);
+        // the oldest left: the cursors of cut and dropped bodies count one fewer
+        if (this.cut) this.cut--;
+        if (this.dropped) this.dropped--;
+      }
+      this.keepWithinBudget();
+      if (event.outcome === 'accepted' || event.outcome === 'duplicate') this.tracker.add(event);
+    } else {
+      if (raw?.body.length) {
+        k.body = Buffer.from(raw.body.subarray(0, this.limits.partBytes));
+        k.length = k.body.length;
+      }
+      this.refusedRing.push(k);
+    }
+    if (this.listeners.size) {
+      const row = listedRow(event, k.id, replayOf);
+      for (const listen of this.listeners) listen(row, k.id);
+    }
+  }
+
+  private keepBody(k: Kept, body: Buffer): void {
+    if (body.length <= SMALL_BODY) {
+      const { slab, at } = this.slabs.keep(body);
+      k.slab = slab;
+      k.at = at;
+    } else k.body = body;
+    k.length = body.length;
+    this.held += body.length;
+  }
+
+  /** Lets go of a record's body (all of it). */
+  private forget(k: Kept): void {
+    if (k.slab) this.slabs.drop(k.slab);
+    this.held -= k.length;
+    k.slab = undefined;
+    k.body = undefined;
+    k.length = 0;
   }
 
   /**
-   * Records a request (the report itself becomes the record: the receiver is done with it; a copy cost
-   * `listen --inspect` ~3% of its throughput); tells every listener (the page's event stream).
+   * Past the byte budget, the oldest verified bodies are cut to their first `partBytes` (a copy, so the
+   * rest is freed), then, if the parts alone are past it, the oldest parts go too. The newest stay whole.
    */
-  add(event: ReceiverEvent, raw?: RawDelivery, replayOf?: number): void {
-    const record = event as DeliveryRecord;
-    record.id = this.next++;
-    if (raw) record.ms = raw.ms;
-    if (replayOf !== undefined) record.replay_of = replayOf;
-    const i = (record.id - 1) % this.capacity;
-    const gone = this.ring[i];
-    if (gone?.slab) this.slabs.drop(gone.slab);
-    const kept: Kept = { record, headers: raw?.headers, body: undefined, slab: undefined, at: 0, length: 0 };
-    if (raw && raw.body.length <= SMALL_BODY) {
-      const { slab, at } = this.slabs.keep(raw.body);
-      kept.slab = slab;
-      kept.at = at;
-      kept.length = raw.body.length;
-    } else if (raw) {
-      kept.body = raw.body.length <= KEEP_BODY ? raw.body : Buffer.from(raw.body.subarray(0, KEEP_BODY));
+  private keepWithinBudget(): void {
+    const ring = this.verifiedRing;
+    const part = this.limits.partBytes;
+    while (this.held > this.limits.bytes && this.cut < ring.length - 1) {
+      const k = ring.at(this.cut++);
+      if (k.length <= part) continue;
+      const start = Buffer.from(bytesOf(k)!.subarray(0, part));
+      this.forget(k);
+      k.body = start;
+      k.length = part;
+      this.held += part;
     }
-    this.ring[i] = kept;
-    if (record.outcome === 'accepted' || record.outcome === 'duplicate') this.tracker.add(record);
-    for (const listen of this.listeners) listen(record);
+    while (this.held > this.limits.bytes && this.dropped < ring.length - 1) this.forget(ring.at(this.dropped++));
   }
 
   async runs(): Promise<RunView[]> {
     return this.tracker.runs().map(runView);
   }
 
-  /** Calls `listener` for each request from now on; returns how to stop. */
-  subscribe(listener: (record: DeliveryRecord) => void): () => void {
+  subscribe(listener: (row: unknown[], id: number) => void): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
   }
 
+  /** Both rings' records after id `after`, oldest first. */
+  private *keptAfter(after: number): Generator<Kept> {
+    const a = this.verifiedRing.after(after);
+    const b = this.refusedRing.after(after);
+    let x = a.next();
+    let y = b.next();
+    while (!x.done || !y.done) {
+      if (y.done || (!x.done && x.value.id < y.value.id)) {
+        yield x.value!;
+        x = a.next();
+      } else {
+        yield y.value;
+        y = b.next();
+      }
+    }
+  }
+
   /** The records after id `after` (0: all kept), oldest first. */
   async since(after: number): Promise<DeliveryRecord[]> {
-    const out: DeliveryRecord[] = [];
-    for (const k of this.kept) if (k.record.id > after) out.push(k.record);
-    return out;
+    return [...this.keptAfter(after)].map(recordOf);
+  }
+
+  private find(id: number): Kept | undefined {
+    return this.verifiedRing.find(id) ?? this.refusedRing.find(id);
   }
 
   /** A record with its headers and body, or undefined if it is no longer kept. */
   async get(id: number): Promise<FullRecord | undefined> {
-    const k = this.slot(id);
-    return k ? this.full(k) : undefined;
-  }
-
-  private full(k: Kept): FullRecord {
-    return { ...k.record, headers: flat(k.headers), ...bodyFields(bytesOf(k)) };
+    const k = this.find(id);
+    return k ? full(k) : undefined;
   }
 
   /** The bytes kept of a record's body (a copy: a slab is reused), and whether they are all of it. */
   async bodyOf(id: number): Promise<{ body: Buffer; whole: boolean } | undefined> {
-    const k = this.slot(id);
+    const k = this.find(id);
     const bytes = k && bytesOf(k);
     if (!k || !bytes) return undefined;
-    return { body: Buffer.from(bytes), whole: bytes.length === (k.record.size ?? bytes.length) };
+    return { body: Buffer.from(bytes), whole: bytes.length === (k.event.size ?? bytes.length) };
   }
 
-  /** The attempts of the same delivery (its Trigger-Id and subscription) that are still kept, oldest first. */
   async attemptsOf(id: number): Promise<FullRecord[]> {
-    const r = this.slot(id)?.record;
+    const r = this.verifiedRing.find(id)?.event;
     if (!r?.trigger_id) return [];
-    return this.kept.filter((k) => sameDelivery(k.record, r)).map((k) => this.full(k));
+    const out: FullRecord[] = [];
+    for (const k of this.verifiedRing.after(0)) if (sameDelivery(k.event, r)) out.push(full(k));
+    return out;
   }
 }
+
+const recordOf = (k: Kept): DeliveryRecord => ({ ...k.event, id: k.id, ...(k.ms !== undefined ? { ms: k.ms } : {}), ...(k.replayOf !== undefined ? { replay_of: k.replayOf } : {}) });
+const full = (k: Kept): FullRecord => ({ ...recordOf(k), headers: flatHeaders(k.headers), ...bodyFields(bytesOf(k)) });
 
 /** A kept body's bytes, where they are (a view of its slab, to be read at once), or undefined for none. */
 const bytesOf = (k: Kept): Buffer | undefined => (k.slab ? k.slab.bytes.subarray(k.at, k.at + k.length) : k.body);
 
 /** Whether two records are attempts of one delivery: the same Trigger-Id, and the same subscription when both say. */
-const sameDelivery = (a: DeliveryRecord, b: DeliveryRecord) =>
+const sameDelivery = (a: ReceiverEvent, b: ReceiverEvent) =>
   a.trigger_id === b.trigger_id && (a.subscription_id === undefined || b.subscription_id === undefined || a.subscription_id === b.subscription_id);
 
-/** How far back each poll of the shared history looks again: ids are taken in one order and committed in another. */
-const OVERLAP = 500;
 /** The most a page is sent at once from the shared history (the newest). */
 const SHOWN = 100_000;
+/** How long an id skipped by a poll is looked for again: a row another instance has inserted but not yet committed. */
+const GAP_MS = 10_000;
 
 /**
- * The history in the shared PostgreSQL store: what every instance received. A request is written with
- * its turn's others (its answer does not wait); the page's stream is fed by reading what is new, every
- * quarter second, while a page is open. Ids are taken when a row is inserted and seen when it is
- * committed, which with several instances is not always in order: each poll looks OVERLAP ids back, and
- * passes over those it has already sent.
+ * The history in the shared PostgreSQL store: what every instance received, kept by the same limits
+ * (the store trims it as it writes). A request is written with its turn's others (its answer does not
+ * wait); the page's stream is fed by reading what is new, every quarter second, while a page is open.
+ * Ids are taken when a row is inserted and seen when it is committed, which with several instances is
+ * not always in order: an id a poll passed over is looked for again, by id, for GAP_MS.
  */
 export class PgHistory implements HistorySource {
-  private readonly listeners = new Set<(record: DeliveryRecord) => void>();
+  private readonly listeners = new Set<(row: unknown[], id: number) => void>();
   private poller: NodeJS.Timeout | undefined;
   private last = -1;
   private readonly sent = new Set<number>();
 
-  constructor(private readonly store: PgStore) {}
+  constructor(
+    private readonly store: PgStore,
+    private readonly limits: HistoryLimits,
+  ) {}
 
   add(event: ReceiverEvent, raw?: RawDelivery, replayOf?: number): void {
+    const ok = verified(event);
     const record: Partial<DeliveryRecord> = { ...event, ...(raw ? { ms: raw.ms } : {}), ...(replayOf !== undefined ? { replay_of: replayOf } : {}) };
+    const keep = ok ? KEEP_BODY : this.limits.partBytes;
     this.store.record({
       record,
+      verified: ok,
       outcome: event.outcome,
       type: event.type,
-      trigger: event.trigger_id,
+      trigger: event.trigger_id ?? event.claimed_trigger_id,
       subscription: event.subscription_id,
-      headers: raw ? flat(raw.headers) : undefined,
-      body: raw ? (raw.body.length <= KEEP_BODY ? raw.body : raw.body.subarray(0, KEEP_BODY)) : undefined,
+      headers: raw ? flatHeaders(raw.headers) : undefined,
+      body: raw ? (raw.body.length <= keep ? raw.body : raw.body.subarray(0, keep)) : undefined,
       size: raw?.body.length,
     });
   }
@@ -297,19 +406,23 @@ export class PgHistory implements HistorySource {
 
   async attemptsOf(id: number): Promise<FullRecord[]> {
     const row = await this.store.historyOne(id);
-    if (!row) return [];
+    if (!row?.verified) return [];
     const r = PgHistory.record(row);
     if (!r.trigger_id) return [];
     return (await this.store.historyOfTrigger(r.trigger_id)).map(PgHistory.full).filter((x) => sameDelivery(x, r));
   }
 
   async runs(): Promise<RunView[]> {
+    // grouped by the database; the tracker then joins the same instant written two ways
     const tracker = new RunTracker();
-    for (const r of await this.since(0)) if (r.outcome === 'accepted' || r.outcome === 'duplicate') tracker.add(r);
+    for (const g of await this.store.historyRuns()) {
+      for (const hour of g.hours) tracker.add({ type: 'forecast_hour.available', model: g.model, initialization_time: g.initialization_time, forecast_hour: hour });
+      if (g.init_event) tracker.add({ type: 'initialization_time.available', model: g.model, initialization_time: g.initialization_time });
+    }
     return tracker.runs().map(runView);
   }
 
-  subscribe(listener: (record: DeliveryRecord) => void): () => void {
+  subscribe(listener: (row: unknown[], id: number) => void): () => void {
     this.listeners.add(listener);
     this.poller ??= setInterval(() => void this.poll(), 250);
     return () => {
@@ -322,6 +435,8 @@ export class PgHistory implements HistorySource {
   }
 
   private polling = false;
+  /** Ids passed over (not yet committed, or rolled back), and when they were first missed. */
+  private readonly gaps = new Map<number, number>();
 
   private async poll(): Promise<void> {
     if (this.polling) return;
@@ -330,20 +445,19 @@ export class PgHistory implements HistorySource {
       if (this.last < 0) {
         // what is there now is what the page reads first: only what comes after is streamed
         this.last = await this.store.historyNewest();
-        for (const row of await this.store.historySince(this.last - OVERLAP, SHOWN)) {
-          this.sent.add(row.id);
-          this.last = Math.max(this.last, row.id);
-        }
         return;
       }
-      for (const row of await this.store.historySince(this.last - OVERLAP, SHOWN)) {
-        if (this.sent.has(row.id) || row.id <= this.last - OVERLAP) continue;
-        this.sent.add(row.id);
+      const now = Date.now();
+      for (const [id, since] of this.gaps) if (now - since > GAP_MS) this.gaps.delete(id);
+      const rows = await this.store.historyAfter(this.last, [...this.gaps.keys()], SHOWN);
+      for (const row of rows) {
+        this.gaps.delete(row.id);
+        for (let id = this.last + 1; id < row.id; id++) this.gaps.set(id, now);
         this.last = Math.max(this.last, row.id);
         const record = PgHistory.record(row);
-        for (const listen of this.listeners) listen(record);
+        const line = listedRow(record, record.id, record.replay_of);
+        for (const listen of this.listeners) listen(line, record.id);
       }
-      for (const id of this.sent) if (id <= this.last - OVERLAP) this.sent.delete(id);
     } catch {
       // the database is away: the next poll tries again
     } finally {

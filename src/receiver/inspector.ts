@@ -1,20 +1,25 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { networkInterfaces } from 'node:os';
 import { LineBuffer } from '../util/line-buffer.js';
 import { listenOn, shownHost } from '../util/net.js';
+import { verified } from './event.js';
 import type { HistorySource } from './history.js';
 import { fromRow, listedRow } from './listed.js';
 
 /**
- * The inspector page's server: a handful of routes behind two checks. Every request's Host must be the
- * address it is bound to or `localhost` (a DNS-rebinding page gets nothing); every `/api/` request must
- * carry the session's token, which only the page itself is given; a replay must also come from the
- * page's own origin. The webhook's secret never leaves `listen`.
+ * The inspector page's server: a handful of routes behind two checks. Every request's Host must be one
+ * the inspector answers to (its bound address, `localhost`, and the names given with --inspect-host: a
+ * DNS-rebinding page gets nothing); the page and every `/api/` request must carry the session's token,
+ * which only the link `listen` prints holds. A replay must also come from the page's own origin, and
+ * only bytes that verified are ever signed again. The webhook's secret never leaves `listen`.
  */
 export interface InspectorOptions {
   host: string;
   port: number;
+  /** Host names the page may also be reached by (`--inspect-host`), besides the bound address and localhost. */
+  hostNames?: string[];
   history: HistorySource;
   /** Re-sends delivery `id` to the app; undefined when there is nowhere to send it (no --forward-to). */
   replay?: (id: number) => Promise<{ status: number; body: unknown }>;
@@ -23,9 +28,9 @@ export interface InspectorOptions {
 }
 
 export interface RunningInspector {
+  /** The page's address, with the session's token: what `listen` prints, and the only way in. */
   url: string;
   port: number;
-  /** The session's token (the page carries it); tests use it. */
   token: string;
   close(): Promise<void>;
 }
@@ -43,15 +48,37 @@ function assets(): { js: string; css: string } {
   throw new Error('the inspector page is not built: run `npm run build`');
 }
 
-function page(token: string, about: Record<string, unknown>): string {
-  const config = JSON.stringify({ token, ...about }).replace(/</g, '\\u003c');
+const PAGE_CSP = "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; frame-ancestors 'none'";
+
+/** The page; the token is not in it (the page reads it from its own address). */
+function page(about: Record<string, unknown>): string {
+  const config = JSON.stringify(about).replace(/</g, '\\u003c');
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<title>wxhooks inspector</title><link rel="stylesheet" href="/app.css"></head>
+<title>wxhooks inspector</title><link rel="icon" href="/favicon.svg"><link rel="stylesheet" href="/app.css"></head>
 <body><script id="config" type="application/json">${config}</script><div id="app"></div><script src="/app.js"></script></body></html>`;
 }
 
+/** What a request without the token is shown: where to find the way in, and nothing else. */
+const KNOCK = `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>wxhooks inspector</title></head>
+<body style="font: 15px system-ui, sans-serif; max-width: 40em; margin: 3em auto; padding: 0 1em">
+<h1 style="font-size: 1.3em">wxhooks inspector</h1>
+<p>Open the link that <code>wxhooks listen --inspect</code> printed when it started: it carries this session's token, and the page needs it.</p>
+<p>A restarted <code>listen</code> prints a new one.</p></body></html>`;
+
+const FAVICON = `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 32 32"><rect width="32" height="32" rx="6" fill="#3559b5"/><path d="M6 20c4-8 8 8 12 0s6-8 8-4" stroke="#fff" stroke-width="3" fill="none" stroke-linecap="round"/></svg>`;
+
 const same = (a: string, b: string) => a.length === b.length && timingSafeEqual(Buffer.from(a), Buffer.from(b));
+
+/** The host names (with the port) a request may name: the bound address as shown, localhost, the names given, and every address of this machine when bound to all. */
+function hostsFor(host: string, port: number, names: string[]): Set<string> {
+  const hosts = [shownHost(host), 'localhost', host, ...names];
+  if (host === '0.0.0.0' || host === '::') {
+    for (const list of Object.values(networkInterfaces())) for (const a of list ?? []) hosts.push(a.family === 'IPv6' ? `[${a.address}]` : a.address);
+  }
+  return new Set(hosts.map((h) => `${h.includes(':') && !h.startsWith('[') ? `[${h}]` : h}:${port}`.toLowerCase()));
+}
 
 export async function startInspector(o: InspectorOptions): Promise<RunningInspector> {
   const token = randomBytes(24).toString('base64url');
@@ -72,10 +99,10 @@ export async function startInspector(o: InspectorOptions): Promise<RunningInspec
       res.write(end);
     }
   }, BATCH_MS);
-  const unsubscribe = o.history.subscribe((record) => {
+  const unsubscribe = o.history.subscribe((row, id) => {
     if (!streams.size) return;
-    rows.push(`data: ${JSON.stringify(listedRow(record))}`);
-    lastRow = record.id;
+    rows.push(`data: ${JSON.stringify(row)}`);
+    lastRow = id;
   });
   const keepAlive = setInterval(() => {
     for (const res of streams) res.write(': keep-alive\n\n');
@@ -86,44 +113,56 @@ export async function startInspector(o: InspectorOptions): Promise<RunningInspec
     res.writeHead(status, { 'content-type': 'application/json', 'cache-control': 'no-store', 'content-length': Buffer.byteLength(text) });
     res.end(text);
   };
-  const refuse = (res: ServerResponse, status: number, error: string) => json(res, status, { error });
+  const refuse = (res: ServerResponse, status: number, error: string, extra: Record<string, unknown> = {}) => json(res, status, { error, ...extra });
+  const html = (res: ServerResponse, status: number, text: string) => {
+    res.writeHead(status, { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store', 'content-security-policy': PAGE_CSP });
+    res.end(text);
+  };
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     res.setHeader('x-content-type-options', 'nosniff');
     res.setHeader('referrer-policy', 'no-referrer');
-    if (!allowedHosts.has((req.headers.host ?? '').toLowerCase())) return refuse(res, 421, 'this inspector answers only at its own address');
+    if (!allowedHosts.has((req.headers.host ?? '').toLowerCase())) {
+      return refuse(res, 421, 'this inspector answers only at its own address (or a name given with --inspect-host)');
+    }
     const u = new URL(req.url ?? '/', 'http://inspector');
     const path = u.pathname;
-    if (req.method === 'GET' && path === '/') {
-      res.writeHead(200, { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store', 'content-security-policy': "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; frame-ancestors 'none'" });
-      res.end(page(token, o.about));
-      return;
-    }
+    // the page's code and look hold nothing of the session: anyone may have them
     if (req.method === 'GET' && path === '/app.js') {
-      res.writeHead(200, { 'content-type': 'text/javascript; charset=utf-8' });
+      res.writeHead(200, { 'content-type': 'text/javascript; charset=utf-8', 'cache-control': 'no-cache' });
       res.end(js);
       return;
     }
     if (req.method === 'GET' && path === '/app.css') {
-      res.writeHead(200, { 'content-type': 'text/css; charset=utf-8' });
+      res.writeHead(200, { 'content-type': 'text/css; charset=utf-8', 'cache-control': 'no-cache' });
       res.end(css);
       return;
     }
-    if (!path.startsWith('/api/')) return refuse(res, 404, 'not found');
+    if (req.method === 'GET' && path === '/favicon.svg') {
+      res.writeHead(200, { 'content-type': 'image/svg+xml', 'cache-control': 'max-age=86400' });
+      res.end(FAVICON);
+      return;
+    }
     const given = (req.headers['x-wxhooks-token'] as string | undefined) ?? u.searchParams.get('token') ?? '';
-    if (!same(given, token)) return refuse(res, 403, 'a session token is needed: open the page that listen printed');
+    const allowed = same(given, token);
+    if (req.method === 'GET' && path === '/') return allowed ? html(res, 200, page(o.about)) : html(res, 401, KNOCK);
+    if (!path.startsWith('/api/')) return refuse(res, 404, 'not found');
+    if (!allowed) return refuse(res, 403, 'a session token is needed: open the link that listen printed', { restarted: given !== '' });
 
     if (req.method === 'GET' && path === '/api/events') {
       res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-store', connection: 'keep-alive' });
       // the page's own reconnects say where they were: what they missed comes first
       const after = Number(req.headers['last-event-id'] ?? u.searchParams.get('after') ?? 0) || 0;
       const missed = await o.history.since(after);
-      res.write(`id: ${missed.at(-1)?.id ?? after}\nevent: ready\ndata: ${JSON.stringify({ rows: missed.map(listedRow) })}\n\n`);
+      res.write(`id: ${missed.at(-1)?.id ?? after}\nevent: ready\ndata: ${JSON.stringify({ rows: missed.map((r) => listedRow(r, r.id, r.replay_of)) })}\n\n`);
       streams.add(res);
       req.on('close', () => streams.delete(res));
       return;
     }
-    if (req.method === 'GET' && path === '/api/deliveries') return json(res, 200, { records: (await o.history.since(Number(u.searchParams.get('after') ?? 0) || 0)).map((r) => fromRow(listedRow(r))) });
+    if (req.method === 'GET' && path === '/api/deliveries') {
+      const records = await o.history.since(Number(u.searchParams.get('after') ?? 0) || 0);
+      return json(res, 200, { records: records.map((r) => fromRow(listedRow(r, r.id, r.replay_of))) });
+    }
     if (req.method === 'GET' && path === '/api/runs') return json(res, 200, { runs: await o.history.runs() });
     const one = /^\/api\/deliveries\/(\d+)(\/replay)?$/.exec(path);
     if (one && !one[2] && req.method === 'GET') {
@@ -140,8 +179,12 @@ export async function startInspector(o: InspectorOptions): Promise<RunningInspec
         return refuse(res, 403, 'replay is only for the inspector page itself');
       }
       if (!o.replay) return refuse(res, 409, 'nowhere to replay to: start listen with --forward-to URL');
+      const record = await o.history.get(Number(one[1]));
+      if (!record) return refuse(res, 404, 'that delivery is no longer kept (see --history)');
+      // what did not verify is never signed with the webhook's secret: it would make an attacker's bytes authentic
+      if (!verified(record)) return refuse(res, 409, `request ${record.id} did not verify (${record.message ?? record.outcome}): only verified deliveries are replayed`);
       req.resume();
-      o.replay(Number(one[1])).then(
+      o.replay(record.id).then(
         (r) => json(res, r.status, r.body),
         (err: Error) => refuse(res, 500, err.message),
       );
@@ -156,10 +199,9 @@ export async function startInspector(o: InspectorOptions): Promise<RunningInspec
     });
   });
   const { port, url } = await listenOn(server, o.host, o.port, '/');
-  const shown = shownHost(o.host);
-  allowedHosts = new Set([`${shown}:${port}`, `localhost:${port}`, `${o.host}:${port}`].map((h) => h.toLowerCase()));
+  allowedHosts = hostsFor(o.host, port, o.hostNames ?? []);
   return {
-    url,
+    url: `${url}?token=${token}`,
     port,
     token,
     async close() {

@@ -1,7 +1,12 @@
+import { readFileSync } from 'node:fs';
 import type { Dispatcher } from 'undici';
 import { layoutNamed, type Layout } from '../signing/layouts.js';
 import { signDelivery } from '../signing/sign.js';
+import { isoMillis, type Clock } from '../util/clock.js';
+import { verified, type ReceiverEvent } from './event.js';
 import { forwardDelivery, type ForwardResult } from './forward.js';
+import type { HistorySource } from './history.js';
+import { savedBody, type SavedDelivery } from './saved.js';
 
 /** The header a replayed delivery carries, so that an app (and a person reading its logs) can tell. */
 export const REPLAY_HEADER = 'x-wxhooks-replay';
@@ -11,7 +16,8 @@ const SIGNATURE_HEADERS = new Set(['trigger-id', 'webhook-timestamp', 'webhook-s
 /**
  * Re-sends a delivery as the service would send a retry: the same body and Trigger-Id, signed afresh
  * with the current time (in the layout it came in, else the service's), the other headers as they
- * came, and `X-Wxhooks-Replay: 1`.
+ * came, and `X-Wxhooks-Replay: 1`. The caller gives only bytes that verified: nothing else is ever
+ * signed with a webhook's secret.
  */
 export async function replayDelivery(options: {
   headers: Record<string, string>;
@@ -31,4 +37,42 @@ export async function replayDelivery(options: {
     [REPLAY_HEADER]: '1',
   });
   return { ...result, trigger_id: triggerId };
+}
+
+export type HistoryReplay =
+  | { ok: true; result: ForwardResult & { trigger_id: string }; event: ReceiverEvent }
+  | { ok: false; status: 404 | 409; error: string };
+
+/**
+ * Re-sends a delivery of the history to the app (`listen --forward-to`), signed afresh with the current
+ * time and the same Trigger-Id, marked `X-Wxhooks-Replay: 1`, and keeps the replay in the history as one
+ * (never counted as processed). Only a verified record is replayed; a body kept only in part is read
+ * whole from its saved file, if it was saved.
+ */
+export async function replayFromHistory(
+  history: HistorySource,
+  id: number,
+  o: { secret: string; to: string; timeoutMs: number; clock: Clock },
+): Promise<HistoryReplay> {
+  const record = await history.get(id);
+  const kept = await history.bodyOf(id);
+  if (!record) return { ok: false, status: 404, error: 'that delivery is no longer kept (see --history)' };
+  if (!verified(record)) return { ok: false, status: 409, error: `request ${id} did not verify: only verified deliveries are replayed` };
+  if (!kept) return { ok: false, status: 409, error: 'no body of this delivery is kept any more (see --history-size)' };
+  let body = kept.body;
+  if (!kept.whole) {
+    if (!record.saved_to) return { ok: false, status: 409, error: `only the first ${kept.body.length} bytes of this body are kept (see --history-size): run listen with --save-dir to replay it whole` };
+    body = savedBody(JSON.parse(readFileSync(record.saved_to, 'utf8')) as SavedDelivery);
+  }
+  const { Agent } = await import('undici');
+  const agent = new Agent();
+  try {
+    const result = await replayDelivery({ headers: record.headers, body, secret: o.secret, layout: record.layout, to: o.to, timeoutMs: o.timeoutMs, dispatcher: agent });
+    const { id: _id, ms: _ms, replay_of: _of, headers: _h, body: _b, body_base64: _b64, body_kept: _k, ...rest } = record;
+    const event: ReceiverEvent = { ...rest, time: isoMillis(o.clock.now()), outcome: 'replayed', status: result.status ?? 0, forward: result };
+    history.add(event, { headers: record.headers, body, received: o.clock.now(), ms: result.ms }, id);
+    return { ok: true, result, event };
+  } finally {
+    await agent.close();
+  }
 }

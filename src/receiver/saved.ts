@@ -2,6 +2,7 @@ import { mkdir, readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { UsageError } from '../errors.js';
 import { parseBodyObject } from '../signing/json-body.js';
+import { idText, textOrBase64 } from '../util/bytes.js';
 import { createNewFile, fsReason, readInputFile as read } from '../util/files.js';
 
 /** A delivery as `listen --save-dir` writes it, and `verify` and `send` read it back. */
@@ -17,19 +18,15 @@ export interface SavedDelivery {
   body_base64?: string;
 }
 
+/** Headers as one text each (several values joined as HTTP joins them). */
+export function flatHeaders(headers: Record<string, string | string[] | undefined> | undefined): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [name, value] of Object.entries(headers ?? {})) if (value !== undefined) out[name] = Array.isArray(value) ? value.join(', ') : value;
+  return out;
+}
+
 export function toSaved(receivedAt: string, method: string, path: string, headers: Record<string, string | string[] | undefined>, body: Buffer): SavedDelivery {
-  const flat: Record<string, string> = {};
-  for (const [k, v] of Object.entries(headers)) if (v !== undefined) flat[k] = Array.isArray(v) ? v.join(', ') : v;
-  const text = body.toString('utf8');
-  const exact = Buffer.byteLength(text) === body.length && Buffer.from(text, 'utf8').equals(body);
-  return {
-    wxhooks_delivery: 1,
-    received_at: receivedAt,
-    method,
-    path,
-    headers: flat,
-    ...(exact ? { body: text } : { body_base64: body.toString('base64') }),
-  };
+  return { wxhooks_delivery: 1, received_at: receivedAt, method, path, headers: flatHeaders(headers), ...textOrBase64(body) };
 }
 
 export function savedBody(saved: SavedDelivery): Buffer {
@@ -130,11 +127,10 @@ export async function readSavedDir(dir: string): Promise<{ deliveries: SavedFile
 /** What a delivery's body says of its model run (the fields the run tracker reads). */
 export function runFactsOf(payload: Record<string, unknown> | undefined): { type?: string; model?: string; initialization_time?: string; forecast_hour?: number } {
   const data = (typeof payload?.data === 'object' && payload.data !== null ? payload.data : {}) as Record<string, unknown>;
-  const text = (v: unknown) => (typeof v === 'string' ? v : undefined);
   return {
-    type: text(payload?.type),
-    model: text(data.model),
-    initialization_time: text(data.initialization_time),
+    type: idText(payload?.type),
+    model: idText(data.model),
+    initialization_time: idText(data.initialization_time),
     forecast_hour: typeof data.forecast_hour === 'number' ? data.forecast_hour : undefined,
   };
 }

@@ -3,12 +3,12 @@ import type { Socket } from 'node:net';
 import type { Dispatcher } from 'undici';
 import type { HeaderSource, Verifier } from '../signing/verify.js';
 import type { PairStore } from '../store/pair-store.js';
-import { isoMillis } from '../util/clock.js';
+import { isoMillis, systemClock, type Clock } from '../util/clock.js';
 import { listenOn } from '../util/net.js';
-import { decide, deliveryEvent, failureEvent, OK_BODY, pairOf, statusForFailure, type Answer, type Facts, type Processed } from './decide.js';
+import { decide, deliveryEvent, failureEvent, OK_BODY, pairOf, statusForFailure, VERIFIED, type Answer, type Facts, type Processed } from './decide.js';
 import type { ReceiverEvent } from './event.js';
 import { forwardDelivery } from './forward.js';
-import { declaredLength, InflightBudget, readBody, type BodyRead } from './read-body.js';
+import { declaredLength, InflightBudget, readBody, type BodyRead } from '../util/read-body.js';
 import { saveDelivery, toSaved } from './saved.js';
 
 export interface ReceiverOptions {
@@ -18,7 +18,7 @@ export interface ReceiverOptions {
   verifier: Verifier;
   store: PairStore;
   maxBody: number;
-  /** The body bytes all connections together may hold (`--max-inflight`). */
+  /** The body bytes all connections together may hold (`--max-inflight`), every copy a request makes counted. */
   maxInflight: number;
   forwardTo?: string;
   forwardTimeoutMs: number;
@@ -26,7 +26,12 @@ export interface ReceiverOptions {
   respondStatus?: number;
   /** Headers must arrive within this, and the whole request within six times it (slow-client guard). */
   readTimeoutMs: number;
-  /** Called once per request, with the report and, for a request that had a body, its headers and bytes. */
+  clock?: Clock;
+  /**
+   * Called once per request, once its answer has gone (or could not), with the report and, for a request
+   * that had a body, its headers and bytes. The report is the listener's from then on: the receiver
+   * neither changes nor keeps it.
+   */
   onEvent: (event: ReceiverEvent, raw?: RawDelivery) => void;
 }
 
@@ -34,7 +39,7 @@ export interface ReceiverOptions {
 export interface RawDelivery {
   headers: IncomingMessage['headers'];
   body: Buffer;
-  /** When the request began, and how long it took to answer, in ms. */
+  /** When the request began (the wall clock, ms), and how long it took to answer, in ms. */
   received: number;
   ms: number;
 }
@@ -44,6 +49,7 @@ export interface RunningReceiver {
   port: number;
   /** Requests answered 503 because the bodies in flight would have gone over `--max-inflight`. */
   readonly refusedOverBudget: number;
+  /** Stops taking requests, and resolves once every request taken has been answered, and its pair stored. */
   close(): Promise<void>;
 }
 
@@ -51,11 +57,29 @@ export interface RunningReceiver {
 const JSON_HEADERS = (length: number) => ({ 'content-type': 'application/json', 'content-length': length });
 const OK_HEADERS = JSON_HEADERS(OK_BODY.length);
 
-function send(res: ServerResponse, answer: Pick<Answer, 'status' | 'body'>, extra?: Record<string, string>): void {
-  if (res.headersSent) return;
+/**
+ * Writes an answer; says whether it went to a connection still open (false: it closed first, and the
+ * client gets nothing), or, for an answer queued behind an earlier one on a pipelined connection, when
+ * it is known.
+ */
+function send(res: ServerResponse, answer: Pick<Answer, 'status' | 'body'>, extra?: Record<string, string>): boolean | Promise<boolean> {
+  if (res.headersSent) return true;
+  if (res.destroyed || res.socket?.destroyed) return false;
   if (answer.status === 200 && answer.body === OK_BODY && !extra) res.writeHead(200, OK_HEADERS);
   else res.writeHead(answer.status, { ...JSON_HEADERS(Buffer.byteLength(answer.body)), ...extra });
   res.end(answer.body);
+  if (res.socket) return true;
+  return new Promise((resolve) => res.once('close', () => resolve(res.writableFinished)));
+}
+
+/** The report, with `answer_sent: false` when the answer did not go. */
+function sentOrNot(event: ReceiverEvent, sent: boolean | Promise<boolean>): ReceiverEvent | Promise<ReceiverEvent> {
+  if (sent === true) return event;
+  if (sent === false) {
+    event.answer_sent = false;
+    return event;
+  }
+  return sent.then((ok) => (ok ? event : Object.assign(event, { answer_sent: false as const })));
 }
 
 /**
@@ -74,88 +98,98 @@ function headersOf(req: IncomingMessage): HeaderSource {
  * by `decide` (src/receiver/decide.ts); this is the I/O around it.
  */
 export async function startReceiver(o: ReceiverOptions): Promise<RunningReceiver> {
+  const clock = o.clock ?? systemClock;
   const budget = new InflightBudget(o.maxInflight);
+  /** With --save-dir, a body is held twice while it is processed: as bytes, and as the text written. */
+  const copies = o.saveDir ? 2 : 1;
   // undici is loaded only when there is somewhere to forward to
   const agent: Dispatcher | undefined = o.forwardTo ? new (await import('undici')).Agent({ keepAliveTimeout: 10_000, connections: 64 }) : undefined;
   /** What the server itself answered a connection it cut off (a timeout, a malformed body), for the report. */
   const cutOff = new WeakMap<Socket, number>();
+  /** The requests being worked on: close() waits for them, so that no pair of a processed delivery is left unstored. */
+  const working = new Set<Promise<void>>();
 
   function handle(req: IncomingMessage, res: ServerResponse): void {
-    const now = Date.now();
+    const now = clock.now();
     const url = req.url ?? '/';
     const query = url.indexOf('?');
     const path = query === -1 ? url : url.slice(0, query);
     if (path !== o.path) {
-      send(res, { status: 404, body: JSON.stringify({ error: 'not found', hint: `deliveries go to ${o.path}` }) });
+      const sent = send(res, { status: 404, body: JSON.stringify({ error: 'not found', hint: `deliveries go to ${o.path}` }) });
       req.resume();
-      return o.onEvent({ time: isoMillis(now), outcome: 'not_found', status: 404, method: req.method, path });
+      return report(sentOrNot({ time: isoMillis(now), outcome: 'not_found', status: 404, method: req.method, path }, sent));
     }
     if (req.method !== 'POST') {
-      send(res, { status: 405, body: '{"error":"only POST is accepted here"}' }, { allow: 'POST' });
+      const sent = send(res, { status: 405, body: '{"error":"only POST is accepted here"}' }, { allow: 'POST' });
       req.resume();
-      return o.onEvent({ time: isoMillis(now), outcome: 'method_not_allowed', status: 405, method: req.method, path });
+      return report(sentOrNot({ time: isoMillis(now), outcome: 'method_not_allowed', status: 405, method: req.method, path }, sent));
     }
-    readBody(req, o.maxBody, budget, (read) => afterBody(req, res, now, path, read));
+    readBody(req, o.maxBody, budget, (read) => afterBody(req, res, now, clock.monotonic(), path, read), copies);
   }
 
-  function afterBody(req: IncomingMessage, res: ServerResponse, now: number, path: string, read: BodyRead): void {
+  function report(event: ReceiverEvent | Promise<ReceiverEvent>, raw?: RawDelivery): void {
+    if (event instanceof Promise) void event.then((e) => o.onEvent(e, raw));
+    else o.onEvent(event, raw);
+  }
+
+  function afterBody(req: IncomingMessage, res: ServerResponse, now: number, began: number, path: string, read: BodyRead): void {
     const time = isoMillis(now);
     const base = { time, method: 'POST', path } as const;
     switch (read.kind) {
       case 'aborted': {
         const answered = cutOff.get(req.socket);
-        if (answered === 408) return o.onEvent({ ...base, outcome: 'timed_out', status: 408, message: 'the body did not arrive within 6 × --read-timeout' });
-        if (answered === 400) return o.onEvent({ ...base, outcome: 'bad_request', status: 400, message: 'the request was not valid HTTP (a malformed body)' });
-        return o.onEvent({ ...base, outcome: 'aborted', status: 0, message: 'the client went away before the body arrived; nothing was answered' });
+        if (answered === 408) return report({ ...base, outcome: 'timed_out', status: 408, message: 'the body did not arrive within 6 × --read-timeout' });
+        if (answered === 400) return report({ ...base, outcome: 'bad_request', status: 400, message: 'the request was not valid HTTP (a malformed body)' });
+        return report({ ...base, outcome: 'aborted', status: 0, message: 'the client went away before the body arrived; nothing was answered' });
       }
-      case 'too_large':
-        send(res, { status: 413, body: JSON.stringify({ error: `body over ${o.maxBody} bytes` }) }, { connection: 'close' });
+      case 'too_large': {
+        const sent = send(res, { status: 413, body: JSON.stringify({ error: `body over ${o.maxBody} bytes` }) }, { connection: 'close' });
         req.destroy();
-        return o.onEvent({ ...base, outcome: 'too_large', status: 413, size: read.size, message: `${read.size} bytes or more; --max-body is ${o.maxBody}` });
-      case 'over_budget':
-        send(res, { status: 503, body: '{"error":"too many bodies in flight; try again later"}' }, { connection: 'close', 'retry-after': '5' });
+        return report(sentOrNot({ ...base, outcome: 'too_large', status: 413, size: read.size, message: `${read.size} bytes or more; --max-body is ${o.maxBody}` }, sent));
+      }
+      case 'over_budget': {
+        const sent = send(res, { status: 503, body: '{"error":"too many bodies in flight; try again later"}' }, { connection: 'close', 'retry-after': '5' });
         req.destroy();
-        return o.onEvent({
-          ...base,
-          outcome: 'overloaded',
-          status: 503,
-          size: read.size,
-          message: `answered 503: the bodies in flight would pass --max-inflight (${o.maxInflight} bytes); ${budget.refused} refused so far`,
-        });
+        const message = `answered 503: the bodies in flight would pass --max-inflight (${o.maxInflight} bytes); ${budget.refused} refused so far`;
+        return report(sentOrNot({ ...base, outcome: 'overloaded', status: 503, size: read.size, message }, sent));
+      }
     }
     const body = read.body;
     const facts: Facts = { verification: o.verifier.verify(headersOf(req), body, now) };
-    settle(req, res, time, path, body, facts).then(
-      (event) => {
-        budget.give(read.held);
-        o.onEvent(event, { headers: req.headers, body, received: now, ms: Date.now() - now });
-      },
-      (err: Error) => {
-        budget.give(read.held);
-        send(res, { status: 500, body: '{"error":"internal error in wxhooks listen"}' });
-        o.onEvent({ ...base, outcome: 'error', status: 500, message: err.message });
-      },
-    );
+    const raw = (): RawDelivery => ({ headers: req.headers, body, received: now, ms: Math.round(clock.monotonic() - began) });
+    if (!facts.verification.ok) {
+      // refused: answered now, and nothing more is done with it
+      budget.give(read.held);
+      const v = facts.verification;
+      const step = decide(facts);
+      const sent = step.do === 'answer' ? send(res, step.answer) : true;
+      const trigger = req.headers['trigger-id'];
+      return report(sentOrNot(failureEvent(time, path, v, statusForFailure(v), body.length, typeof trigger === 'string' ? trigger : undefined), sent), raw());
+    }
+    const work = settle(req, res, time, path, body, facts).then(
+      (event) => report(event, raw()),
+      (err: Error) => report(sentOrNot({ ...base, outcome: 'error', status: 500, message: err.message }, send(res, { status: 500, body: '{"error":"internal error in wxhooks listen"}' }))),
+    ).finally(() => {
+      budget.give(read.held);
+      working.delete(work);
+    });
+    working.add(work);
   }
 
-  /** Does what `decide` asks, step by step, until the answer; returns the report. */
+  /** Does what `decide` asks, step by step, until the answer; returns the report (once the answer has gone, or could not). */
   async function settle(req: IncomingMessage, res: ServerResponse, time: string, path: string, body: Buffer, facts: Facts): Promise<ReceiverEvent> {
     const v = facts.verification;
-    if (!v.ok) {
-      const step = decide(facts);
-      if (step.do === 'answer') send(res, step.answer);
-      const trigger = req.headers['trigger-id'];
-      return failureEvent(time, path, v, statusForFailure(v), body.length, typeof trigger === 'string' ? trigger : undefined);
-    }
+    if (!v.ok || !('payload' in v)) throw new Error('settle is for verified deliveries');
     const pair = pairOf(v, body);
     const event = deliveryEvent(time, path, v, pair, body.length);
-    if ((v as { pinnedNow?: boolean }).pinnedNow) event.pinned = true;
+    facts.verification = VERIFIED;
     for (;;) {
       const step = decide(facts, { respondStatus: o.respondStatus });
       switch (step.do) {
         case 'claim':
           try {
-            facts.claim = await o.store.claim(pair.trigger, pair.subscription, Date.now());
+            facts.claim = await o.store.claim(pair.trigger, pair.subscription);
+            if (facts.claim === 'stored_now') event.stored_later = true;
           } catch (err) {
             facts.claimFailed = (err as Error).message;
             event.message = `${(err as Error).message} Answered 503, so the service retries it.`;
@@ -168,22 +202,20 @@ export async function startReceiver(o: ReceiverOptions): Promise<RunningReceiver
           break;
         case 'store':
           try {
-            await o.store.complete(pair.trigger, pair.subscription, Date.now());
+            await o.store.complete(pair.trigger, pair.subscription);
             facts.stored = { ok: true };
           } catch (err) {
             const e = err as Error & { persistent?: boolean };
             facts.stored = { ok: false, message: e.message, persistent: Boolean(e.persistent) };
-            event.message = `${e.message} Answered 503, so the service retries it.`;
+            event.message = `${e.message} Processed, not yet stored: its pair is kept, and its retry is answered 503 (not processed again) until it is written.`;
             if (e.persistent) event.fatal = true;
           }
           break;
         case 'release':
           await o.store.release(pair.trigger, pair.subscription);
-          send(res, step.answer);
-          return reported(event, step.answer);
+          return sentOrNot(reported(event, step.answer), send(res, step.answer));
         case 'answer':
-          send(res, step.answer);
-          return reported(event, step.answer);
+          return sentOrNot(reported(event, step.answer), send(res, step.answer));
       }
     }
   }
@@ -216,8 +248,7 @@ export async function startReceiver(o: ReceiverOptions): Promise<RunningReceiver
       try {
         handle(req, res);
       } catch (err) {
-        send(res, { status: 500, body: '{"error":"internal error in wxhooks listen"}' });
-        o.onEvent({ time: isoMillis(Date.now()), outcome: 'error', status: 500, message: (err as Error).message });
+        report(sentOrNot({ time: isoMillis(clock.now()), outcome: 'error', status: 500, message: (err as Error).message }, send(res, { status: 500, body: '{"error":"internal error in wxhooks listen"}' })));
       }
     },
   );
@@ -225,18 +256,15 @@ export async function startReceiver(o: ReceiverOptions): Promise<RunningReceiver
   // `Expect: 100-continue`: a body that is too large, or would not fit the budget, is refused before the client sends it.
   server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => {
     const declared = declaredLength(req);
-    if (declared !== undefined && (declared > o.maxBody || budget.used + declared > budget.max)) {
-      handleRefusedContinue(req, res, declared);
+    if (declared !== undefined && (declared > o.maxBody || budget.used + declared * copies > budget.max)) {
+      const tooLarge = declared > o.maxBody;
+      if (!tooLarge) budget.refused++;
+      afterBody(req, res, clock.now(), clock.monotonic(), (req.url ?? '/').split('?')[0]!, tooLarge ? { kind: 'too_large', size: declared } : { kind: 'over_budget', size: declared });
       return;
     }
     res.writeContinue();
     server.emit('request', req, res);
   });
-  function handleRefusedContinue(req: IncomingMessage, res: ServerResponse, declared: number): void {
-    const tooLarge = declared > o.maxBody;
-    if (!tooLarge) budget.refused++;
-    afterBody(req, res, Date.now(), (req.url ?? '/').split('?')[0]!, tooLarge ? { kind: 'too_large', size: declared } : { kind: 'over_budget', size: declared });
-  }
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => {
     const timedOut = err.code === 'ERR_HTTP_REQUEST_TIMEOUT' || err.code === 'ERR_HTTP_HEADERS_TIMEOUT';
     cutOff.set(socket, timedOut ? 408 : 400);
@@ -251,11 +279,15 @@ export async function startReceiver(o: ReceiverOptions): Promise<RunningReceiver
       return budget.refused;
     },
     async close() {
-      await new Promise<void>((resolve) => {
+      const closed = new Promise<void>((resolve) => {
         server.close(() => resolve());
         server.closeIdleConnections();
         setTimeout(() => server.closeAllConnections(), 2000).unref();
       });
+      // a delivery being forwarded goes on to its end (within --forward-timeout), and its pair is stored,
+      // even if its connection is cut: otherwise its retry would be forwarded again
+      while (working.size) await Promise.all(working);
+      await closed;
       await agent?.close().catch(() => undefined);
     },
   };

@@ -1,8 +1,9 @@
 import { basename } from 'node:path';
-import { NotFoundError, UsageError } from '../errors.js';
+import { NotFoundError, NotVerifiedError, UsageError } from '../errors.js';
 import { parseBodyObject } from '../signing/json-body.js';
 import type { HistoryRow, PgStore } from '../store/postgres.js';
 import { shownUrl, storeKind } from '../store/store-url.js';
+import { idText } from '../util/bytes.js';
 import type { ReceiverEvent } from './event.js';
 import { readSavedDir, runFactsOf, savedBody, type SavedFile } from './saved.js';
 
@@ -53,7 +54,6 @@ export function sourceOf(o: { dir?: string; store?: string; storeSchema?: string
 /** The source for messages: the folder, or the store's URL without its password. */
 export const whereOf = (source: DeliverySource) => ('dir' in source ? source.dir : shownUrl(source.store));
 
-const text = (v: unknown) => (typeof v === 'string' || typeof v === 'number' ? String(v) : undefined);
 
 function fromFile(d: SavedFile): StoredDelivery {
   const p = d.payload;
@@ -64,8 +64,8 @@ function fromFile(d: SavedFile): StoredDelivery {
     file: d.file,
     received_at: d.saved.received_at,
     type: facts.type,
-    trigger_id: text(p?.trigger_id) ?? d.saved.headers['trigger-id'],
-    subscription_id: text(p?.subscription_id),
+    trigger_id: idText(p?.trigger_id) ?? d.saved.headers['trigger-id'],
+    subscription_id: idText(p?.subscription_id),
     size: body.length,
     outcome: p?.test === true ? 'test' : 'verified',
     model: facts.model,
@@ -123,21 +123,38 @@ export async function listStored(source: DeliverySource): Promise<{ entries: Sto
   }
 }
 
+/** At most this many Trigger-Ids are named when a prefix matches several. */
+const AMBIGUOUS_SHOWN = 10;
+
+/** A Trigger-Id prefix that matches several: a usage error that lists them, as git does. */
+function ambiguous(which: string, triggers: string[]): UsageError {
+  return new UsageError(`"${which}" is the start of several Trigger-Ids: ${triggers.slice(0, AMBIGUOUS_SHOWN).join(', ')}${triggers.length > AMBIGUOUS_SHOWN ? ', …' : ''}.`, {
+    hint: 'Give more of it.',
+  });
+}
+
 /**
- * One delivery: by file name (a folder) or `#ID` / ID (a store's history), or by Trigger-Id (its latest
- * attempt; `others` counts the earlier ones).
+ * One delivery: by file name (a folder) or `#ID` (a store's history), or by Trigger-Id, whole or a unique
+ * start of one (its latest verified attempt; `others` counts the earlier ones). A request that did not
+ * verify only claims its Trigger-Id: it is never found by it. With `verifiedOnly` (replay), `#ID` of a
+ * refused request is refused too (exit 9): what did not verify is never signed again.
  */
-export async function findStored(source: DeliverySource, which: string): Promise<{ found: StoredDelivery; others: number }> {
+export async function findStored(source: DeliverySource, which: string, options: { verifiedOnly?: boolean } = {}): Promise<{ found: StoredDelivery; others: number }> {
   const notFound = (what: string) =>
     new NotFoundError(`No delivery ${'dir' in source ? `saved in ${source.dir}` : `in the history at ${whereOf(source)}`} is "${which}" (${what}).`, {
       hint: `\`wxhooks deliveries list ${'dir' in source ? `--dir ${source.dir}` : '--store URL'}\` shows what is there.`,
     });
   if ('dir' in source) {
+    // a folder holds only verified deliveries: listen saves nothing else
     const { deliveries } = await readSavedDir(source.dir);
     const byFile = deliveries.find((d) => d.file === which || basename(d.file) === which || basename(d.file) === basename(which));
     if (byFile) return { found: fromFile(byFile), others: 0 };
-    const byTrigger = deliveries.map(fromFile).filter((d) => d.trigger_id === which);
-    if (!byTrigger.length) throw notFound('a file name or a Trigger-Id');
+    const all = deliveries.map(fromFile);
+    const triggers = [...new Set(all.map((d) => d.trigger_id).filter((t): t is string => t !== undefined && t.startsWith(which)))];
+    const trigger = triggers.includes(which) ? which : triggers.length === 1 ? triggers[0] : undefined;
+    if (triggers.length > 1 && !trigger) throw ambiguous(which, triggers);
+    const byTrigger = all.filter((d) => d.trigger_id === trigger);
+    if (!byTrigger.length) throw notFound('a file name, or a Trigger-Id or the start of one');
     return { found: byTrigger.at(-1)!, others: byTrigger.length - 1 };
   }
   const store = await openStore(source);
@@ -145,10 +162,26 @@ export async function findStored(source: DeliverySource, which: string): Promise
     const id = /^#?(\d+)$/.exec(which);
     if (id) {
       const row = await store.historyOne(Number(id[1]));
+      if (row && options.verifiedOnly && !row.verified) {
+        const r = row.record as unknown as ReceiverEvent;
+        throw new NotVerifiedError(`#${row.id} is a request that did not verify (${r.outcome}${r.message ? `: ${r.message}` : ''}): only verified deliveries are replayed.`, {
+          hint: 'What did not verify is never signed with the webhook\'s secret. `wxhooks deliveries list --store URL --outcome verified` shows what can be.',
+        });
+      }
       if (row) return { found: fromRow(row), others: 0 };
     }
-    const rows = (await store.historyOfTrigger(which)).filter((r) => r.body);
-    if (!rows.length) throw notFound('a history id such as #12, or a Trigger-Id');
+    const { triggers, claims } = await store.historyTriggers(which, AMBIGUOUS_SHOWN + 1);
+    const trigger = triggers.includes(which) ? which : triggers.length === 1 ? triggers[0] : undefined;
+    if (triggers.length > 1 && !trigger) throw ambiguous(which, triggers);
+    const rows = trigger ? (await store.historyOfTrigger(trigger)).filter((r) => r.body) : [];
+    if (!rows.length) {
+      if (claims) {
+        throw new NotVerifiedError(`No verified delivery of "${which}" is kept; ${claims} request${claims === 1 ? '' : 's'} that did not verify claimed that Trigger-Id, and ${claims === 1 ? 'it is' : 'they are'} never replayed.`, {
+          hint: 'A request that does not verify may carry any Trigger-Id: it is no attempt of that delivery.',
+        });
+      }
+      throw notFound('a history id such as #12, or a Trigger-Id or the start of one');
+    }
     return { found: fromRow(rows.at(-1)!), others: rows.length - 1 };
   } finally {
     await store.close();

@@ -21,6 +21,12 @@ export interface VerifyOptions {
   now?: number | Date;
   /** The layout table (default: the built-in one); a test, or a user with a sender of their own, may add rows. */
   layouts?: readonly Layout[];
+  /**
+   * After a failure, look further for why (default true): would the body match had it not been
+   * re-formatted, or in a layout not tried? That costs several times a verification, so a receiver facing
+   * anonymous senders does it only now and then (`Verifier`'s `diagnosePerMinute`).
+   */
+  diagnose?: boolean;
 }
 
 export type VerifyFailureReason =
@@ -64,9 +70,14 @@ export interface VerifyFailure {
   header?: string;
   /** For `timestamp_out_of_window`: local clock minus the timestamp, in seconds. */
   skewSeconds?: number;
+  /** Set when no signature matched and the further look for why was not taken (`diagnose` off, or its budget spent). */
+  diagnosisSkipped?: true;
 }
 
 export type VerifyResult = VerifySuccess | VerifyFailure;
+
+/** A session's result (`Verifier`): on the first match in auto mode, `pinnedNow` says its layout is now pinned. */
+export type SessionVerifyResult = (VerifySuccess & { pinnedNow?: true }) | VerifyFailure;
 
 export const MAX_SIGNATURE_HEADER = 4096;
 /** Bodies up to this size are re-serialised, after a failure, to tell "re-formatted on the way" from "wrong secret". */
@@ -93,18 +104,11 @@ function fail(reason: VerifyFailureReason, message: string, extra: Partial<Verif
   return { ok: false, reason, message, ...extra };
 }
 
-/** Derived keys, per secrets list and layout: a session's Verifier keeps one list, so it derives them once. */
-const derived = new WeakMap<readonly string[], Map<Layout, Buffer[][]>>();
-function keysOf(row: Layout, secrets: readonly string[]): Buffer[][] {
-  let byRow = derived.get(secrets);
-  if (!byRow) derived.set(secrets, (byRow = new Map()));
-  let keys = byRow.get(row);
-  if (!keys) byRow.set(row, (keys = secrets.map((s) => row.keys(s))));
-  return keys;
-}
+/** The keys a layout derives from each secret (Verifier keeps them; verifyDelivery derives them per call). */
+type KeysFor = (row: Layout) => Buffer[][];
 
-function matches(row: Layout, secrets: readonly string[], signatures: Buffer[], id: string, ts: string, body: Buffer): number {
-  const keys = keysOf(row, secrets);
+function matches(row: Layout, keysFor: KeysFor, signatures: Buffer[], id: string, ts: string, body: Buffer): number {
+  const keys = keysFor(row);
   const prefix = row.prefix(id, ts);
   for (let i = 0; i < keys.length; i++) {
     for (const key of keys[i]!) {
@@ -154,7 +158,8 @@ export function verifyDelivery(options: VerifyOptions): VerifyResult {
   const rows = rowsFor(options.scheme ?? 'auto', table);
   const nowMs = options.now === undefined ? Date.now() : +options.now;
   const body = typeof options.body === 'string' ? Buffer.from(options.body, 'utf8') : Buffer.from(options.body.buffer, options.body.byteOffset, options.body.byteLength);
-  return check(secrets, rows, table, options.tolerance ?? 300, nowMs, options.headers, body);
+  const keysFor: KeysFor = (row) => secrets.map((secret) => row.keys(secret));
+  return check(keysFor, secrets, rows, table, options.tolerance ?? 300, nowMs, options.headers, body, () => options.diagnose !== false);
 }
 
 function missing(name: string, value: string | undefined): VerifyFailure {
@@ -165,7 +170,17 @@ function missing(name: string, value: string | undefined): VerifyFailure {
 }
 
 /** The checks themselves, on normalised inputs (so a session's Verifier pays for normalising once). */
-function check(secrets: readonly string[], rows: readonly Layout[], table: readonly Layout[], tolerance: number, nowMs: number, headers: HeaderSource, body: Buffer): VerifyResult {
+function check(
+  keysFor: KeysFor,
+  secrets: readonly string[],
+  rows: readonly Layout[],
+  table: readonly Layout[],
+  tolerance: number,
+  nowMs: number,
+  headers: HeaderSource,
+  body: Buffer,
+  diagnose: () => boolean,
+): VerifyResult {
   const id = lookup(headers, 'trigger-id', 'Trigger-Id');
   if (id === undefined || id.trim() === '') return missing('Trigger-Id', id);
   const ts = lookup(headers, 'webhook-timestamp', 'Webhook-Timestamp');
@@ -208,7 +223,7 @@ function check(secrets: readonly string[], rows: readonly Layout[], table: reado
       problems.push(`its t=${parsed.timestamp.slice(0, 20)} is not the Webhook-Timestamp`);
       continue;
     }
-    const index = matches(row, secrets, parsed.signatures, id, ts, body);
+    const index = matches(row, keysFor, parsed.signatures, id, ts, body);
     if (index !== -1) return accept(row, id, seconds, body, index);
     parsedRows.push({ row, signatures: parsed.signatures });
   }
@@ -218,7 +233,7 @@ function check(secrets: readonly string[], rows: readonly Layout[], table: reado
     for (const row of table) {
       if (rows.includes(row) || row.signsTimestamp) continue;
       const parsed = row.parse(sigHeader);
-      if (parsed.signatures.length && matches(row, secrets, parsed.signatures, id, ts, body) !== -1) {
+      if (parsed.signatures.length && matches(row, keysFor, parsed.signatures, id, ts, body) !== -1) {
         return fail('no_match', `The signature is in the ${row.name} layout, which does not sign the timestamp or Trigger-Id, so a captured delivery could be replayed.`, {
           hint: `wxhooks accepts it only when pinned: --scheme ${row.name}.`,
         });
@@ -226,33 +241,37 @@ function check(secrets: readonly string[], rows: readonly Layout[], table: reado
     }
     return undefined;
   };
-  if (!parsedRows.length) {
-    return (
-      unsigned() ??
-      fail('malformed_signature', `The Webhook-Signature header is malformed: ${problems[0] ?? `it is not in the ${rows.map((r) => r.name).join(', ')} layout${rows.length > 1 ? 's' : ''}`}.`, {
-        header: 'Webhook-Signature',
-        hint: 'The service writes it as "v1,<base64>" (several separated by spaces during a key rotation).',
-      })
-    );
+  const malformed = () =>
+    fail('malformed_signature', `The Webhook-Signature header is malformed: ${problems[0] ?? `it is not in the ${rows.map((r) => r.name).join(', ')} layout${rows.length > 1 ? 's' : ''}`}.`, {
+      header: 'Webhook-Signature',
+      hint: 'The service writes it as "v1,<base64>" (several separated by spaces during a key rotation).',
+    });
+  const whitespace = secrets.some((s) => s !== s.trim());
+  const noMatch = () =>
+    fail('no_match', `No signature matched with ${secrets.length > 1 ? 'these secrets' : 'this secret'} (tried ${parsedRows.map((p) => p.row.name).join(', ')}).`, {
+      header: 'Webhook-Signature',
+      hint: whitespace
+        ? 'The secret has leading or trailing whitespace; remove it.'
+        : "Is it the secret of the webhook that sent this (wxhooks secret show ID)? A re-created webhook has a new secret. Or the body, the timestamp or the Trigger-Id was changed on the way.",
+    });
+  // The further look for why costs several verifications (a parse, three serialisations, their HMACs):
+  // taken only when asked, so that a refused request costs no more than a verified one.
+  if (!diagnose()) {
+    const f = parsedRows.length ? noMatch() : malformed();
+    f.diagnosisSkipped = true;
+    return f;
   }
+  if (!parsedRows.length) return unsigned() ?? malformed();
   for (const candidate of reformattings(body)) {
     for (const { row, signatures } of parsedRows) {
-      if (matches(row, secrets, signatures, id, ts, candidate) !== -1) {
+      if (matches(row, keysFor, signatures, id, ts, candidate) !== -1) {
         return fail('body_reformatted', 'The signature matches the same JSON written differently: something between the service and here parsed the body and re-serialised it.', {
           hint: 'Verify the raw bytes as received: a framework\'s JSON body parser (or a forwarder) must not touch the body before verification.',
         });
       }
     }
   }
-  const other = unsigned();
-  if (other) return other;
-  const whitespace = secrets.some((s) => s !== s.trim());
-  return fail('no_match', `No signature matched with ${secrets.length > 1 ? 'these secrets' : 'this secret'} (tried ${parsedRows.map((p) => p.row.name).join(', ')}).`, {
-    header: 'Webhook-Signature',
-    hint: whitespace
-      ? 'The secret has leading or trailing whitespace; remove it.'
-      : "Is it the secret of the webhook that sent this (wxhooks secret show ID)? A re-created webhook has a new secret. Or the body, the timestamp or the Trigger-Id was changed on the way.",
-  });
+  return unsigned() ?? noMatch();
 }
 
 function accept(row: Layout, triggerId: string, timestamp: number, body: Buffer, secretIndex: number): VerifyResult {
@@ -283,8 +302,15 @@ export class Verifier {
   private readonly table: readonly Layout[];
   private rows: Layout[];
 
-  constructor(options: Omit<VerifyOptions, 'headers' | 'body' | 'now'>) {
+  /** Further looks for why a request failed still allowed now (a bucket that fills at `diagnosePerMinute` a minute), and when last filled. */
+  private diagnoses: number;
+  private filledAt = 0;
+  private readonly perMinute: number;
+
+  constructor(options: Omit<VerifyOptions, 'headers' | 'body' | 'now' | 'diagnose'> & { diagnosePerMinute?: number }) {
     this.secrets = secretsOf(options.secret, 'Verifier');
+    this.perMinute = options.diagnosePerMinute ?? Infinity;
+    this.diagnoses = this.perMinute;
     this.scheme = options.scheme ?? 'auto';
     this.table = options.layouts ?? LAYOUTS;
     this.rows = rowsFor(this.scheme, this.table);
@@ -292,8 +318,26 @@ export class Verifier {
     this.tolerance = options.tolerance ?? 300;
   }
 
-  verify(headers: HeaderSource, body: Buffer, now = Date.now()): VerifyResult & { pinnedNow?: boolean } {
-    const result = check(this.secrets, this.rows, this.table, this.tolerance, now, headers, body);
+  /** Whether a further look for why a request failed may be taken now: at most `diagnosePerMinute` a minute. */
+  private mayDiagnose(now: number): boolean {
+    if (this.perMinute === Infinity) return true;
+    this.diagnoses = Math.min(this.perMinute, this.diagnoses + (Math.max(0, now - this.filledAt) / 60_000) * this.perMinute);
+    this.filledAt = now;
+    if (this.diagnoses < 1) return false;
+    this.diagnoses--;
+    return true;
+  }
+
+  /** Derived keys, per layout: a session keeps one list of secrets, so it derives them once. */
+  private readonly keys = new Map<Layout, Buffer[][]>();
+  private readonly keysFor: KeysFor = (row) => {
+    let keys = this.keys.get(row);
+    if (!keys) this.keys.set(row, (keys = this.secrets.map((secret) => row.keys(secret))));
+    return keys;
+  };
+
+  verify(headers: HeaderSource, body: Buffer, now = Date.now()): SessionVerifyResult {
+    const result = check(this.keysFor, this.secrets, this.rows, this.table, this.tolerance, now, headers, body, () => this.mayDiagnose(now));
     if (result.ok && !this.pinned) {
       this.pinned = result.layout;
       this.rows = rowsFor(result.layout, this.table);

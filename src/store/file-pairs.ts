@@ -1,9 +1,10 @@
-import { closeSync, createReadStream, fdatasync, fstatSync, fsyncSync, ftruncateSync, openSync, readSync, writeSync } from 'node:fs';
+import { closeSync, createReadStream, fdatasync, fstatSync, fsyncSync, ftruncateSync, openSync, readSync, statSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { UsageError } from '../errors.js';
+import { systemClock, type Clock } from '../util/clock.js';
 import { fsReason, writeFileAtomic } from '../util/files.js';
-import { PairStoreError, type Claim, type PairStore } from './pair-store.js';
+import { PairStoreError, type Claim, type PairStore, type StoreNotice } from './pair-store.js';
 import { ensurePrivateDir, STORE_HINT } from './paths.js';
 
 export interface FilePairStoreOptions {
@@ -15,8 +16,19 @@ export interface FilePairStoreOptions {
   fsync?: boolean;
   /** How long writes may keep failing before the store gives up for good (default 60 s). */
   giveUpMs?: number;
-  /** The clock, in milliseconds. */
-  now?: () => number;
+  clock?: Clock;
+  /** Told of what the person running listen should know (a clock that jumped, the file replaced, pairs stored late). */
+  onNotice?: (notice: StoreNotice) => void;
+}
+
+/** A processed pair, as remembered. */
+interface Done {
+  /** When it was processed, by the wall clock: what the file says. */
+  at: number;
+  /** When this process learnt of it (processed it, or read it from the file), by the monotonic clock. */
+  known: number;
+  /** How old it already was then, by the wall clock (0 for a pair processed here, or dated in the future). */
+  head: number;
 }
 
 interface Waiter {
@@ -25,15 +37,22 @@ interface Waiter {
   at: number;
   /** Its line's length (with the newline), for the live size. */
   bytes: number;
+  /** A pair processed earlier whose write had failed, written now by the store itself (not for a retry). */
+  late: boolean;
   resolve: () => void;
   reject: (err: Error) => void;
 }
 
 /** A pair's line in the file. */
 const lineOf = (trigger: string, subscription: string, at: number) => `{"t":${JSON.stringify(trigger)},"s":${JSON.stringify(subscription)},"at":${at}}`;
+const pairKey = (trigger: string, subscription: string) => `${subscription}\u0000${trigger}`;
 
 /** Below this size the file is never compacted: rewriting it would cost more than the space it frees. */
 const MIN_COMPACT_BYTES = 64 * 1024;
+/** How often the store looks at its file, its clocks and the pairs it could not write. */
+const WATCH_MS = 1000;
+/** A difference between the two clocks' progress past this is a jump of the wall clock, and is reported. */
+const JUMP_MS = 5000;
 
 /**
  * The processed pairs in an append-only file of JSON lines, one per pair, in the store folder, so a
@@ -41,21 +60,28 @@ const MIN_COMPACT_BYTES = 64 * 1024;
  *
  * - Pairs are written in batches, one write(2) per turn of the event loop for every pair completed in
  *   it, and `complete` resolves only after the write (and, with `fsync`, the sync) of its batch.
- * - A failed write is undone (the file is cut back to where the batch began): the batch's pairs are
- *   not stored, their claims are released, and `complete` rejects, so their deliveries are not
- *   acknowledged and the service's retries can get through.
- * - Pairs past the TTL are dropped from memory while running; when the file is more than twice what
- *   is still live, it is rewritten with the live pairs only (a new file, synced, then renamed over the
- *   old one, so a crash at any moment leaves one whole file or the other).
+ * - A failed write is undone (the file is cut back to where the batch began) and `complete` rejects, so
+ *   the delivery is not acknowledged; but its pair stays, in memory, as processed and not yet stored: a
+ *   retry gets 503 without being processed again, until the write goes through (tried every second, and
+ *   at each retry), and then it is a duplicate.
+ * - Time: a pair expires when the TTL has passed on the monotonic clock since it was processed (or since
+ *   start, for a pair read from the file, which also counts its age by the wall clock then: a pair dated
+ *   in the future is new). It is dropped from memory, and from the file, only once it has expired by both
+ *   clocks, so a wall clock set forward or back drops nothing; such a jump is reported.
+ * - When the file is more than twice what is still live, it is rewritten with the live pairs only (a new
+ *   file, synced, then renamed over the old one, so a crash at any moment leaves one whole file or the
+ *   other). When the file is deleted or replaced under us, the same is done at once.
  */
 export class FilePairStore implements PairStore {
   readonly where: string;
-  /** Subscription id → trigger id → when it was processed (in the order processed, oldest first). */
-  private readonly done = new Map<string, Map<string, number>>();
+  /** Subscription id → trigger id → the pair (in the order learnt of, oldest first). */
+  private readonly done = new Map<string, Map<string, Done>>();
   /** Subscription id → trigger ids being processed now. */
   private readonly claimed = new Map<string, Set<string>>();
+  /** Pairs processed whose write failed: kept, and written as soon as the file takes them. */
+  private readonly unsettled = new Map<string, { trigger: string; subscription: string; at: number }>();
   private fd: number;
-  /** Bytes in the file; `liveBytes`, what the live pairs' lines take. */
+  /** Bytes in the file; `liveBytes`, what the remembered pairs' lines take. */
   private fileBytes: number;
   private liveBytes = 0;
   /** The last line in the file has no newline (a crash, or a write that failed and could not be undone). */
@@ -66,8 +92,13 @@ export class FilePairStore implements PairStore {
   private syncing = false;
   private compacting: Promise<void> | undefined;
   private failingSince: number | undefined;
-  private readonly sweeper: NodeJS.Timeout;
-  private readonly now: () => number;
+  private readonly watcher: NodeJS.Timeout;
+  private readonly clock: Clock;
+  /** The clocks when last looked at (to see a jump), and when pairs were last expired. */
+  private lastWall: number;
+  private lastMono: number;
+  private lastExpiry: number;
+  private readonly expireEvery: number;
 
   private constructor(
     readonly file: string,
@@ -80,16 +111,17 @@ export class FilePairStore implements PairStore {
     this.fd = fd;
     this.fileBytes = size;
     this.tornEnd = tornEnd;
-    this.now = options.now ?? Date.now;
-    const every = Math.max(1000, Math.min(60_000, Math.floor(options.ttlMs / 4)));
-    this.sweeper = setInterval(() => this.expire(this.now()), every).unref();
+    this.clock = options.clock ?? systemClock;
+    this.lastWall = this.clock.now();
+    this.lastMono = this.lastExpiry = this.clock.monotonic();
+    this.expireEvery = Math.max(WATCH_MS, Math.min(60_000, Math.floor(options.ttlMs / 4)));
+    this.watcher = setInterval(() => this.watch(), WATCH_MS).unref();
   }
 
-  /** Reads the file line by line (past the TTL and torn lines are dropped) and opens it for appending. */
+  /** Reads the file line by line (torn lines are dropped) and opens it for appending. */
   static async open(options: FilePairStoreOptions): Promise<FilePairStore> {
     ensurePrivateDir(options.dir);
     const file = join(options.dir, 'processed-pairs.ndjson');
-    const now = (options.now ?? Date.now)();
     let fd: number;
     try {
       fd = openSync(file, 'a+', 0o600);
@@ -98,7 +130,7 @@ export class FilePairStore implements PairStore {
     }
     let size: number;
     let tornEnd = false;
-    const kept: [string, string, number][] = [];
+    const read: [string, string, number][] = [];
     try {
       size = fstatSync(fd).size;
       if (size > 0) {
@@ -108,7 +140,7 @@ export class FilePairStore implements PairStore {
         const lines = createInterface({ input: createReadStream('', { fd, start: 0, autoClose: false }), crlfDelay: Infinity });
         for await (const text of lines) {
           const pair = parseLine(text);
-          if (pair && now - pair[2] <= options.ttlMs) kept.push(pair);
+          if (pair) read.push(pair);
         }
       }
     } catch (err) {
@@ -116,14 +148,19 @@ export class FilePairStore implements PairStore {
       throw new UsageError(`Cannot read the processed-pairs file ${file}: ${fsReason(err)}.`, { hint: STORE_HINT, cause: err });
     }
     const store = new FilePairStore(file, options, fd, size, tornEnd);
-    for (const [trigger, subscription, at] of kept) store.remember(trigger, subscription, at);
+    const wall = store.clock.now();
+    const mono = store.clock.monotonic();
+    // Every pair read is kept: one past the TTL by the wall clock is no longer a duplicate, but it leaves
+    // the file only once this process has seen the TTL pass (the wall clock may be wrong now).
+    for (const [trigger, subscription, at] of read) store.remember(trigger, subscription, { at, known: mono, head: Math.max(0, wall - at) });
     store.compactIfWorthIt();
     await store.compacting;
     return store;
   }
 
-  async claim(trigger: string, subscription: string, now: number): Promise<Claim> {
-    if (this.isDone(trigger, subscription, now)) return 'done';
+  async claim(trigger: string, subscription: string): Promise<Claim> {
+    if (this.isDone(trigger, subscription)) return 'done';
+    if (this.unsettled.has(pairKey(trigger, subscription))) return this.settleNow(trigger, subscription);
     let triggers = this.claimed.get(subscription);
     if (triggers?.has(trigger)) return 'held';
     if (!triggers) this.claimed.set(subscription, (triggers = new Set()));
@@ -131,16 +168,8 @@ export class FilePairStore implements PairStore {
     return 'won';
   }
 
-  complete(trigger: string, subscription: string, now: number): Promise<void> {
-    return new Promise((resolve, reject) => {
-      const text = `${lineOf(trigger, subscription, now)}\n`;
-      this.batch += text;
-      this.waiting.push({ trigger, subscription, at: now, bytes: text.length, resolve, reject });
-      if (!this.scheduled) {
-        this.scheduled = true;
-        setImmediate(() => this.flush());
-      }
-    });
+  complete(trigger: string, subscription: string): Promise<void> {
+    return this.append(trigger, subscription, this.clock.now());
   }
 
   async release(trigger: string, subscription: string): Promise<void> {
@@ -154,10 +183,40 @@ export class FilePairStore implements PairStore {
     return n;
   }
 
-  /** Whether the pair was processed within the TTL. */
-  isDone(trigger: string, subscription: string, now: number): boolean {
-    const at = this.done.get(subscription)?.get(trigger);
-    return at !== undefined && now - at <= this.options.ttlMs;
+  /** How many processed pairs are waiting to be written. */
+  get pendingPairs(): number {
+    return this.unsettled.size;
+  }
+
+  /** Whether the pair was processed within the TTL (on the monotonic clock since it was known, plus its age then). */
+  isDone(trigger: string, subscription: string): boolean {
+    const d = this.done.get(subscription)?.get(trigger);
+    return d !== undefined && this.clock.monotonic() - d.known + d.head <= this.options.ttlMs;
+  }
+
+  /** Queues a pair's line for this turn's batch; resolves once it is written. */
+  private append(trigger: string, subscription: string, at: number, late = false): Promise<void> {
+    return new Promise((resolve, reject) => {
+      const text = `${lineOf(trigger, subscription, at)}\n`;
+      this.batch += text;
+      this.waiting.push({ trigger, subscription, at, bytes: text.length, late, resolve, reject });
+      if (!this.scheduled) {
+        this.scheduled = true;
+        setImmediate(() => this.flush());
+      }
+    });
+  }
+
+  /** A retry of a pair processed here and not yet written: written now, and a duplicate; or still not, and a 503. */
+  private async settleNow(trigger: string, subscription: string): Promise<Claim> {
+    const pending = this.unsettled.get(pairKey(trigger, subscription))!;
+    try {
+      await this.append(trigger, subscription, pending.at);
+    } catch (err) {
+      const e = err as PairStoreError;
+      throw new PairStoreError(`Already processed, and its pair still cannot be written: ${e.message}`, e.persistent, { processed: true, hint: e.hint, cause: err });
+    }
+    return 'stored_now';
   }
 
   /** Writes this turn's batch: one write(2), then (with `fsync`) a sync, then its deliveries may be answered. */
@@ -202,15 +261,22 @@ export class FilePairStore implements PairStore {
 
   private stored(waiters: Waiter[]): void {
     this.failingSince = undefined;
+    const known = this.clock.monotonic();
+    let late = 0;
     for (const w of waiters) {
       this.unclaim(w.trigger, w.subscription);
-      this.remember(w.trigger, w.subscription, w.at, w.bytes);
+      if (this.unsettled.delete(pairKey(w.trigger, w.subscription)) && w.late) late++;
+      this.remember(w.trigger, w.subscription, { at: w.at, known, head: 0 }, w.bytes);
     }
     for (const w of waiters) w.resolve();
+    if (late) this.options.onNotice?.({ kind: 'stored_later', pairs: late });
     this.compactIfWorthIt();
   }
 
-  /** Undoes a batch that could not be written: its pairs are not stored, and their claims are released. */
+  /**
+   * A batch that could not be written: undone, and its pairs kept as processed and not yet stored (their
+   * claims held), to be written as soon as the file takes them.
+   */
   private failed(err: unknown, waiters: Waiter[], before: number): void {
     try {
       ftruncateSync(this.fd, before);
@@ -220,7 +286,7 @@ export class FilePairStore implements PairStore {
       this.fileBytes = fstatSafe(this.fd) ?? before;
       this.tornEnd = true;
     }
-    const now = this.now();
+    const now = this.clock.monotonic();
     this.failingSince ??= now;
     const giveUp = this.options.giveUpMs ?? 60_000;
     const persistent = now - this.failingSince >= giveUp;
@@ -229,9 +295,12 @@ export class FilePairStore implements PairStore {
         ? `The processed-pairs file ${this.file} has not been writable for ${Math.round((now - this.failingSince) / 1000)} s: ${fsReason(err)}.`
         : `Could not write to the processed-pairs file ${this.file}: ${fsReason(err)}.`,
       persistent,
-      { hint: 'Free some space or fix the file, then start listen again; the service retries what was not acknowledged.', cause: err },
+      { hint: 'Free some space or fix the file; the pairs of what was processed are kept and written when it can be.', cause: err },
     );
-    for (const w of waiters) this.unclaim(w.trigger, w.subscription);
+    for (const w of waiters) {
+      this.unclaim(w.trigger, w.subscription);
+      this.unsettled.set(pairKey(w.trigger, w.subscription), { trigger: w.trigger, subscription: w.subscription, at: w.at });
+    }
     for (const w of waiters) w.reject(error);
   }
 
@@ -242,27 +311,80 @@ export class FilePairStore implements PairStore {
     if (!triggers.size) this.claimed.delete(subscription);
   }
 
-  /** Notes the pair as processed at `at`; `bytes`, its line's length in the file (measured when not given). */
-  private remember(trigger: string, subscription: string, at: number, bytes = lineOf(trigger, subscription, at).length + 1): void {
+  /** Notes the pair as processed; `bytes`, its line's length in the file (measured when not given). */
+  private remember(trigger: string, subscription: string, pair: Done, bytes = lineOf(trigger, subscription, pair.at).length + 1): void {
     let triggers = this.done.get(subscription);
     if (!triggers) this.done.set(subscription, (triggers = new Map()));
     const earlier = triggers.get(trigger);
     if (earlier !== undefined) {
-      // moved to the end, so that each map stays in the order processed (expiry stops at the first live one)
+      // moved to the end, so that each map stays in the order learnt of (expiry stops at the first it keeps)
       triggers.delete(trigger);
-      this.liveBytes -= lineOf(trigger, subscription, earlier).length + 1;
+      this.liveBytes -= lineOf(trigger, subscription, earlier.at).length + 1;
     }
-    triggers.set(trigger, at);
+    triggers.set(trigger, pair);
     this.liveBytes += bytes;
   }
 
-  /** Drops the pairs past the TTL from memory, and compacts the file when that made it worth it. */
-  expire(now: number): void {
+  /** Once a second: the file still ours, a clock that jumped, pairs to write that could not be, pairs to expire. */
+  watch(): void {
+    this.checkFile();
+    this.checkClock();
+    if (this.unsettled.size && !this.waiting.length) this.retryUnsettled();
+    if (this.clock.monotonic() - this.lastExpiry >= this.expireEvery) this.expire();
+  }
+
+  /** Writes again the pairs whose write failed (a failure again changes nothing: they stay, and are tried again). */
+  private retryUnsettled(): void {
+    for (const p of this.unsettled.values()) void this.append(p.trigger, p.subscription, p.at, true).catch(() => undefined);
+  }
+
+  /** A jump of the wall clock: it moved more, or less, than the time that passed. Reported; nothing depends on it. */
+  private checkClock(): void {
+    const wall = this.clock.now();
+    const mono = this.clock.monotonic();
+    const jump = wall - this.lastWall - (mono - this.lastMono);
+    this.lastWall = wall;
+    this.lastMono = mono;
+    if (Math.abs(jump) > JUMP_MS) this.options.onNotice?.({ kind: 'clock_jump', ms: jump });
+  }
+
+  /**
+   * Whether the path still names the file we write to: if it was deleted, or replaced by another file,
+   * every live pair is written to a new file there at once (as a compaction does), and it is said.
+   */
+  private checkFile(): void {
+    if (this.compacting) return;
+    let how: 'deleted' | 'replaced' | undefined;
+    try {
+      const open = fstatSync(this.fd);
+      const named = statSync(this.file, { throwIfNoEntry: false });
+      if (!named) how = 'deleted';
+      else if (named.ino !== open.ino || named.dev !== open.dev) how = 'replaced';
+    } catch {
+      return; // cannot tell now: the next look will
+    }
+    if (!how) return;
+    const pairs = this.size;
+    this.compacting = this.compact().then(
+      (ok) => (ok ? this.options.onNotice?.({ kind: 'file_replaced', file: this.file, how: how!, pairs }) : undefined),
+    ).finally(() => {
+      this.compacting = undefined;
+      if (this.waiting.length) this.flush();
+    });
+  }
+
+  /** Drops the pairs that expired by both clocks from memory, and compacts the file when that made it worth it. */
+  expire(): void {
+    const mono = this.clock.monotonic();
+    const wall = this.clock.now();
+    const ttl = this.options.ttlMs;
+    this.lastExpiry = mono;
     for (const [subscription, triggers] of this.done) {
-      for (const [trigger, at] of triggers) {
-        if (now - at <= this.options.ttlMs) break;
+      for (const [trigger, d] of triggers) {
+        // in the order learnt of: once one is kept, the later ones are newer by the monotonic clock
+        if (mono - d.known <= ttl || wall - d.at <= ttl) break;
         triggers.delete(trigger);
-        this.liveBytes -= lineOf(trigger, subscription, at).length + 1;
+        this.liveBytes -= lineOf(trigger, subscription, d.at).length + 1;
       }
       if (!triggers.size) this.done.delete(subscription);
     }
@@ -270,26 +392,27 @@ export class FilePairStore implements PairStore {
   }
 
   /**
-   * Rewrites the file with the live pairs only, when it is over twice their size: a new file, synced,
-   * renamed over the old one, and the folder synced (src/util/files.ts, writeFileAtomic). A crash at
-   * any point leaves either the old file whole or the new one whole, and both hold every live pair.
-   * Batches wait meanwhile, so that no pair is appended to a file about to be replaced.
+   * Rewrites the file with the remembered pairs only, when it is over twice their size: a new file,
+   * synced, renamed over the old one, and the folder synced (src/util/files.ts, writeFileAtomic). A
+   * crash at any point leaves either the old file whole or the new one whole, and both hold every pair
+   * remembered. Batches wait meanwhile, so that no pair is appended to a file about to be replaced.
    */
   private compactIfWorthIt(): void {
     if (this.syncing || this.compacting || this.fileBytes < MIN_COMPACT_BYTES || this.fileBytes <= 2 * this.liveBytes) return;
-    this.compacting = this.compact().finally(() => {
+    this.compacting = this.compact().then(() => undefined).finally(() => {
       this.compacting = undefined;
       if (this.waiting.length) this.flush();
     });
   }
 
-  private async compact(): Promise<void> {
+  /** Writes every remembered pair to a new file at the path, and appends to it from now on; false if it could not. */
+  private async compact(): Promise<boolean> {
     let size = 0;
     const done = this.done;
     function* lines() {
       for (const [subscription, triggers] of done) {
-        for (const [trigger, at] of triggers) {
-          const text = `${lineOf(trigger, subscription, at)}\n`;
+        for (const [trigger, d] of triggers) {
+          const text = `${lineOf(trigger, subscription, d.at)}\n`;
           size += Buffer.byteLength(text);
           yield text;
         }
@@ -302,18 +425,29 @@ export class FilePairStore implements PairStore {
       this.fd = fresh;
       this.fileBytes = size;
       this.tornEnd = false;
+      return true;
     } catch {
-      // not compacted this time: the old file is still whole, and still appended to
+      // not rewritten this time: the old file is still whole, and still appended to
+      return false;
+    }
+  }
+
+  /** Resolves once no compaction or sync is under way (what was written in the background is on disk). */
+  async settled(): Promise<void> {
+    while (this.syncing || this.compacting || this.scheduled) {
+      await this.compacting;
+      await new Promise((resolve) => setImmediate(resolve));
     }
   }
 
   async close(): Promise<void> {
-    clearInterval(this.sweeper);
+    clearInterval(this.watcher);
     while (this.syncing || this.compacting) {
       await this.compacting;
       await new Promise((resolve) => setImmediate(resolve));
     }
     this.scheduled = true; // no flush after this one
+    this.retryUnsettled(); // one last try for the pairs that could not be written
     const written = this.writeBatch();
     if (written) {
       try {

@@ -1,31 +1,49 @@
-import { UsageError } from '../errors.js';
+import { StorageError } from '../errors.js';
 
 /**
  * What claiming a (trigger, subscription) pair found:
  * - `won`: nobody has processed it or is processing it; the caller processes it now;
  * - `done`: it was processed within the TTL (a duplicate);
+ * - `stored_now`: it was processed here before, but its pair could not be stored then (its delivery was
+ *   answered 503); it is stored now, so this retry is a duplicate;
  * - `held`: someone is processing it right now (a claim that is still live).
  */
-export type Claim = 'won' | 'done' | 'held';
+export type Claim = 'won' | 'done' | 'stored_now' | 'held';
+
+/** Something a store noticed that the person running `listen` should know: one line each. */
+export type StoreNotice =
+  /** The wall clock moved by `ms` more (or less) than the time that passed: nothing is dropped for it. */
+  | { kind: 'clock_jump'; ms: number }
+  /** The pairs file was deleted or replaced under us: every live pair was written to a new file at its path. */
+  | { kind: 'file_replaced'; file: string; how: 'deleted' | 'replaced'; pairs: number }
+  /** Pairs of deliveries already processed, whose writes had failed, are stored now. */
+  | { kind: 'stored_later'; pairs: number };
 
 /**
  * Where `listen` keeps the pairs it has processed, and claims the ones it is processing: the file in
- * the store folder, or a shared PostgreSQL database. The receiver knows only this interface.
+ * the store folder, or a shared PostgreSQL database. The receiver knows only this interface. Each store
+ * keeps its own time (a Clock, or the database's).
  *
  * The rule every implementation keeps: `complete` resolves only once the pair is written where a
  * crash cannot lose it (handed to the operating system with write(2), or committed), so that a
- * delivery is never acknowledged before its pair is stored.
+ * delivery is never acknowledged before its pair is stored. And a pair whose delivery was processed
+ * is never let go because it could not be stored: it is held, and stored when the store can.
  */
 export interface PairStore {
   /** Where the pairs are kept, for messages: a file's path, or a database without its password. */
   readonly where: string;
-  claim(trigger: string, subscription: string, now: number): Promise<Claim>;
   /**
-   * Marks a claimed pair processed; resolves once it is stored. If it rejects, the pair is not stored:
-   * the file store releases the claim; the PostgreSQL store keeps it (the delivery was processed, and
-   * no other instance should process it again) and commits the pair once the database is back.
+   * Claims a pair to process it. Rejects with a PairStoreError when the store cannot tell (it is away),
+   * or when the pair was processed here and is still not stored (`processed` set): either way the
+   * delivery is answered 503, and nothing is processed again.
    */
-  complete(trigger: string, subscription: string, now: number): Promise<void>;
+  claim(trigger: string, subscription: string): Promise<Claim>;
+  /**
+   * Marks a claimed pair processed; resolves once it is stored. If it rejects, the pair is not stored
+   * yet: the store keeps it as processed (no retry processes it again, here or, with PostgreSQL, in
+   * another instance while the claim's lease lasts) and stores it as soon as it can.
+   */
+  complete(trigger: string, subscription: string): Promise<void>;
   /** Gives up a claim without marking the pair processed, so that a retry can process it. Never rejects. */
   release(trigger: string, subscription: string): Promise<void>;
   /** Stores what is pending and lets go of the file or connection. */
@@ -33,16 +51,18 @@ export interface PairStore {
 }
 
 /**
- * A pair could not be stored (the disk is full, the database is gone). `persistent` is set once the
- * store has failed for longer than it is willing to wait: `listen` then stops, with exit 2 (a store
- * that cannot be used, as for every other file in the store folder).
+ * A pair could not be stored, or looked up (the disk is full, the database is gone). `persistent` is set
+ * once the store has failed for longer than it is willing to wait: `listen` then stops, with exit 10.
+ * `processed` is set on a claim of a pair that was processed here and is not stored yet.
  */
-export class PairStoreError extends UsageError {
+export class PairStoreError extends StorageError {
   constructor(
     message: string,
     readonly persistent: boolean,
-    options: { hint?: string; cause?: unknown } = {},
+    options: { hint?: string; cause?: unknown; processed?: boolean } = {},
   ) {
     super(message, options);
+    this.processed = Boolean(options.processed);
   }
+  readonly processed: boolean;
 }

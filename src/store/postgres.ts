@@ -3,8 +3,9 @@ import { hostname } from 'node:os';
 import type { Pool, PoolClient } from 'pg';
 import { NotFoundError, UnreachableError, UsageError } from '../errors.js';
 import { addSensitive } from '../util/redact.js';
-import { PairStoreError, type Claim, type PairStore } from './pair-store.js';
-import { shownUrl } from './store-url.js';
+import { PairStoreError, type Claim, type PairStore, type StoreNotice } from './pair-store.js';
+import type { HistoryLimits } from './history-limits.js';
+import { shownUrl, storeSecrets } from './store-url.js';
 
 /**
  * Processed pairs, claims and the delivery history in PostgreSQL, shared by any number of `listen`
@@ -51,6 +52,16 @@ export const MIGRATIONS: { version: number; sql: (schema: string) => string }[] 
       );
       CREATE INDEX deliveries_trigger ON ${s}.deliveries (trigger_id)`,
   },
+  {
+    // verified requests and refused ones are kept apart (an anonymous sender must not push out what the
+    // service sent), each trimmed by its own limits
+    version: 3,
+    sql: (s) => `
+      ALTER TABLE ${s}.deliveries ADD COLUMN verified boolean;
+      UPDATE ${s}.deliveries SET verified = (record ? 'layout');
+      ALTER TABLE ${s}.deliveries ALTER COLUMN verified SET NOT NULL;
+      CREATE INDEX deliveries_verified_id ON ${s}.deliveries (verified, id)`,
+  },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.at(-1)!.version;
@@ -61,13 +72,34 @@ export interface PgStoreOptions {
   ttlMs: number;
   /** How long a claim holds before another instance may take it over (its holder is taken to be dead). */
   leaseMs: number;
-  /** How many history rows are kept (the newest), when a history is kept. */
-  historyRows?: number;
+  /** The history's limits, when one is kept. */
+  history?: HistoryLimits;
   /** Told when the database goes away, and when it is back: one line each, not one per delivery. */
   onConnection?: (state: 'lost' | 'restored', reason?: string) => void;
+  /** Told of pairs of processed deliveries whose completion could not be committed then, committed now. */
+  onNotice?: (notice: StoreNotice) => void;
   /** For the commands that only read the history (`deliveries`, `runs`): nothing is created or migrated. */
   readOnly?: boolean;
 }
+
+/** One request for the shared history. */
+export interface HistoryEntry {
+  record: object;
+  verified: boolean;
+  outcome: string;
+  type?: string;
+  trigger?: string;
+  subscription?: string;
+  headers?: unknown;
+  body?: Buffer;
+  size?: number;
+}
+
+/**
+ * The history rows waiting to be written, and being written, hold at most this many body bytes: past it,
+ * a row's body is cut to its start (the history is for looking; the database may be slow or away).
+ */
+const HISTORY_PENDING_BYTES = 32 * 1024 * 1024;
 
 const quoteIdent = (name: string) => `"${name}"`;
 
@@ -110,7 +142,9 @@ export class PgStore implements PairStore {
   /** Pairs processed here whose completion could not be committed (the database was away): tried again until it is. */
   private readonly unsettled = new Map<string, { trigger: string; subscription: string }>();
   private settler: NodeJS.Timeout | undefined;
-  private pendingHistory: { record: unknown; outcome: string; type?: string; trigger?: string; subscription?: string; headers?: unknown; body?: Buffer; size?: number }[] = [];
+  private pendingHistory: HistoryEntry[] = [];
+  /** Body bytes of the history rows not yet written. */
+  private historyBytes = 0;
 
   private constructor(
     private readonly pool: Pool,
@@ -130,14 +164,7 @@ export class PgStore implements PairStore {
    */
   static async open(options: PgStoreOptions): Promise<PgStore> {
     if (!/^[a-z_][a-z0-9_]*$/.test(options.schema)) throw new UsageError(`--store-schema must be a lowercase SQL name (letters, digits, _), not "${options.schema}".`);
-    const password = (() => {
-      try {
-        return decodeURIComponent(new URL(options.url).password);
-      } catch {
-        return '';
-      }
-    })();
-    addSensitive(password);
+    storeSecrets(options.url).forEach(addSensitive);
     const { default: pg } = await import('pg');
     const pool = new pg.Pool({ connectionString: options.url, max: 8, connectionTimeoutMillis: 5000, idleTimeoutMillis: 10_000 });
     pool.on('error', () => undefined); // an idle connection that breaks: the next query finds out, and says so
@@ -226,7 +253,9 @@ export class PgStore implements PairStore {
     if (this.unsettled.has(key(trigger, subscription))) {
       // processed here, its completion not yet committed: commit it now, and the retry is a duplicate
       return new Promise((resolve, reject) => {
-        this.completes.push({ trigger, subscription, token: '', resolve: () => resolve('done'), reject });
+        const again = (err: Error) =>
+          reject(new PairStoreError(`Already processed, and its completion still cannot be committed: ${err.message}`, false, { processed: true, cause: err }));
+        this.completes.push({ trigger, subscription, token: '', resolve: () => resolve('stored_now'), reject: again });
         this.schedule();
       });
     }
@@ -371,8 +400,20 @@ export class PgStore implements PairStore {
       return;
     }
     const queued = new Set(this.completes.map((w) => key(w.trigger, w.subscription)));
+    // they go in one statement: committed together, and said in one line
+    let committed = 0;
+    let asked = 0;
     for (const [k, pair] of this.unsettled) {
-      if (!queued.has(k)) this.completes.push({ ...pair, token: '', resolve: () => undefined, reject: () => undefined });
+      if (queued.has(k)) continue;
+      asked++;
+      this.completes.push({
+        ...pair,
+        token: '',
+        resolve: () => {
+          if (++committed === asked) this.options.onNotice?.({ kind: 'stored_later', pairs: committed });
+        },
+        reject: () => undefined,
+      });
     }
     this.schedule();
   }
@@ -394,7 +435,7 @@ export class PgStore implements PairStore {
     for (const w of batch) w.resolve();
   }
 
-  /** Deletes pairs past the TTL, and history past its size, in batches (never one long lock). */
+  /** Deletes pairs past the TTL, in batches (never one long lock). */
   async expire(): Promise<void> {
     for (let i = 0; i < 100; i++) {
       const rows = await this.run<{ n: number }>(
@@ -407,44 +448,131 @@ export class PgStore implements PairStore {
       );
       if ((rows[0]?.n ?? 0) < 5000) break;
     }
-    if (this.options.historyRows) {
-      await this.run(`DELETE FROM ${this.s}.deliveries WHERE id <= (SELECT max(id) FROM ${this.s}.deliveries) - $1`, [this.options.historyRows]);
-    }
   }
 
   // ---------------------------------------------------------------- history (what the inspector, `deliveries` and `runs` read)
 
-  /** Adds a request to the shared history (written with the turn's others; the answer does not wait for it). */
-  record(entry: { record: object; outcome: string; type?: string; trigger?: string; subscription?: string; headers?: unknown; body?: Buffer; size?: number }): void {
-    this.pendingHistory.push(entry);
+  /**
+   * Adds a request to the shared history (written with the turn's others; the answer does not wait for
+   * it). Bodies waiting to be written hold at most HISTORY_PENDING_BYTES: past that, a body is cut to its
+   * start, and a row that would not fit even so is not kept.
+   */
+  record(entry: HistoryEntry): void {
+    const limits = this.options.history;
+    if (!limits) return;
+    let body = entry.body;
+    if (body && this.historyBytes + body.length > HISTORY_PENDING_BYTES) body = body.subarray(0, limits.partBytes);
+    if (body && this.historyBytes + body.length > HISTORY_PENDING_BYTES) return;
+    if (body) body = Buffer.from(body); // its own bytes: the request's buffer may be a slab's, or larger
+    this.historyBytes += body?.length ?? 0;
+    this.pendingHistory.push(body === entry.body ? entry : { ...entry, body });
     this.schedule();
   }
 
+  /**
+   * Writes the turn's requests and trims the history to its limits in one transaction, so it is never
+   * past them by more than one batch: the verified rows past `rows`, the refused past `refusedRows`, and
+   * the bodies of the older verified rows cut to `partBytes` once all together pass `bytes`. Instances
+   * take turns at it (an advisory lock), so two trims never wait on each other's rows.
+   */
   private async flushHistory(): Promise<void> {
     const batch = this.pendingHistory;
     this.pendingHistory = [];
-    if (!batch.length) return;
-    await this.run(
-      `INSERT INTO ${this.s}.deliveries (instance, outcome, type, trigger_id, subscription_id, record, headers, body, size)
-       SELECT $1, * FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::jsonb[], $7::jsonb[], $8::bytea[], $9::int[])`,
-      [
-        this.instance,
-        batch.map((b) => b.outcome),
-        batch.map((b) => b.type ?? null),
-        batch.map((b) => b.trigger ?? null),
-        batch.map((b) => b.subscription ?? null),
-        batch.map((b) => JSON.stringify(b.record)),
-        batch.map((b) => (b.headers ? JSON.stringify(b.headers) : null)),
-        batch.map((b) => b.body ?? null),
-        batch.map((b) => b.size ?? null),
-      ],
-    ).catch(() => undefined); // the history is for looking at: losing a few rows while the database is away is not losing a delivery
+    const limits = this.options.history;
+    if (!batch.length || !limits) return;
+    const bytes = batch.reduce((n, b) => n + (b.body?.length ?? 0), 0);
+    const s = this.s;
+    try {
+      await this.transaction(async (client) => {
+        await client.query(
+          `INSERT INTO ${s}.deliveries (instance, verified, outcome, type, trigger_id, subscription_id, record, headers, body, size)
+           SELECT $1, * FROM unnest($2::boolean[], $3::text[], $4::text[], $5::text[], $6::text[], $7::jsonb[], $8::jsonb[], $9::bytea[], $10::int[])`,
+          [
+            this.instance,
+            batch.map((b) => b.verified),
+            batch.map((b) => b.outcome),
+            batch.map((b) => b.type ?? null),
+            batch.map((b) => b.trigger ?? null),
+            batch.map((b) => b.subscription ?? null),
+            batch.map((b) => JSON.stringify(b.record)),
+            batch.map((b) => (b.headers ? JSON.stringify(b.headers) : null)),
+            batch.map((b) => b.body ?? null),
+            batch.map((b) => b.size ?? null),
+          ],
+        );
+        await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`wxhooks:${this.options.schema}:history`]);
+        for (const [verified, keep] of [[true, limits.rows], [false, limits.refusedRows]] as const) {
+          if (!batch.some((b) => b.verified === verified)) continue;
+          await client.query(
+            `DELETE FROM ${s}.deliveries WHERE verified = $1 AND id <= (SELECT id FROM ${s}.deliveries WHERE verified = $1 ORDER BY id DESC OFFSET $2 LIMIT 1)`,
+            [verified, keep],
+          );
+        }
+        if (batch.some((b) => b.verified && (b.body?.length ?? 0) > limits.partBytes)) {
+          // the newest bodies whole, as many as fit; the older ones cut to their start
+          await client.query(
+            `UPDATE ${s}.deliveries SET body = substring(body FROM 1 FOR $1) WHERE id IN (
+               SELECT id FROM (
+                 SELECT id, sum(octet_length(body)) OVER (ORDER BY id DESC) AS upto FROM ${s}.deliveries
+                 WHERE verified AND octet_length(body) > $1) AS newest
+               WHERE upto > $2)`,
+            [limits.partBytes, limits.bytes],
+          );
+        }
+      });
+    } catch {
+      // the history is for looking at: losing a few rows while the database is away is not losing a delivery
+    } finally {
+      this.historyBytes -= bytes;
+    }
+  }
+
+  /** Runs `work` in a transaction on one connection of the pool (a failure is reported as `run` does). */
+  private async transaction(work: (client: PoolClient) => Promise<void>): Promise<void> {
+    const client = await this.pool.connect();
+    try {
+      await client.query('BEGIN');
+      await work(client);
+      await client.query('COMMIT');
+    } catch (err) {
+      await client.query('ROLLBACK').catch(() => undefined);
+      throw err;
+    } finally {
+      client.release();
+    }
   }
 
   /** History rows after id `after`, oldest first (at most `limit`), without their headers and bodies unless `whole`. */
   async historySince(after: number, limit: number, whole = false): Promise<HistoryRow[]> {
-    const columns = whole ? 'id::int, received_at, instance, record, headers, body, size' : 'id::int, received_at, instance, record, NULL AS headers, NULL AS body, size';
+    const columns = whole ? ROW_COLUMNS : `id::int, received_at, instance, record, NULL AS headers, NULL AS body, size, ${VERIFIED} AS verified`;
     return this.run<HistoryRow>(`SELECT ${columns} FROM ${this.s}.deliveries WHERE id > $1 ORDER BY id LIMIT $2`, [after, limit]);
+  }
+
+  /** History rows after id `after`, and those of the ids in `also` (passed over before), oldest first, without their headers and bodies. */
+  async historyAfter(after: number, also: number[], limit: number): Promise<HistoryRow[]> {
+    return this.run<HistoryRow>(
+      `SELECT id::int, received_at, instance, record, NULL AS headers, NULL AS body, size, ${VERIFIED} AS verified FROM ${this.s}.deliveries
+       WHERE id > $1 OR id = ANY($2::bigint[]) ORDER BY id LIMIT $3`,
+      [after, also, limit],
+    );
+  }
+
+  /**
+   * The model runs in the history, computed by the database: for each model and initialisation time of
+   * the verified forecast deliveries (test deliveries aside), the forecast hours that came and whether
+   * the run's initialization_time.available did.
+   */
+  async historyRuns(): Promise<{ model: string; initialization_time: string; hours: number[]; init_event: boolean }[]> {
+    return this.run(
+      `SELECT record->>'model' AS model, record->>'initialization_time' AS initialization_time,
+              coalesce(array_agg(DISTINCT (record->>'forecast_hour')::int) FILTER (WHERE type = 'forecast_hour.available' AND jsonb_typeof(record->'forecast_hour') = 'number'), '{}') AS hours,
+              bool_or(type = 'initialization_time.available') AS init_event
+       FROM ${this.s}.deliveries
+       WHERE outcome IN ('accepted', 'duplicate') AND type IN ('forecast_hour.available', 'initialization_time.available')
+         AND ${VERIFIED} AND record ? 'model' AND record ? 'initialization_time' AND NOT coalesce((record->>'test')::boolean, false)
+       GROUP BY 1, 2`,
+      [],
+    );
   }
 
   /** The newest history id (0 if none). */
@@ -453,12 +581,25 @@ export class PgStore implements PairStore {
   }
 
   async historyOne(id: number): Promise<HistoryRow | undefined> {
-    return (await this.run<HistoryRow>(`SELECT id::int, received_at, instance, record, headers, body, size FROM ${this.s}.deliveries WHERE id = $1`, [id]))[0];
+    return (await this.run<HistoryRow>(`SELECT ${ROW_COLUMNS} FROM ${this.s}.deliveries WHERE id = $1`, [id]))[0];
   }
 
+  /** The Trigger-Ids of verified rows that start with `prefix` (at most `limit`), and how many refused rows claimed one that does. */
+  async historyTriggers(prefix: string, limit: number): Promise<{ triggers: string[]; claims: number }> {
+    const like = `${prefix.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+    const rows = await this.run<{ trigger_id: string; verified: boolean; n: number }>(
+      `SELECT trigger_id, ${VERIFIED} AS verified, count(*)::int AS n FROM ${this.s}.deliveries WHERE trigger_id LIKE $1 GROUP BY 1, 2 ORDER BY 1 LIMIT $2`,
+      [like, limit * 2],
+    );
+    return { triggers: rows.filter((r) => r.verified).map((r) => r.trigger_id).slice(0, limit), claims: rows.filter((r) => !r.verified).reduce((n, r) => n + r.n, 0) };
+  }
+
+  /** The verified attempts of a Trigger-Id (a refused request may claim any: it is no attempt of it), the latest hundred, oldest first. */
   async historyOfTrigger(trigger: string): Promise<HistoryRow[]> {
-    // the latest hundred attempts, oldest first
-    const rows = await this.run<HistoryRow>(`SELECT id::int, received_at, instance, record, headers, body, size FROM ${this.s}.deliveries WHERE trigger_id = $1 ORDER BY id DESC LIMIT 100`, [trigger]);
+    const rows = await this.run<HistoryRow>(
+      `SELECT ${ROW_COLUMNS} FROM ${this.s}.deliveries WHERE trigger_id = $1 AND ${VERIFIED} ORDER BY id DESC LIMIT 100`,
+      [trigger],
+    );
     return rows.reverse();
   }
 
@@ -474,8 +615,16 @@ export class PgStore implements PairStore {
   }
 }
 
+/**
+ * Whether a history row verified: its record names the layout that matched. (From the record, not the
+ * `verified` column, so that the commands that only read a history read one of schema version 2 too.)
+ */
+const VERIFIED = `(record ? 'layout')`;
+const ROW_COLUMNS = `id::int, received_at, instance, record, headers, body, size, ${VERIFIED} AS verified`;
+
 export interface HistoryRow {
   id: number;
+  verified: boolean;
   received_at: Date;
   instance: string;
   record: Record<string, unknown>;

@@ -1,10 +1,26 @@
 import { UsageError } from '../errors.js';
 
-/** A store URL as it may be shown: without its password. */
+/** The query parameters of a PostgreSQL URL that carry a credential (libpq's and `pg`'s names). */
+const SECRET_PARAMS = ['password', 'sslpassword'];
+
+/** The credentials a store URL carries, in every form libpq and `pg` accept: user-info, `password=`, `sslpassword=`. */
+export function storeSecrets(url: string): string[] {
+  try {
+    const u = new URL(url);
+    const out = [decodeURIComponent(u.password), u.password];
+    for (const [name, value] of u.searchParams) if (SECRET_PARAMS.includes(name.toLowerCase())) out.push(value, encodeURIComponent(value));
+    return out.filter((v) => v.length > 0);
+  } catch {
+    return [];
+  }
+}
+
+/** A store URL as it may be shown: without its password, in whichever form it was given. */
 export function shownUrl(url: string): string {
   try {
     const u = new URL(url);
     if (u.password) u.password = '***';
+    for (const name of [...u.searchParams.keys()]) if (SECRET_PARAMS.includes(name.toLowerCase())) u.searchParams.set(name, '***');
     return u.toString();
   } catch {
     return 'the store URL';
@@ -24,4 +40,3 @@ export function storeKind(url: string): 'file' | 'postgres' {
   if (!u.hostname) throw new UsageError('--store names no host: postgres://user:password@host:port/database');
   return 'postgres';
 }
-

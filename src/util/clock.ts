@@ -1,3 +1,18 @@
+/**
+ * The time, from one place: the wall clock for what is shown and written down, and a monotonic clock for
+ * how long something took or how long ago it happened, which never jumps when the wall clock is set.
+ * Everything that keeps time takes one of these, so a test passes its own and moves it.
+ */
+export interface Clock {
+  /** The wall clock: milliseconds since the epoch. */
+  now(): number;
+  /** Milliseconds from an arbitrary origin, never going back, unmoved by a change of the wall clock. */
+  monotonic(): number;
+}
+
+/** The machine's clocks. */
+export const systemClock: Clock = { now: () => Date.now(), monotonic: () => performance.now() };
+
 let cachedSecond = -1;
 let cachedPrefix = '';
 let cachedMs = -1;

@@ -116,5 +116,17 @@ export const hours: Parser<number[]> = (text, what) => {
   return [...out].sort((a, b) => a - b);
 };
 
+export interface HostPort {
+  host: string;
+  port: number;
+}
+
+/** `[HOST:]PORT` (an IPv6 address in brackets); the host is 127.0.0.1 unless given. */
+export const hostPort: Parser<HostPort> = (text, what) => {
+  const m = /^(?:(.*):)?(\d+)$/.exec(text);
+  if (!m) throw new UsageError(`${what} takes [HOST:]PORT, such as 8789 or 127.0.0.1:8789, not "${text}".`);
+  return { host: m[1]?.replace(/^\[|\]$/g, '') || '127.0.0.1', port: port(m[2]!, `${what}'s port`) };
+};
+
 /** A repeatable option's values, in the order given. */
 export const collect = (value: string, previous: string[] = []): string[] => [...previous, value];

@@ -31,7 +31,7 @@ interface Listening {
 
 async function listen(args: string[] = [], options: StartOptions & { env?: Record<string, string> } = {}): Promise<Listening> {
   const proc = startCli(['listen', '--port', '0', '--json', '--secret-env', 'S', ...args], { S: SECRET, ...options.env }, undefined, options);
-  const ready = await proc.waitFor<{ outcome?: string; url: string; port: number }>((v) => v.outcome === 'listening');
+  const ready = await proc.waitFor<{ event?: string; url: string; port: number }>((v) => v.event === 'listening');
   return { proc, url: ready.url, port: ready.port, pid: proc.child.pid! };
 }
 
@@ -216,7 +216,7 @@ describe('hostile input: listen', () => {
     try {
       const answer = await raw(l.port, 'POST / HTTP/1.1\r\nhost: x\r\ntransfer-encoding: chunked\r\n\r\nzz\r\nhello\r\n0\r\n\r\n');
       expect(answer).toMatch(/^HTTP\/1\.1 400/);
-      const event = await l.proc.waitFor<{ outcome?: string; status?: number }>((v) => v.outcome !== 'listening');
+      const event = await l.proc.waitFor<{ outcome?: string; status?: number }>((v) => v.outcome !== undefined);
       expect(event).toMatchObject({ outcome: 'bad_request', status: 400 });
       await stillServes(l);
     } finally {

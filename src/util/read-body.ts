@@ -38,14 +38,16 @@ export function declaredLength(req: IncomingMessage): number | undefined {
 
 /**
  * Reads a body as it arrives, stopping at `max` bytes or at the budget. Nothing is set aside for a
- * declared Content-Length before the bytes come. A callback rather than a promise: the answer is then
- * written in the same turn as the last chunk arrives (measured: a promise's extra turn cost the
- * response write its batching with the request's own I/O).
+ * declared Content-Length before the bytes come. Each byte takes `copies` bytes of the budget: the
+ * copies the request will hold of its body while it is processed (its text too, when it is saved). A
+ * callback rather than a promise: the answer is then written in the same turn as the last chunk
+ * arrives (measured: a promise's extra turn cost the response write its batching with the request's
+ * own I/O).
  */
-export function readBody(req: IncomingMessage, max: number, budget: InflightBudget, done: (read: BodyRead) => void): void {
+export function readBody(req: IncomingMessage, max: number, budget: InflightBudget, done: (read: BodyRead) => void, copies = 1): void {
   const declared = declaredLength(req);
   if (declared !== undefined && declared > max) return done({ kind: 'too_large', size: declared });
-  if (declared !== undefined && budget.used + declared > budget.max) {
+  if (declared !== undefined && budget.used + declared * copies > budget.max) {
     budget.refused++;
     return done({ kind: 'over_budget', size: declared });
   }
@@ -55,7 +57,7 @@ export function readBody(req: IncomingMessage, max: number, budget: InflightBudg
   const finish = (read: BodyRead) => {
     if (finished) return;
     finished = true;
-    if (read.kind !== 'body') budget.give(size);
+    if (read.kind !== 'body') budget.give(size * copies);
     done(read);
   };
   req.on('data', (chunk: Buffer) => {
@@ -64,7 +66,7 @@ export function readBody(req: IncomingMessage, max: number, budget: InflightBudg
       req.pause();
       return finish({ kind: 'too_large', size: size + chunk.length });
     }
-    if (!budget.take(chunk.length)) {
+    if (!budget.take(chunk.length * copies)) {
       req.pause();
       budget.refused++;
       return finish({ kind: 'over_budget', size: size + chunk.length });
@@ -73,7 +75,7 @@ export function readBody(req: IncomingMessage, max: number, budget: InflightBudg
     size += chunk.length;
   });
   // the usual small delivery arrives as one chunk, and is kept as it is
-  req.on('end', () => finish({ kind: 'body', body: chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size), held: size }));
+  req.on('end', () => finish({ kind: 'body', body: chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size), held: size * copies }));
   // 'close' after 'end' finds it finished; before it, the client went away or the server cut it off.
   // (No 'error' listener: Node emits a request's errors only to listeners, and 'close' follows them.)
   req.on('close', () => finish({ kind: 'aborted' }));

@@ -1,0 +1,18 @@
+/**
+ * What a history of requests keeps (in `listen`'s memory, or in the shared PostgreSQL store): the newest
+ * `rows` verified requests, their bodies together at most `bytes` (past that, the older ones keep their
+ * first `partBytes`, then nothing), and apart from them the newest `refusedRows` refused requests, with
+ * at most their first `partBytes` each. An anonymous sender can thus push out only other refused requests,
+ * and hold at most `refusedRows` × `partBytes` of body.
+ */
+export interface HistoryLimits {
+  rows: number;
+  bytes: number;
+  partBytes: number;
+  refusedRows: number;
+}
+
+/** A verified body larger than this is kept in part (its start) even within the budget. */
+export const KEEP_BODY = 1024 * 1024;
+
+export const HISTORY_DEFAULTS: HistoryLimits = { rows: 500, bytes: 64 * 1024 * 1024, partBytes: 4096, refusedRows: 100 };
