@@ -215,7 +215,9 @@ describe('the inspector refuses what is not its page', () => {
   it('a foreign Host (DNS rebinding) gets nothing; the API without the token gets nothing; a replay from another site is refused', async () => {
     expect(await raw('/', { host: 'evil.example:8789' })).toBe(421);
     expect(await raw('/api/deliveries', { host: new URL(inspectorUrl).host })).toBe(403);
-    const token = await page.evaluate(() => (JSON.parse(document.getElementById('config')!.textContent!) as { token: string }).token);
+    const token = new URL(inspectorUrl).searchParams.get('token')!;
+    // the page itself does not carry it: it reads it from its own address
+    expect(await page.evaluate(() => document.documentElement.outerHTML)).not.toContain(token);
     expect(await raw(`/api/deliveries?token=${token}`, { host: new URL(inspectorUrl).host })).toBe(200);
     expect(await raw('/api/deliveries/1/replay', { host: new URL(inspectorUrl).host, 'x-wxhooks-token': token, 'sec-fetch-site': 'cross-site', origin: 'https://evil.example' }, 'POST')).toBe(403);
     expect(await raw('/api/deliveries/1/replay', { host: new URL(inspectorUrl).host }, 'POST')).toBe(403);

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort, startPostgres, type Postgres } from '../scripts/harness.js';
 import { ExitCode, UnreachableError, UsageError, WxError } from '../src/errors.js';
 import { MIGRATIONS, PgStore, SCHEMA_VERSION, type PgStoreOptions } from '../src/store/postgres.js';
+import { HISTORY_DEFAULTS } from '../src/store/history-limits.js';
 
 // The PostgreSQL store against a real server (the machine's own binaries; .ci/run installs them when missing).
 
@@ -110,12 +111,13 @@ describe('PgStore: claims', () => {
 
   it('a claim whose lease ran out (its holder died) is taken over; a live one is not', async () => {
     const schema = `t${++schemas}_${process.pid}`;
-    const dead = await PgStore.open({ url: server.url, schema, ttlMs: 3600_000, leaseMs: 300 });
+    const dead = await PgStore.open({ url: server.url, schema, ttlMs: 3600_000, leaseMs: 60_000 });
     const alive = await PgStore.open({ url: server.url, schema, ttlMs: 3600_000, leaseMs: 60_000 });
     try {
       expect(await dead.claim('t', 's')).toBe('won');
       expect(await alive.claim('t', 's')).toBe('held');
-      await new Promise((r) => setTimeout(r, 400));
+      // its lease runs out, in the database (no test waits on the clock)
+      await admin.query(`UPDATE "${schema}".pairs SET lease_until = now() - interval '1 second'`);
       expect(await alive.claim('t', 's')).toBe('won');
       // the first holder's release no longer touches the claim: it is not its own any more
       await dead.release('t', 's');
@@ -130,12 +132,13 @@ describe('PgStore: claims', () => {
 
   it('a pair done longer ago than the TTL can be won again; expire() deletes such pairs in batches', async () => {
     const schema = `t${++schemas}_${process.pid}`;
-    const s = await PgStore.open({ url: server.url, schema, ttlMs: 200, leaseMs: 60_000 });
+    const s = await PgStore.open({ url: server.url, schema, ttlMs: 3_600_000, leaseMs: 60_000 });
     try {
       await Promise.all(Array.from({ length: 12_000 }, (_, i) => s.claim(`old_${i}`, 's')));
       await Promise.all(Array.from({ length: 12_000 }, (_, i) => s.complete(`old_${i}`, 's')));
       expect(await s.claim('old_1', 's')).toBe('done');
-      await new Promise((r) => setTimeout(r, 300));
+      // time passes, in the database: the pairs were done two hours ago (no test waits on the clock)
+      await admin.query(`UPDATE "${schema}".pairs SET done_at = now() - interval '2 hours'`);
       expect(await s.claim('old_1', 's')).toBe('won');
       await s.complete('old_1', 's');
       await s.expire();
@@ -175,12 +178,12 @@ describe('PgStore: schema', () => {
     await admin.query(`INSERT INTO "${schema}".schema_version VALUES (1)`);
     await admin.query(MIGRATIONS[0]!.sql(`"${schema}"`));
     await admin.query(`INSERT INTO "${schema}".pairs (trigger_id, subscription_id, state, done_at) VALUES ('kept', 's', 'done', now())`);
-    const s = await PgStore.open({ url: server.url, schema, ttlMs: 3600_000, leaseMs: 60_000, historyRows: 10 });
+    const s = await PgStore.open({ url: server.url, schema, ttlMs: 3600_000, leaseMs: 60_000, history: { ...HISTORY_DEFAULTS, rows: 10 } });
     try {
       expect((await admin.query(`SELECT version FROM "${schema}".schema_version`)).rows).toEqual([{ version: SCHEMA_VERSION }]);
       expect(await s.claim('kept', 's')).toBe('done');
-      // the version 2 table is there and used
-      s.record({ record: { outcome: 'accepted' }, outcome: 'accepted', trigger: 'kept' });
+      // the version 2 table is there and used (and version 3's column)
+      s.record({ record: { outcome: 'accepted', layout: 'standard' }, verified: true, outcome: 'accepted', trigger: 'kept' });
       await s.close();
       expect((await admin.query(`SELECT count(*)::int AS n FROM "${schema}".deliveries`)).rows).toEqual([{ n: 1 }]);
     } finally {
@@ -237,8 +240,8 @@ describe('PgStore: faults', () => {
       await expect(s.claim('during', 's')).rejects.toThrow(/PostgreSQL store .* failed/);
       expect(states).toEqual(['lost']);
       await server.start();
-      // the service's retry of the processed delivery, here: a duplicate, committed now
-      expect(await s.claim('before', 's')).toBe('done');
+      // the service's retry of the processed delivery, here: a duplicate, committed now (stored later)
+      expect(await s.claim('before', 's')).toBe('stored_now');
       expect(states).toEqual(['lost', 'restored']);
       expect(await s.claim('during', 's')).toBe('won');
     } finally {

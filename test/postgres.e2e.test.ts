@@ -208,9 +208,10 @@ describe('listen --store postgres://: several receivers, one memory', () => {
     const b = await startListen(server.url, s, ['--history', '100']);
     const agent = new Agent({ keepAlive: false });
     try {
-      const inspector = (await a.proc.waitFor<{ event?: string; url: string }>((v) => v.event === 'inspector')).url;
-      const html = await (await fetch(inspector)).text();
-      const token = (JSON.parse(/<script id="config" type="application\/json">(.*?)<\/script>/s.exec(html)![1]!) as { token: string }).token;
+      const link = new URL((await a.proc.waitFor<{ event?: string; url: string }>((v) => v.event === 'inspector')).url);
+      const token = link.searchParams.get('token')!;
+      const inspector = `${link.origin}/`;
+      expect((await fetch(link)).status).toBe(200); // the link listen printed opens the page
       // the page's live stream, open before the deliveries arrive
       const stream = await fetch(`${inspector}api/events?token=${token}`);
       const reader = stream.body!.getReader();
@@ -222,7 +223,7 @@ describe('listen --store postgres://: several receivers, one memory', () => {
           streamed += Buffer.from(value).toString('utf8');
         }
       })().catch(() => undefined);
-      await sleep(400);
+      while (!streamed.includes('event: ready')) await sleep(10);
       expect(await deliver(b.url, agent, 'trg_at_b')).toBe(200);
       expect(await deliver(a.url, agent, 'trg_at_a')).toBe(200);
       expect(await deliver(a.url, agent, 'trg_at_b')).toBe(200); // a duplicate, at the other instance
@@ -310,6 +311,6 @@ describe('listen --store: what is refused', () => {
   it('--history without --inspect or a postgres store: exit 2', async () => {
     const r = await runCli(['listen', '--port', '0', '--secret-env', 'S', '--history', '10'], { env: { S: SECRET } });
     expect(r.code).toBe(2);
-    expect(r.stderr).toMatch(/--history keeps requests for --inspect, or in a postgres --store/);
+    expect(r.stderr).toMatch(/--history and --history-size are for what --inspect keeps, or a postgres --store keeps/);
   });
 });

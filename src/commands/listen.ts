@@ -36,6 +36,12 @@ import { resolveSecrets, secretSourceOptions, serviceFor } from './shared.js';
 
 /** How many refusals a minute `listen` looks into further (a re-formatted body? another layout?): each costs several verifications. */
 export const DIAGNOSES_PER_MINUTE = 5;
+/**
+ * Bodies over this are parsed for their small members only (what the report shows): a 450 KB gridded
+ * forecast parsed whole leaves ~1.2 MB of strings and numbers per delivery for the garbage collector, and
+ * 300 of them at once took RSS to three times --max-inflight (test/hostile/public-url.hostile.test.ts).
+ */
+const SHALLOW_ABOVE = 64 * 1024;
 
 export function register(cmd: Command, act: Act): void {
   cmd
@@ -244,7 +250,7 @@ export async function runListen(ctx: Context, o: ListenOptions): Promise<void> {
       port: o.port,
       host: o.host,
       path: o.path,
-      verifier: new Verifier({ secret: listening.secrets, scheme: o.scheme, tolerance: o.tolerance, diagnosePerMinute: DIAGNOSES_PER_MINUTE }),
+      verifier: new Verifier({ secret: listening.secrets, scheme: o.scheme, tolerance: o.tolerance, diagnosePerMinute: DIAGNOSES_PER_MINUTE, shallowAbove: SHALLOW_ABOVE }),
       store,
       maxBody: o.maxBody,
       maxInflight: o.maxInflight,

@@ -84,6 +84,8 @@ export class EmulatorState {
   private timer: NodeJS.Timeout | undefined;
   /** Whether something changed since the last write began. */
   private dirty = false;
+  /** How many times the data file was written. */
+  writes = 0;
   static readonly MAX_DELIVERIES = 10_000;
 
   constructor(readonly dataFile?: string) {
@@ -135,6 +137,7 @@ export class EmulatorState {
         next_subscription_id: this.nextSubscriptionId,
         webhooks: [...this.webhooks.values()],
       };
+      this.writes++;
       return writeFileAtomic(file, JSON.stringify(data, null, 2)).catch((err: unknown) => {
         this.dirty = true; // written at the next change, or on close
         throw err;

@@ -5,7 +5,7 @@ import type { HeaderSource, Verifier } from '../signing/verify.js';
 import type { PairStore } from '../store/pair-store.js';
 import { isoMillis, systemClock, type Clock } from '../util/clock.js';
 import { listenOn } from '../util/net.js';
-import { decide, deliveryEvent, failureEvent, OK_BODY, pairOf, statusForFailure, VERIFIED, type Answer, type Facts, type Processed } from './decide.js';
+import { decide, deliveryEvent, failureEvent, OK_BODY, pairOf, statusForFailure, VERIFIED, type Answer, type Facts, type Pair, type Processed } from './decide.js';
 import type { ReceiverEvent } from './event.js';
 import { forwardDelivery } from './forward.js';
 import { declaredLength, InflightBudget, readBody, type BodyRead } from '../util/read-body.js';
@@ -27,6 +27,8 @@ export interface ReceiverOptions {
   /** Headers must arrive within this, and the whole request within six times it (slow-client guard). */
   readTimeoutMs: number;
   clock?: Clock;
+  /** On close, how long open connections may finish their requests before they are cut (default 2 s). */
+  closeGraceMs?: number;
   /**
    * Called once per request, once its answer has gone (or could not), with the report and, for a request
    * that had a body, its headers and bytes. The report is the listener's from then on: the receiver
@@ -155,18 +157,21 @@ export async function startReceiver(o: ReceiverOptions): Promise<RunningReceiver
       }
     }
     const body = read.body;
-    const facts: Facts = { verification: o.verifier.verify(headersOf(req), body, now) };
+    const v = o.verifier.verify(headersOf(req), body, now);
     const raw = (): RawDelivery => ({ headers: req.headers, body, received: now, ms: Math.round(clock.monotonic() - began) });
-    if (!facts.verification.ok) {
+    if (!v.ok) {
       // refused: answered now, and nothing more is done with it
       budget.give(read.held);
-      const v = facts.verification;
-      const step = decide(facts);
+      const step = decide({ verification: v });
       const sent = step.do === 'answer' ? send(res, step.answer) : true;
       const trigger = req.headers['trigger-id'];
       return report(sentOrNot(failureEvent(time, path, v, statusForFailure(v), body.length, typeof trigger === 'string' ? trigger : undefined), sent), raw());
     }
-    const work = settle(req, res, time, path, body, facts).then(
+    // the report and the pair are all that is kept of the parsed body: the rest (several times the body's
+    // size, for a large forecast) is let go before the app is waited on
+    const pair = pairOf(v, body);
+    const event = deliveryEvent(time, path, v, pair, body.length);
+    const work = settle(req, res, event, pair, body, { verification: VERIFIED }).then(
       (event) => report(event, raw()),
       (err: Error) => report(sentOrNot({ ...base, outcome: 'error', status: 500, message: err.message }, send(res, { status: 500, body: '{"error":"internal error in wxhooks listen"}' }))),
     ).finally(() => {
@@ -177,12 +182,8 @@ export async function startReceiver(o: ReceiverOptions): Promise<RunningReceiver
   }
 
   /** Does what `decide` asks, step by step, until the answer; returns the report (once the answer has gone, or could not). */
-  async function settle(req: IncomingMessage, res: ServerResponse, time: string, path: string, body: Buffer, facts: Facts): Promise<ReceiverEvent> {
-    const v = facts.verification;
-    if (!v.ok || !('payload' in v)) throw new Error('settle is for verified deliveries');
-    const pair = pairOf(v, body);
-    const event = deliveryEvent(time, path, v, pair, body.length);
-    facts.verification = VERIFIED;
+  async function settle(req: IncomingMessage, res: ServerResponse, event: ReceiverEvent, pair: Pair, body: Buffer, facts: Facts): Promise<ReceiverEvent> {
+    const time = event.time;
     for (;;) {
       const step = decide(facts, { respondStatus: o.respondStatus });
       switch (step.do) {
@@ -282,7 +283,7 @@ export async function startReceiver(o: ReceiverOptions): Promise<RunningReceiver
       const closed = new Promise<void>((resolve) => {
         server.close(() => resolve());
         server.closeIdleConnections();
-        setTimeout(() => server.closeAllConnections(), 2000).unref();
+        setTimeout(() => server.closeAllConnections(), o.closeGraceMs ?? 2000).unref();
       });
       // a delivery being forwarded goes on to its end (within --forward-timeout), and its pair is stored,
       // even if its connection is cut: otherwise its retry would be forwarded again

@@ -1,6 +1,6 @@
 import { timingSafeEqual } from 'node:crypto';
 import { LAYOUTS, hmac, layoutNamed, type Layout, type Scheme } from './layouts.js';
-import { parseBodyObject } from './json-body.js';
+import { LARGE_BODY, parseBodyObject } from './json-body.js';
 import { parseTimestamp } from './timestamp.js';
 
 export type HeaderSource = Record<string, string | string[] | undefined> | { get(name: string): string | null };
@@ -159,7 +159,8 @@ export function verifyDelivery(options: VerifyOptions): VerifyResult {
   const nowMs = options.now === undefined ? Date.now() : +options.now;
   const body = typeof options.body === 'string' ? Buffer.from(options.body, 'utf8') : Buffer.from(options.body.buffer, options.body.byteOffset, options.body.byteLength);
   const keysFor: KeysFor = (row) => secrets.map((secret) => row.keys(secret));
-  return check(keysFor, secrets, rows, table, options.tolerance ?? 300, nowMs, options.headers, body, () => options.diagnose !== false);
+  const rules: Rules = { keysFor, secrets, rows, table, tolerance: options.tolerance ?? 300, diagnose: () => options.diagnose !== false, shallowAbove: LARGE_BODY };
+  return check(rules, nowMs, options.headers, body);
 }
 
 function missing(name: string, value: string | undefined): VerifyFailure {
@@ -170,17 +171,21 @@ function missing(name: string, value: string | undefined): VerifyFailure {
 }
 
 /** The checks themselves, on normalised inputs (so a session's Verifier pays for normalising once). */
-function check(
-  keysFor: KeysFor,
-  secrets: readonly string[],
-  rows: readonly Layout[],
-  table: readonly Layout[],
-  tolerance: number,
-  nowMs: number,
-  headers: HeaderSource,
-  body: Buffer,
-  diagnose: () => boolean,
-): VerifyResult {
+/** What one verification runs with, besides the request: the secrets and their keys, the rows tried, and the rules. */
+interface Rules {
+  keysFor: KeysFor;
+  secrets: readonly string[];
+  rows: readonly Layout[];
+  table: readonly Layout[];
+  tolerance: number;
+  /** Whether the further look for why a request failed may be taken now. */
+  diagnose: () => boolean;
+  /** Bodies larger than this are parsed shallowly: only their small members (src/signing/json-body.ts). */
+  shallowAbove: number;
+}
+
+function check(rules: Rules, nowMs: number, headers: HeaderSource, body: Buffer): VerifyResult {
+  const { keysFor, secrets, rows, table, tolerance, diagnose } = rules;
   const id = lookup(headers, 'trigger-id', 'Trigger-Id');
   if (id === undefined || id.trim() === '') return missing('Trigger-Id', id);
   const ts = lookup(headers, 'webhook-timestamp', 'Webhook-Timestamp');
@@ -224,7 +229,7 @@ function check(
       continue;
     }
     const index = matches(row, keysFor, parsed.signatures, id, ts, body);
-    if (index !== -1) return accept(row, id, seconds, body, index);
+    if (index !== -1) return accept(row, id, seconds, body, index, rules.shallowAbove);
     parsedRows.push({ row, signatures: parsed.signatures });
   }
 
@@ -274,8 +279,8 @@ function check(
   return unsigned() ?? noMatch();
 }
 
-function accept(row: Layout, triggerId: string, timestamp: number, body: Buffer, secretIndex: number): VerifyResult {
-  const payload = parseBodyObject(body);
+function accept(row: Layout, triggerId: string, timestamp: number, body: Buffer, secretIndex: number, shallowAbove: number): VerifyResult {
+  const payload = parseBodyObject(body, shallowAbove);
   if (!payload) return fail('not_json_object', 'The signature is valid, but the body is not a JSON object.');
   const result: VerifySuccess = {
     ok: true,
@@ -297,25 +302,42 @@ function accept(row: Layout, triggerId: string, timestamp: number, body: Buffer,
 export class Verifier {
   pinned?: string;
   readonly scheme: Scheme | string;
-  private readonly secrets: string[];
-  private readonly tolerance: number;
-  private readonly table: readonly Layout[];
-  private rows: Layout[];
-
+  /** What every verification of the session runs with (its rows change once, when a layout is pinned). */
+  private readonly rules: Rules;
   /** Further looks for why a request failed still allowed now (a bucket that fills at `diagnosePerMinute` a minute), and when last filled. */
   private diagnoses: number;
   private filledAt = 0;
   private readonly perMinute: number;
+  /** The time of the verification under way. */
+  private now = 0;
 
-  constructor(options: Omit<VerifyOptions, 'headers' | 'body' | 'now' | 'diagnose'> & { diagnosePerMinute?: number }) {
-    this.secrets = secretsOf(options.secret, 'Verifier');
+  /**
+   * `diagnosePerMinute`: how many further looks for why a request failed are taken a minute (default: every
+   * time). `shallowAbove`: bodies larger than this are parsed for their small members only (default
+   * 1 MiB): a receiver that needs only a delivery's ids keeps the payload of a large forecast small.
+   */
+  constructor(options: Omit<VerifyOptions, 'headers' | 'body' | 'now' | 'diagnose'> & { diagnosePerMinute?: number; shallowAbove?: number }) {
+    const secrets = secretsOf(options.secret, 'Verifier');
     this.perMinute = options.diagnosePerMinute ?? Infinity;
     this.diagnoses = this.perMinute;
     this.scheme = options.scheme ?? 'auto';
-    this.table = options.layouts ?? LAYOUTS;
-    this.rows = rowsFor(this.scheme, this.table);
     if (this.scheme !== 'auto') this.pinned = this.scheme;
-    this.tolerance = options.tolerance ?? 300;
+    const table = options.layouts ?? LAYOUTS;
+    // derived keys, per layout: a session keeps one list of secrets, so it derives them once
+    const keys = new Map<Layout, Buffer[][]>();
+    this.rules = {
+      keysFor: (row) => {
+        let k = keys.get(row);
+        if (!k) keys.set(row, (k = secrets.map((secret) => row.keys(secret))));
+        return k;
+      },
+      secrets,
+      rows: rowsFor(this.scheme, table),
+      table,
+      tolerance: options.tolerance ?? 300,
+      diagnose: () => this.mayDiagnose(this.now),
+      shallowAbove: options.shallowAbove ?? LARGE_BODY,
+    };
   }
 
   /** Whether a further look for why a request failed may be taken now: at most `diagnosePerMinute` a minute. */
@@ -328,19 +350,12 @@ export class Verifier {
     return true;
   }
 
-  /** Derived keys, per layout: a session keeps one list of secrets, so it derives them once. */
-  private readonly keys = new Map<Layout, Buffer[][]>();
-  private readonly keysFor: KeysFor = (row) => {
-    let keys = this.keys.get(row);
-    if (!keys) this.keys.set(row, (keys = this.secrets.map((secret) => row.keys(secret))));
-    return keys;
-  };
-
   verify(headers: HeaderSource, body: Buffer, now = Date.now()): SessionVerifyResult {
-    const result = check(this.keysFor, this.secrets, this.rows, this.table, this.tolerance, now, headers, body, () => this.mayDiagnose(now));
+    this.now = now;
+    const result = check(this.rules, now, headers, body);
     if (result.ok && !this.pinned) {
       this.pinned = result.layout;
-      this.rows = rowsFor(result.layout, this.table);
+      this.rules.rows = rowsFor(result.layout, this.rules.table);
       return { ...result, pinnedNow: true };
     }
     if (!result.ok && this.pinned && this.scheme === 'auto' && (result.reason === 'malformed_signature' || result.reason === 'no_match')) {

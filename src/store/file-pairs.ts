@@ -67,7 +67,9 @@ const JUMP_MS = 5000;
  * - Time: a pair expires when the TTL has passed on the monotonic clock since it was processed (or since
  *   start, for a pair read from the file, which also counts its age by the wall clock then: a pair dated
  *   in the future is new). It is dropped from memory, and from the file, only once it has expired by both
- *   clocks, so a wall clock set forward or back drops nothing; such a jump is reported.
+ *   clocks, so a wall clock set forward or back drops nothing; such a jump is reported. A pair read at
+ *   start that is past the TTL by the wall clock is no duplicate, but its line stays in the file until
+ *   this process has seen the TTL pass: a clock set ahead at start empties nothing.
  * - When the file is more than twice what is still live, it is rewritten with the live pairs only (a new
  *   file, synced, then renamed over the old one, so a crash at any moment leaves one whole file or the
  *   other). When the file is deleted or replaced under us, the same is done at once.
@@ -84,6 +86,9 @@ export class FilePairStore implements PairStore {
   /** Bytes in the file; `liveBytes`, what the remembered pairs' lines take. */
   private fileBytes: number;
   private liveBytes = 0;
+  /** Lines read at start of pairs past the TTL by the wall clock then: kept in the file until `dormantUntil` (monotonic). */
+  private dormant: string[] = [];
+  private dormantUntil = 0;
   /** The last line in the file has no newline (a crash, or a write that failed and could not be undone). */
   private tornEnd: boolean;
   private batch = '';
@@ -150,9 +155,14 @@ export class FilePairStore implements PairStore {
     const store = new FilePairStore(file, options, fd, size, tornEnd);
     const wall = store.clock.now();
     const mono = store.clock.monotonic();
-    // Every pair read is kept: one past the TTL by the wall clock is no longer a duplicate, but it leaves
-    // the file only once this process has seen the TTL pass (the wall clock may be wrong now).
-    for (const [trigger, subscription, at] of read) store.remember(trigger, subscription, { at, known: mono, head: Math.max(0, wall - at) });
+    // A pair past the TTL by the wall clock is no longer a duplicate; but the wall clock may be wrong now
+    // (set ahead), so its line stays in the file (dormant) until this process has seen the TTL pass.
+    for (const [trigger, subscription, at] of read) {
+      if (wall - at > options.ttlMs) store.dormant.push(lineOf(trigger, subscription, at));
+      else store.remember(trigger, subscription, { at, known: mono, head: Math.max(0, wall - at) });
+    }
+    store.dormantUntil = mono + options.ttlMs;
+    for (const line of store.dormant) store.liveBytes += Buffer.byteLength(line) + 1;
     store.compactIfWorthIt();
     await store.compacting;
     return store;
@@ -379,6 +389,10 @@ export class FilePairStore implements PairStore {
     const wall = this.clock.now();
     const ttl = this.options.ttlMs;
     this.lastExpiry = mono;
+    if (this.dormant.length && mono >= this.dormantUntil) {
+      for (const line of this.dormant) this.liveBytes -= Buffer.byteLength(line) + 1;
+      this.dormant = [];
+    }
     for (const [subscription, triggers] of this.done) {
       for (const [trigger, d] of triggers) {
         // in the order learnt of: once one is kept, the later ones are newer by the monotonic clock
@@ -409,7 +423,12 @@ export class FilePairStore implements PairStore {
   private async compact(): Promise<boolean> {
     let size = 0;
     const done = this.done;
+    const dormant = this.dormant;
     function* lines() {
+      for (const line of dormant) {
+        size += Buffer.byteLength(line) + 1;
+        yield `${line}\n`;
+      }
       for (const [subscription, triggers] of done) {
         for (const [trigger, d] of triggers) {
           const text = `${lineOf(trigger, subscription, d.at)}\n`;

@@ -53,11 +53,19 @@ export function readBody(req: IncomingMessage, max: number, budget: InflightBudg
   }
   const chunks: Buffer[] = [];
   let size = 0;
+  /** Bytes of the budget taken. */
+  let taken = 0;
+  /**
+   * A body of a declared length that comes in several chunks is copied into one buffer as they come,
+   * taken from the budget whole when the second chunk arrives (so not for a client that sends nothing):
+   * gathering the chunks and joining them at the end held two copies of it at once.
+   */
+  let whole: Buffer | undefined;
   let finished = false;
   const finish = (read: BodyRead) => {
     if (finished) return;
     finished = true;
-    if (read.kind !== 'body') budget.give(size * copies);
+    if (read.kind !== 'body') budget.give(taken);
     done(read);
   };
   req.on('data', (chunk: Buffer) => {
@@ -66,16 +74,43 @@ export function readBody(req: IncomingMessage, max: number, budget: InflightBudg
       req.pause();
       return finish({ kind: 'too_large', size: size + chunk.length });
     }
-    if (!budget.take(chunk.length * copies)) {
+    if (whole) {
+      if (size + chunk.length > whole.length) {
+        // more than it declared: Node would not pass that on, but a buffer must never be written past its end
+        req.pause();
+        return finish({ kind: 'too_large', size: size + chunk.length });
+      }
+      chunk.copy(whole, size);
+      size += chunk.length;
+      return;
+    }
+    const more = declared !== undefined && chunks.length === 1 ? (declared - size) * copies : chunk.length * copies;
+    if (!budget.take(more)) {
       req.pause();
       budget.refused++;
       return finish({ kind: 'over_budget', size: size + chunk.length });
+    }
+    taken += more;
+    if (declared !== undefined && chunks.length === 1) {
+      whole = Buffer.allocUnsafe(declared);
+      chunks[0]!.copy(whole, 0);
+      chunk.copy(whole, size);
+      chunks.length = 0;
+      size += chunk.length;
+      return;
     }
     chunks.push(chunk);
     size += chunk.length;
   });
   // the usual small delivery arrives as one chunk, and is kept as it is
-  req.on('end', () => finish({ kind: 'body', body: chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size), held: size * copies }));
+  req.on('end', () => {
+    const body = whole ? whole.subarray(0, size) : chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size);
+    if (taken > size * copies) {
+      budget.give(taken - size * copies);
+      taken = size * copies;
+    }
+    finish({ kind: 'body', body, held: taken });
+  });
   // 'close' after 'end' finds it finished; before it, the client went away or the server cut it off.
   // (No 'error' listener: Node emits a request's errors only to listeners, and 'close' follows them.)
   req.on('close', () => finish({ kind: 'aborted' }));

@@ -1,0 +1,445 @@
+import { Agent, request } from 'node:http';
+import { connect, type Socket } from 'node:net';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freePort, startPostgres, type Postgres } from '../../scripts/harness.js';
+import { History } from '../../src/receiver/history.js';
+import { startInspector } from '../../src/receiver/inspector.js';
+import { replayFromHistory } from '../../src/receiver/replay.js';
+import { signDelivery, verifyDelivery } from '../../src/signing/index.js';
+import { systemClock } from '../../src/util/clock.js';
+import { runCli, tempDir } from '../helpers/cli.js';
+import { manualClock } from '../helpers/clock.js';
+import { runInProcess, startInProcess } from '../helpers/context.js';
+import { post } from '../helpers/http.js';
+import { memoryOf } from '../helpers/memory.js';
+import { startCli } from '../helpers/process.js';
+import { signed, startTestReceiver, TEST_SECRET } from '../helpers/receiver.js';
+import { sendJson, startServer, type TestServer } from '../helpers/server.js';
+
+// `listen --public-url` puts the receiver on the internet: what an attacker who knows only the public URL
+// (and anyone on this machine) can do to it, each case named after the probe's finding.
+
+const MiB = 1024 * 1024;
+
+/** An app that records what it is forwarded, and checks each delivery's signature as a real app would. */
+async function checkingApp(): Promise<TestServer & { got: { trigger: string; model?: string; verified: boolean }[] }> {
+  const got: { trigger: string; model?: string; verified: boolean }[] = [];
+  const app = await startServer((req, res) => {
+    const v = verifyDelivery({ secret: TEST_SECRET, headers: req.headers, body: req.body });
+    const body = req.json as { trigger_id: string; data?: { model?: string } };
+    got.push({ trigger: body.trigger_id, model: body.data?.model, verified: v.ok });
+    sendJson(res, v.ok ? 200 : 401, { ok: v.ok });
+  });
+  return Object.assign(app, { got });
+}
+
+/** A forged request: a real delivery's Trigger-Id, the attacker's body, a signature that is not one. */
+function forged(trigger: string): { headers: Record<string, string>; body: Buffer } {
+  const body = Buffer.from(JSON.stringify({ type: 'forecast_hour.available', subscription_id: '1', trigger_id: trigger, data: { model: 'EVIL' } }));
+  return { body, headers: { 'content-type': 'application/json', 'trigger-id': trigger, 'webhook-timestamp': String(Math.floor(Date.now() / 1000)), 'webhook-signature': `v1,${Buffer.alloc(32, 3).toString('base64')}` } };
+}
+
+function fetchJson(url: string, init: { method?: string; headers?: Record<string, string> } = {}): Promise<{ status: number; body: Record<string, unknown> }> {
+  const u = new URL(url);
+  return new Promise((resolve, reject) => {
+    const req = request({ host: u.hostname, port: u.port, path: u.pathname + u.search, method: init.method ?? 'GET', headers: init.headers }, (res) => {
+      let text = '';
+      res.setEncoding('utf8').on('data', (d: string) => (text += d));
+      res.on('end', () => {
+        let body: Record<string, unknown> = {};
+        try {
+          body = JSON.parse(text) as Record<string, unknown>;
+        } catch {
+          body = { text };
+        }
+        resolve({ status: res.statusCode ?? 0, body });
+      });
+    });
+    req.on('error', reject).end();
+  });
+}
+
+describe('1. replay signs only what verified', () => {
+  it('a refused request that claims a real Trigger-Id: no replay of it (409, nothing sent), never counted as an attempt; the verified one replays, and the app finds it authentic', async () => {
+    const app = await checkingApp();
+    const history = new History();
+    const r = await startTestReceiver({ onEvent: (e, raw) => history.add(e, raw) });
+    const inspector = await startInspector({
+      host: '127.0.0.1',
+      port: 0,
+      history,
+      about: {},
+      replay: async (id) => {
+        const x = await replayFromHistory(history, id, { secret: TEST_SECRET, to: `${app.url}/hooks`, timeoutMs: 5000, clock: systemClock });
+        return x.ok ? { status: 200, body: x.result } : { status: x.status, body: { error: x.error } };
+      },
+    });
+    try {
+      const real = signed('trg_real');
+      expect((await post(r.url, real.headers, real.body)).status).toBe(200);
+      const fake = forged('trg_real');
+      expect((await post(r.url, fake.headers, fake.body)).status).toBe(401);
+      const records = await history.since(0);
+      const [good, bad] = records;
+      expect(bad!.claimed_trigger_id).toBe('trg_real');
+      expect(bad!.trigger_id).toBeUndefined();
+      const headers = { 'x-wxhooks-token': inspector.token, host: new URL(inspector.url).host };
+      const refusedReplay = await fetchJson(`http://127.0.0.1:${inspector.port}/api/deliveries/${bad!.id}/replay`, { method: 'POST', headers });
+      expect(refusedReplay.status).toBe(409);
+      expect(String(refusedReplay.body.error)).toContain('did not verify');
+      expect(app.got).toEqual([]); // nothing was sent
+      // the forged one is no attempt of the real delivery
+      const detail = await fetchJson(`http://127.0.0.1:${inspector.port}/api/deliveries/${good!.id}`, { headers });
+      expect((detail.body.attempts as { id: number }[]).map((a) => a.id)).toEqual([good!.id]);
+      // the verified one replays, signed afresh, and the app checks it: authentic, the real model
+      const replayed = await fetchJson(`http://127.0.0.1:${inspector.port}/api/deliveries/${good!.id}/replay`, { method: 'POST', headers });
+      expect(replayed.status).toBe(200);
+      expect(app.got).toEqual([{ trigger: 'trg_real', model: 'wm-6', verified: true }]);
+    } finally {
+      await inspector.close();
+      await r.close();
+      await app.close();
+    }
+  });
+});
+
+describe('2. what anonymous requests can make listen keep', () => {
+  it('2,000 unsigned 1 MiB POSTs against --inspect --history 2000: RSS stays within --history-size + --max-inflight + a fixed amount, and the verified record is still there', async () => {
+    const port = await freePort();
+    const inspectPort = await freePort();
+    const proc = startCli(['listen', '--port', String(port), '--json', '--secret-env', 'S', '--inspect', `127.0.0.1:${inspectPort}`, '--history', '2000', '--history-size', '16MiB', '--max-inflight', '32MiB'], { S: TEST_SECRET });
+    const ready = await proc.waitFor<{ event?: string; url: string }>((v) => v.event === 'listening');
+    const inspectorUrl = (await proc.waitFor<{ event?: string; url: string }>((v) => v.event === 'inspector')).url;
+    try {
+      const real = signed('trg_before_the_flood');
+      expect((await post(ready.url, real.headers, real.body)).status).toBe(200);
+      const before = memoryOf(proc.child.pid!).rss;
+      const junk = Buffer.alloc(MiB, 0x61);
+      const agent = new Agent({ keepAlive: true, maxSockets: 16 });
+      let sent = 0;
+      const one = () =>
+        new Promise<void>((resolve) => {
+          const req = request({ host: '127.0.0.1', port, path: '/', method: 'POST', agent, headers: { 'content-type': 'application/json', 'trigger-id': `trg_junk_${sent++}`, 'webhook-timestamp': '1', 'webhook-signature': 'v1,AAAA' } }, (res) => {
+            res.resume();
+            res.on('end', resolve);
+          });
+          req.on('error', () => resolve());
+          req.end(junk);
+        });
+      for (let wave = 0; wave < 125; wave++) await Promise.all(Array.from({ length: 16 }, one));
+      agent.destroy();
+      const { peak } = memoryOf(proc.child.pid!);
+      // sent: 2,000 MiB. Limits: 16 MiB of history, 32 MiB in flight, and a fixed amount (the refused ring's
+      // 100 × 4 KiB, headers, V8's own growth under load)
+      process.stdout.write(`unsigned flood: ${sent} × 1 MiB sent; RSS ${before.toFixed(0)} → peak ${peak.toFixed(0)} MiB; limits --history-size 16 MiB + --max-inflight 32 MiB\n`);
+      expect(peak - before).toBeLessThan(16 + 32 + 96);
+      const page = new URL(inspectorUrl);
+      const list = await fetchJson(`http://127.0.0.1:${inspectPort}/api/deliveries${page.search}`);
+      const records = list.body.records as { trigger_id?: string; outcome: string }[];
+      expect(records.filter((r) => r.outcome === 'accepted').map((r) => r.trigger_id)).toEqual(['trg_before_the_flood']);
+      expect(records.filter((r) => r.outcome !== 'accepted')).toHaveLength(100);
+    } finally {
+      await proc.stop();
+    }
+  }, 60_000);
+});
+
+describe('2. --max-inflight counts what a request holds', () => {
+  it('300 signed 450 KB deliveries at once against --max-inflight 48MiB, the app holding its answers: RSS stays within the flag and a fixed amount; the rest are told 503', async () => {
+    // the app holds its answers until 64 are waiting (listen forwards on at most 64 connections), so that
+    // what listen admitted is held while the rest arrive; then it answers everything
+    let arrived = 0;
+    const waiting: (() => void)[] = [];
+    const app = await startServer((_req, res) => {
+      arrived++;
+      const answer = () => sendJson(res, 200, { ok: true });
+      if (arrived < 64) waiting.push(answer);
+      else {
+        waiting.splice(0).forEach((a) => a());
+        answer();
+      }
+    });
+    const port = await freePort();
+    const proc = startCli(['listen', '--port', String(port), '--json', '--secret-env', 'S', '--max-inflight', '48MiB', '--forward-to', `${app.url}/hooks`], { S: TEST_SECRET });
+    await proc.waitFor<{ event?: string }>((v) => v.event === 'listening');
+    const agent = new Agent({ keepAlive: true, maxSockets: 300 });
+    try {
+      const before = memoryOf(proc.child.pid!).rss;
+      const grid = Array.from({ length: 300 }, (_, i) => Array.from({ length: 300 }, (_, j) => ((i * 7 + j * 13) % 4000) / 100));
+      const statuses = await Promise.all(
+        Array.from({ length: 300 }, (_, n) => {
+          const d = signed(`trg_big_${n}`, { data: { model: 'wm-6', forecast_hour: 0, response: { type: 'gridded', values: grid } } });
+          return new Promise<number>((resolve) => {
+            const req = request({ host: '127.0.0.1', port, path: '/', method: 'POST', agent, headers: d.headers }, (res) => {
+              res.resume();
+              res.on('close', () => resolve(res.statusCode ?? 0));
+            });
+            req.on('error', () => resolve(0));
+            req.end(d.body);
+          });
+        }),
+      );
+      const { peak } = memoryOf(proc.child.pid!);
+      const count = (s: number) => statuses.filter((x) => x === s).length;
+      process.stdout.write(`signed 450 KB deliveries: ${count(200)} processed, ${count(503)} told 503; RSS ${before.toFixed(0)} → peak ${peak.toFixed(0)} MiB; --max-inflight 48 MiB\n`);
+      expect(count(200) + count(503)).toBe(300);
+      expect(count(503)).toBeGreaterThan(100);
+      expect(peak - before).toBeLessThan(48 + 96); // the flag, and a fixed amount: V8 and the socket buffers not yet collected
+    } finally {
+      agent.destroy();
+      await proc.stop();
+      await app.close();
+    }
+  }, 60_000);
+});
+
+describe('3. a refused request costs no more than a verified one', () => {
+  it('the further look for why (re-serialising the body, other layouts) is taken at most 5 times a minute, and the line says when it was not', async () => {
+    const clock = manualClock(Date.now());
+    const r = await startTestReceiver({ clock, diagnosePerMinute: 5 });
+    try {
+      const ts = Math.floor(clock.now() / 1000);
+      const send = async (n: number) => {
+        const body = Buffer.from(JSON.stringify({ type: 'forecast_hour.available', trigger_id: `trg_r${n}`, subscription_id: '1', data: { model: 'wm-6' } }));
+        const headers = signDelivery({ secret: TEST_SECRET, body, triggerId: `trg_r${n}`, timestamp: ts });
+        // re-formatted on the way: the signature is of the compact bytes, these are indented
+        const sent = Buffer.from(JSON.stringify(JSON.parse(body.toString()), null, 2));
+        return (await post(r.url, headers, sent)).status;
+      };
+      for (let n = 0; n < 8; n++) expect(await send(n)).toBe(401);
+      expect(r.events.map((e) => e.reason)).toEqual([...Array(5).fill('body_reformatted'), ...Array(3).fill('no_match')]);
+      expect(r.events.slice(5).every((e) => e.diagnosis_skipped === true)).toBe(true);
+      clock.advance(60_000);
+      expect(await send(8)).toBe(401);
+      expect(r.events.at(-1)!.reason).toBe('body_reformatted');
+    } finally {
+      await r.close();
+    }
+  });
+});
+
+describe('4. the inspector page and its token', () => {
+  it('listen prints the link with its token; without it the page and every API refuse, and a bare / says where to look; a remote name is answered only when given', async () => {
+    const port = await freePort();
+    const run = startInProcess(['listen', '--port', String(port), '--json', '--secret-env', 'S', '--inspect', '127.0.0.1:0'], { env: { S: TEST_SECRET } });
+    try {
+      const link = new URL((await run.waitFor<{ event?: string; url: string }>((v) => v.event === 'inspector')).url);
+      const token = link.searchParams.get('token')!;
+      expect(token.length).toBeGreaterThan(20);
+      const bare = await fetchJson(`http://127.0.0.1:${link.port}/`);
+      expect(bare.status).toBe(401);
+      expect(String(bare.body.text)).toContain('Open the link');
+      expect(String(bare.body.text)).not.toContain(token);
+      expect((await fetchJson(`http://127.0.0.1:${link.port}/?token=${token}`)).status).toBe(200);
+      expect((await fetchJson(`http://127.0.0.1:${link.port}/api/deliveries`)).status).toBe(403);
+      // anyone on this machine with a Host header of their choosing gets the page without its token, and nothing more
+      const sneaky = await fetchJson(`http://127.0.0.1:${link.port}/`, { headers: { host: `localhost:${link.port}` } });
+      expect(sneaky.status).toBe(401);
+      expect((await fetchJson(`http://127.0.0.1:${link.port}/api/deliveries/1/replay`, { method: 'POST', headers: { host: `localhost:${link.port}` } })).status).toBe(403);
+    } finally {
+      await run.stop();
+    }
+    // remote mode: the names given are answered, with the token; others are not
+    const remote = startInProcess(['listen', '--port', String(port), '--json', '--secret-env', 'S', '--inspect', '127.0.0.1:0', '--inspect-allow-remote', '--inspect-host', 'wx.example.test'], { env: { S: TEST_SECRET } });
+    try {
+      const link = new URL((await remote.waitFor<{ event?: string; url: string }>((v) => v.event === 'inspector')).url);
+      const token = link.searchParams.get('token')!;
+      expect((await fetchJson(`http://127.0.0.1:${link.port}/api/deliveries?token=${token}`, { headers: { host: `wx.example.test:${link.port}` } })).status).toBe(200);
+      expect((await fetchJson(`http://127.0.0.1:${link.port}/api/deliveries`, { headers: { host: `wx.example.test:${link.port}` } })).status).toBe(403);
+      expect((await fetchJson(`http://127.0.0.1:${link.port}/api/deliveries?token=${token}`, { headers: { host: `evil.example:${link.port}` } })).status).toBe(421);
+    } finally {
+      await remote.stop();
+    }
+    const refused = await runInProcess(['listen', '--port', '0', '--secret-env', 'S', '--inspect', '127.0.0.1:0', '--inspect-host', 'wx.example.test'], { env: { S: TEST_SECRET } });
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain('--inspect-host');
+  });
+});
+
+describe('5 and 6, with a database and the emulator', () => {
+  let db: Postgres;
+  beforeAll(async () => {
+    db = await startPostgres();
+  }, 60_000);
+  afterAll(async () => {
+    await db?.remove();
+  });
+
+  /** The server's URL with its password in the query, as libpq and `pg` accept it. */
+  const queryUrl = () => `postgres://127.0.0.1:${db.port}/postgres?user=postgres&password=${encodeURIComponent(db.password)}`;
+
+  it('5. a password in the store URL\'s query is never shown: not in the 503 line when the database goes away, nor in `deliveries list` and `runs` errors', async () => {
+    const port = await freePort();
+    const run = startInProcess(['listen', '--port', String(port), '--secret-env', 'S', '--store', queryUrl(), '--store-schema', 'pw_query', '--history', '50'], { env: { S: TEST_SECRET } });
+    try {
+      await run.waitForStderr('Ready.');
+      await db.stop();
+      const d = signed('trg_db_away');
+      expect((await post(`http://127.0.0.1:${port}/`, d.headers, d.body)).status).toBe(503);
+      await run.waitForStderr('unreachable');
+      const listed = await runCli(['deliveries', 'list', '--store', queryUrl(), '--store-schema', 'pw_query']);
+      const runs = await runCli(['runs', '--store', queryUrl(), '--store-schema', 'pw_query']);
+      await db.start();
+      await run.stop();
+      const everything = [run.io.stdout.text, run.io.stderr.text, listed.stdout, listed.stderr, runs.stdout, runs.stderr].join('\n');
+      expect(listed.code).toBe(6);
+      expect(everything).not.toContain(db.password);
+      expect(everything).toContain('password=***');
+    } finally {
+      await db.start().catch(() => undefined);
+      await run.stop();
+    }
+  }, 60_000);
+
+  it('2. the shared history: refused rows apart (the last 100, bodies cut to 4 KiB), verified within --history and --history-size, trimmed as it grows; `deliveries replay TRIGGER` picks the latest verified attempt, and none: exit 9', async () => {
+    const port = await freePort();
+    const app = await checkingApp();
+    const schema = 'hist_limits';
+    const run = startInProcess(['listen', '--port', String(port), '--json', '--secret-env', 'S', '--store', db.url, '--store-schema', schema, '--history', '20', '--history-size', '64KiB', '--forward-to', `${app.url}/hooks`], {
+      env: { S: TEST_SECRET },
+    });
+    const admin = new pg.Client({ connectionString: db.url });
+    await admin.connect();
+    try {
+      await run.waitFor<{ event?: string }>((v) => v.event === 'listening');
+      const url = `http://127.0.0.1:${port}/`;
+      const agent = new Agent({ keepAlive: true, maxSockets: 8 });
+      const real = signed('trg_claimed', { data: { model: 'wm-6', forecast_hour: 6, pad: 'x'.repeat(20_000) } });
+      expect((await post(url, real.headers, real.body)).status).toBe(200);
+      const junk = Buffer.alloc(MiB, 0x61);
+      const sendJunk = (n: number) =>
+        new Promise<void>((resolve) => {
+          const req = request({ host: '127.0.0.1', port, method: 'POST', path: '/', agent, headers: { 'trigger-id': n % 10 === 0 ? 'trg_claimed' : `trg_j${n}`, 'webhook-timestamp': '1', 'webhook-signature': 'v1,AAAA' } }, (res) => {
+            res.resume();
+            res.on('end', resolve);
+          });
+          req.on('error', () => resolve());
+          req.end(junk);
+        });
+      for (let wave = 0; wave < 50; wave++) await Promise.all(Array.from({ length: 8 }, (_, i) => sendJunk(wave * 8 + i)));
+      for (let n = 0; n < 40; n++) {
+        const d = signed(`trg_ok${n}`, { data: { model: 'wm-6', forecast_hour: n, pad: 'y'.repeat(10_000) } });
+        expect((await post(url, d.headers, d.body)).status).toBe(200);
+      }
+      const forgedOne = forged('trg_ok39');
+      expect((await post(url, forgedOne.headers, forgedOne.body)).status).toBe(401);
+      agent.destroy();
+      await run.stop();
+      const rows = (await admin.query(`SELECT verified, count(*)::int AS n, max(octet_length(body))::int AS biggest, sum(octet_length(body))::int AS bytes FROM "${schema}".deliveries GROUP BY verified ORDER BY verified`)).rows;
+      expect(rows[0]).toMatchObject({ verified: false, n: 100 });
+      expect(rows[0].biggest).toBeLessThanOrEqual(4096);
+      expect(rows[1]).toMatchObject({ verified: true, n: 20 });
+      expect(rows[1].bytes).toBeLessThanOrEqual(64 * 1024 + 20 * 4096); // the budget, and at most one batch over
+      // replay by Trigger-Id: the latest verified attempt, never the forged one that came after it
+      const env = { S: TEST_SECRET };
+      const ok = await runCli(['deliveries', 'replay', 'trg_ok39', '--store', db.url, '--store-schema', schema, '--to', `${app.url}/hooks`, '--secret-env', 'S', '--json'], { env });
+      expect(ok.code).toBe(0);
+      expect(app.got.at(-1)).toEqual({ trigger: 'trg_ok39', model: 'wm-6', verified: true });
+      const none = await runCli(['deliveries', 'replay', 'trg_j399', '--store', db.url, '--store-schema', schema, '--to', `${app.url}/hooks`, '--secret-env', 'S'], { env });
+      expect(none.code).toBe(9);
+      expect(none.stderr).toContain('did not verify');
+      const byId = (await admin.query(`SELECT id::int FROM "${schema}".deliveries WHERE NOT verified LIMIT 1`)).rows[0].id as number;
+      const refusedById = await runCli(['deliveries', 'replay', `#${byId}`, '--store', db.url, '--store-schema', schema, '--to', `${app.url}/hooks`, '--secret-env', 'S'], { env });
+      expect(refusedById.code).toBe(9);
+      expect(app.got.filter((g) => g.model === 'EVIL')).toEqual([]);
+    } finally {
+      await run.stop();
+      await admin.end();
+      await app.close();
+    }
+  }, 90_000);
+});
+
+describe('6. the emulator, as a target', () => {
+  it('anonymous requests with unfinished 1 MiB bodies: answered 401 from their headers, bodies never read; authenticated ones are held within its budget', async () => {
+    const proc = startCli(['emulator', '--port', '0', '--json', '--api-key', 'emu_hostile_key_0123456789abcdef']);
+    const ready = await proc.waitFor<{ base_url: string }>((v) => typeof v.base_url === 'string');
+    const port = Number(new URL(ready.base_url).port);
+    const sockets: Socket[] = [];
+    try {
+      const before = memoryOf(proc.child.pid!).rss;
+      const answers = await Promise.all(
+        Array.from(
+          { length: 300 },
+          () =>
+            new Promise<string>((resolve) => {
+              const s = connect(port, '127.0.0.1', () => {
+                s.write(`POST /webhooks/v1 HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: ${MiB}\r\n\r\n`);
+                s.write(Buffer.alloc(MiB - 1024, 0x20));
+              });
+              sockets.push(s);
+              let text = '';
+              s.setEncoding('latin1').on('data', (d: string) => {
+                text += d;
+                if (text.includes('\r\n\r\n')) resolve(text);
+              });
+              s.on('error', () => resolve(text));
+            }),
+        ),
+      );
+      // 401, or the connection closed while the client was still sending what was never going to be read
+      expect([...new Set(answers.map((a) => a.slice(0, 12)))]).toEqual(expect.arrayContaining(['HTTP/1.1 401']));
+      expect(answers.every((a) => a === '' || a.startsWith('HTTP/1.1 401'))).toBe(true);
+      // authenticated, and stalled: held only up to the emulator's budget (64 MiB); the others are told 503 at
+      // once (or, sending still, find the connection closed under them)
+      let refused = 0;
+      let turnedAway = 0;
+      let wake = () => undefined as void;
+      for (let i = 0; i < 150; i++) {
+        const s = connect(port, '127.0.0.1', () => {
+          s.write(`POST /webhooks/v1 HTTP/1.1\r\nhost: x\r\nauthorization: Bearer emu_hostile_key_0123456789abcdef\r\ncontent-type: application/json\r\ncontent-length: ${MiB}\r\n\r\n`);
+          s.write(Buffer.alloc(MiB - 1024, 0x20));
+        });
+        sockets.push(s);
+        let done = false;
+        const away = (was503: boolean) => {
+          if (was503) refused++;
+          if (!done) turnedAway++;
+          done = true;
+          wake();
+        };
+        s.setEncoding('latin1').on('data', (d: string) => away(d.startsWith('HTTP/1.1 503')));
+        s.on('error', () => away(false));
+        s.on('close', () => away(false));
+      }
+      while (turnedAway < 150 - 64) await new Promise<void>((resolve) => (wake = resolve));
+      expect(refused).toBeGreaterThan(0);
+      const { peak } = memoryOf(proc.child.pid!);
+      process.stdout.write(`emulator: 300 anonymous + 150 stalled 1 MiB bodies; RSS ${before.toFixed(0)} → peak ${peak.toFixed(0)} MiB (budget 64 MiB)\n`);
+      expect(peak - before).toBeLessThan(64 + 60);
+    } finally {
+      sockets.forEach((s) => s.destroy());
+      await proc.stop();
+    }
+  }, 60_000);
+
+  it('--data-file: 2,000 creates are written a few times a second, not once each; a clean exit writes the last of them', async () => {
+    const { startEmulator } = await import('../../src/emulator/server.js');
+    const file = `${tempDir()}/state.json`;
+    const emu = await startEmulator({ port: 0, apiKey: 'emu_data_file_key_0123456789abcdef', dataFile: file });
+    const agent = new Agent({ keepAlive: true, maxSockets: 8 });
+    try {
+      const started = Date.now();
+      const create = (n: number) =>
+        new Promise<number>((resolve) => {
+          const req = request(
+            { host: '127.0.0.1', port: emu.port, path: '/webhooks/v1', method: 'POST', agent, headers: { authorization: 'Bearer emu_data_file_key_0123456789abcdef', 'content-type': 'application/json' } },
+            (res) => {
+              res.resume();
+              res.on('end', () => resolve(res.statusCode ?? 0));
+            },
+          );
+          req.end(JSON.stringify({ url: `https://example.com/${n}` }));
+        });
+      for (let i = 0; i < 2000; i += 8) expect(await Promise.all(Array.from({ length: 8 }, (_, k) => create(i + k)))).toEqual(Array(8).fill(201));
+      const seconds = (Date.now() - started) / 1000;
+      expect(emu.state.writes).toBeLessThanOrEqual(Math.ceil(seconds * 4) + 2);
+    } finally {
+      agent.destroy();
+      await emu.close();
+    }
+    const { readFileSync } = await import('node:fs');
+    expect((JSON.parse(readFileSync(file, 'utf8')) as { webhooks: unknown[] }).webhooks).toHaveLength(2000);
+  });
+});
