@@ -92,6 +92,60 @@ async function startListen(env, dir, flags = [], bin = BIN) {
 
 const stop = (child) => new Promise((resolve) => (child.exitCode !== null ? resolve() : (child.once('exit', resolve), child.kill('SIGTERM'))));
 
+// ---------------------------------------------------------------- what a refused request costs
+/**
+ * `listen`'s CPU per refused request (a wrong signature) against its CPU per verified delivery, 35 KB
+ * bodies, in the same process, in turns: an anonymous sender's request must cost no more than one of the
+ * service's (the re-serialisation diagnosis of a failure, which cost 6× a verification, is rationed to a
+ * few a minute).
+ */
+async function refused() {
+  const secret = generateSecret();
+  const other = generateSecret();
+  const dir = benchDir();
+  const l = await startListen(cleanEnv({ WXHOOKS_CONFIG_DIR: dir, BENCH_SECRET: secret }), dir);
+  const n = QUICK ? 500 : 2000;
+  const { Pool } = await import('undici');
+  const pool = new Pool(l.url, { connections: 8 });
+  /** Sends the requests 8 at a time; the CPU `listen` spent per request, in µs. */
+  const send = async (list, expected) => {
+    const before = cpuMs(l.child.pid);
+    let next = 0;
+    await Promise.all(
+      Array.from({ length: 8 }, async () => {
+        while (next < list.length) {
+          const d = list[next++];
+          const res = await pool.request({ path: '/', method: 'POST', headers: d.headers, body: d.body });
+          await res.body.dump();
+          if (res.statusCode !== expected) throw new Error(`expected ${expected}, got ${res.statusCode}`);
+        }
+      }),
+    );
+    return ((cpuMs(l.child.pid) - before) * 1000) / list.length;
+  };
+  const forged = (count) => deliveries(other, count, 35_000);
+  try {
+    log(`refused: ${n} verified and ${n} refused 35 KB requests a round, in turn`);
+    await send(deliveries(secret, n, 35_000), 200);
+    await send(forged(n), 401);
+    const ratios = [];
+    let good = [];
+    let bad = [];
+    for (let round = 0; round < (QUICK ? 3 : 7); round++) {
+      const g = await send(deliveries(secret, n, 35_000), 200);
+      const b = await send(forged(n), 401);
+      good.push(g);
+      bad.push(b);
+      ratios.push(b / g);
+      log(`  round ${round + 1}: refused ${b.toFixed(0)} µs, verified ${g.toFixed(0)} µs: ${(b / g).toFixed(2)}×`);
+    }
+    row('listen', 'CPU per refused request (a wrong signature, 35 KB), against CPU per verified delivery (35 KB), same process', `${median(bad).toFixed(0)} µs`, `${median(good).toFixed(0)} µs`, median(ratios), within(1.0));
+  } finally {
+    await pool.close();
+    await stop(l.child);
+  }
+}
+
 // ---------------------------------------------------------------- start-up
 async function startup() {
   const n = QUICK ? 9 : 31;
@@ -557,7 +611,7 @@ function table() {
 }
 
 const started = Date.now();
-const SECTIONS = { startup, listen: listenThroughput, store: sharedStore, verify: verification, memory, fanout };
+const SECTIONS = { startup, listen: listenThroughput, refused, store: sharedStore, verify: verification, memory, fanout };
 const only = process.argv.slice(2).filter((a) => !a.startsWith('--'));
 for (const name of only) if (!(name in SECTIONS)) throw new Error(`unknown section ${name}; known: ${Object.keys(SECTIONS).join(', ')}`);
 try {

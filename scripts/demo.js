@@ -19,13 +19,15 @@ const show = (args) => process.stdout.write(`$ wxhooks ${args.map((a) => (/[\s;'
 async function run(args) {
   show(args);
   const child = spawn(process.execPath, [BIN, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  children.push(child);
+  child.exited = new Promise((resolve) => child.on('close', resolve));
   let out = '';
   child.stdout.setEncoding('utf8').on('data', (d) => {
     out += d;
     process.stdout.write(d);
   });
   child.stderr.setEncoding('utf8').on('data', (d) => process.stderr.write(d));
-  const code = await new Promise((resolve) => child.on('close', resolve));
+  const code = await child.exited;
   if (code !== 0) throw new Error(`wxhooks ${args.join(' ')} exited ${code}`);
   return out;
 }
@@ -123,15 +125,28 @@ async function main() {
   console.log('\nDone: every delivery verified, the refused one retried and accepted, nothing processed twice, the missing hour named.');
 }
 
-let failed = false;
+// However the demo ends (done, failed, Ctrl-C, SIGTERM, or its output closed: `npm run demo | head`), its
+// children are ended and its folder, which holds a webhook secret, is removed; then it exits.
+let ending;
+function end(code, why) {
+  ending ??= (async () => {
+    if (why) process.stderr.write(`demo: ${why}; cleaning up\n`);
+    for (const c of children) if (c.exitCode === null) c.kill('SIGTERM');
+    await Promise.all(children.map((c) => c.exited));
+    rmSync(dir, { recursive: true, force: true });
+    process.exit(code);
+  })();
+  return ending;
+}
+process.on('SIGINT', () => void end(130, 'interrupted'));
+process.on('SIGTERM', () => void end(143, 'terminated'));
+process.on('SIGHUP', () => void end(129, 'hung up'));
+process.stdout.on('error', (err) => void end(err.code === 'EPIPE' ? 141 : 1, `its output was closed (${err.code ?? err.message})`));
+
 try {
   await main();
+  await end(0);
 } catch (err) {
-  failed = true;
   console.error(`demo failed: ${err.message}`);
-} finally {
-  for (const c of children) if (c.exitCode === null) c.kill('SIGTERM');
-  await Promise.all(children.map((c) => c.exited));
-  rmSync(dir, { recursive: true, force: true });
+  await end(1);
 }
-process.exit(failed ? 1 : 0);

@@ -11,6 +11,7 @@ import { tempDir } from './helpers/cli.js';
 import { manualClock } from './helpers/clock.js';
 import { runInProcess } from './helpers/context.js';
 import { smallDisk, type SmallDisk } from './helpers/disk.js';
+import { startCli } from './helpers/process.js';
 import { signed, startTestReceiver, TEST_SECRET } from './helpers/receiver.js';
 import { sendJson, startServer, type TestServer } from './helpers/server.js';
 
@@ -322,3 +323,38 @@ describe('an answer that could not be sent', () => {
 async function waitForForward(app: { forwarded: string[] }, n: number): Promise<void> {
   while (app.forwarded.length < n) await new Promise((r) => setTimeout(r, 5));
 }
+
+describe('a closed output pipe', () => {
+  it('listen --json | head -1: the rest answered and stored, one line on stderr, exit 141; a restarted listen skips what was acknowledged', async () => {
+    const dir = tempDir();
+    const port = await freePort();
+    const proc = startCli(['listen', '--port', String(port), '--json', '--secret-env', 'S'], { S: TEST_SECRET, WXHOOKS_CONFIG_DIR: dir });
+    await proc.waitFor<{ event?: string }>((v) => v.event === 'listening');
+    const agent = new Agent({ keepAlive: true, maxSockets: 10 });
+    const url = `http://127.0.0.1:${port}/`;
+    const acknowledged: string[] = [];
+    try {
+      expect(await deliver(url, agent, 'trg_pipe_0')).toBe(200);
+      acknowledged.push('trg_pipe_0');
+      proc.child.stdout.destroy(); // the reader is gone, as `head -1` goes after its line
+      // deliveries go on arriving: each is answered (and stored) or refused, until listen has stopped
+      for (let i = 1; i < 200 && proc.child.exitCode === null; i++) {
+        const status = await deliver(url, agent, `trg_pipe_${i}`);
+        if (status === 200) acknowledged.push(`trg_pipe_${i}`);
+        else expect(status).toBe(0); // connection refused: listen has stopped
+      }
+      expect(await proc.exited).toBe(141);
+      expect(proc.stderr()).toContain('stdout was closed by its reader (EPIPE)');
+    } finally {
+      agent.destroy();
+      await proc.stop();
+    }
+    expect(acknowledged.length).toBeGreaterThan(1);
+    const store = await FilePairStore.open({ dir, ttlMs: DAY });
+    try {
+      for (const t of acknowledged) expect(store.isDone(t, '1'), t).toBe(true);
+    } finally {
+      await store.close();
+    }
+  });
+});
