@@ -10,6 +10,8 @@ export type { AuthScheme };
 export interface Out {
   write(text: string | Uint8Array): unknown;
   isTTY?: boolean;
+  /** A terminal's width. */
+  columns?: number;
   /** Bytes written but not yet taken by the reader (a pipe nobody reads fills up). */
   writableLength?: number;
   once?(event: 'drain', listener: () => void): unknown;

@@ -71,7 +71,7 @@ describe('a full disk', () => {
     disks.push(disk);
     const app = await countingApp();
     const notices: StoreNotice[] = [];
-    const store = await FilePairStore.open({ dir: disk.dir, ttlMs: DAY, onNotice: (n) => notices.push(n) });
+    const store = await FilePairStore.open({ dir: disk.dir, ttlMs: DAY, watchMs: 0, onNotice: (n) => notices.push(n) });
     const r = await startTestReceiver({ store, forwardTo: `${app.url}/hooks` });
     const agent = new Agent({ keepAlive: true, maxSockets: 20 });
     const acknowledged = new Set<string>();
@@ -169,7 +169,7 @@ describe('the wall clock', () => {
     const dir = tempDir();
     const app = await countingApp();
     const notices: StoreNotice[] = [];
-    const store = await FilePairStore.open({ dir, ttlMs: DAY, clock, onNotice: (n) => notices.push(n) });
+    const store = await FilePairStore.open({ dir, ttlMs: DAY, clock, watchMs: 0, onNotice: (n) => notices.push(n) });
     const r = await startTestReceiver({ store, clock, forwardTo: `${app.url}/hooks` });
     const agent = new Agent({ keepAlive: true, maxSockets: 20 });
     const ts = () => Math.floor(clock.now() / 1000);
@@ -234,7 +234,7 @@ describe('the pairs file deleted or replaced while running', () => {
     it(`${how}: noticed within a second, every live pair written to a new file there, said on one line; a restart skips them all`, async () => {
       const dir = tempDir();
       const notices: StoreNotice[] = [];
-      const store = await FilePairStore.open({ dir, ttlMs: DAY, onNotice: (n) => notices.push(n) });
+      const store = await FilePairStore.open({ dir, ttlMs: DAY, watchMs: 0, onNotice: (n) => notices.push(n) });
       const r = await startTestReceiver({ store });
       const agent = new Agent({ keepAlive: true, maxSockets: 10 });
       try {

@@ -27,8 +27,8 @@ export interface HttpClientOptions {
    * which a command run hundreds of times a day should not pay.)
    */
   dispatcher?: Dispatcher;
-  /** HTTP(S)_PROXY is set: route requests through undici's EnvHttpProxyAgent (which honours NO_PROXY). */
-  proxy?: boolean;
+  /** HTTP(S)_PROXY is set (in the command's environment): route requests through undici's EnvHttpProxyAgent, which honours NO_PROXY. */
+  proxy?: ProxySettings;
 }
 
 export interface RequestOptions {
@@ -48,15 +48,28 @@ export interface HttpResponse<T = unknown> {
 const RETRYABLE_STATUS = new Set([502, 503, 504]);
 const MAX_RETRY_AFTER_MS = 60_000;
 
-let proxyDispatcher: Promise<Dispatcher> | undefined;
-/** One keep-alive proxy agent per process; honours HTTP(S)_PROXY and NO_PROXY. */
-function envProxyDispatcher(): Promise<Dispatcher> {
-  proxyDispatcher ??= import('undici').then(({ EnvHttpProxyAgent }) => new EnvHttpProxyAgent());
-  return proxyDispatcher;
+/** The proxies a command's environment names (HTTP_PROXY, HTTPS_PROXY, NO_PROXY, in either case). */
+export interface ProxySettings {
+  httpProxy?: string;
+  httpsProxy?: string;
+  noProxy?: string;
 }
 
-export function proxyConfigured(env: Record<string, string | undefined>): boolean {
-  return Boolean(env.HTTPS_PROXY || env.https_proxy || env.HTTP_PROXY || env.http_proxy);
+const proxyDispatchers = new Map<string, Promise<Dispatcher>>();
+/** One keep-alive proxy agent per proxy settings, given the command's environment rather than reading the process's. */
+function proxyDispatcher(settings: ProxySettings): Promise<Dispatcher> {
+  const key = JSON.stringify(settings);
+  let dispatcher = proxyDispatchers.get(key);
+  if (!dispatcher) proxyDispatchers.set(key, (dispatcher = import('undici').then(({ EnvHttpProxyAgent }) => new EnvHttpProxyAgent(settings))));
+  return dispatcher;
+}
+
+/** The proxy settings of an environment, or undefined when it names no proxy. */
+export function proxyConfigured(env: Record<string, string | undefined>): ProxySettings | undefined {
+  const httpProxy = env.HTTP_PROXY || env.http_proxy || undefined;
+  const httpsProxy = env.HTTPS_PROXY || env.https_proxy || undefined;
+  if (!httpProxy && !httpsProxy) return undefined;
+  return { httpProxy: httpProxy ?? '', httpsProxy: httpsProxy ?? httpProxy, noProxy: env.NO_PROXY || env.no_proxy || '' };
 }
 
 interface RawResponse {
@@ -206,7 +219,7 @@ export class HttpClient {
         const res = await exchange(
           url,
           { method, headers, body, signal: controller.signal },
-          this.options.dispatcher ?? (this.options.proxy ? envProxyDispatcher() : undefined),
+          this.options.dispatcher ?? (this.options.proxy ? proxyDispatcher(this.options.proxy) : undefined),
         );
         status = res.status;
         retryAfterHeader = res.retryAfter;

@@ -10,7 +10,7 @@ export async function confirm(ctx: Context, question: string, yes: boolean | und
   if (!interactive(ctx)) {
     throw new UsageError(`${question.replace(/\?$/, '')}: needs --yes when not run in a terminal.`, { hint: `Add --yes: ${flagHint}` });
   }
-  const rl = createInterface({ input: ctx.stdin, output: process.stderr });
+  const rl = createInterface({ input: ctx.stdin, output: ctx.stderr as NodeJS.WritableStream });
   try {
     const answer = await new Promise<string>((resolve) => rl.question(`${question} [y/N] `, resolve));
     return /^y(es)?$/i.test(answer.trim());

@@ -7,9 +7,9 @@ export interface Spinner {
 /** An ora spinner on stderr, only when stderr is a terminal and --json is off. */
 export async function startSpinner(ctx: Context, text: string): Promise<Spinner> {
   // A terminal that reports no width (some pseudo-terminals) would make ora clear lines forever.
-  if (!ctx.stderr.isTTY || ctx.global.json || ctx.global.verbose || !(process.stderr.columns > 0)) return { stop() {} };
+  if (!ctx.stderr.isTTY || ctx.global.json || ctx.global.verbose || !((ctx.stderr.columns ?? 0) > 0)) return { stop() {} };
   const { default: ora } = await import('ora');
-  const spinner = ora({ text, stream: process.stderr, discardStdin: false }).start();
+  const spinner = ora({ text, stream: ctx.stderr as NodeJS.WritableStream, discardStdin: false }).start();
   return { stop: () => spinner.stop() };
 }
 

@@ -17,6 +17,8 @@ export interface FilePairStoreOptions {
   /** How long writes may keep failing before the store gives up for good (default 60 s). */
   giveUpMs?: number;
   clock?: Clock;
+  /** How often the store looks at its file, its clocks and its unwritten pairs (default 1 s; 0: only when `watch()` is called, as a test does). */
+  watchMs?: number;
   /** Told of what the person running listen should know (a clock that jumped, the file replaced, pairs stored late). */
   onNotice?: (notice: StoreNotice) => void;
 }
@@ -97,7 +99,7 @@ export class FilePairStore implements PairStore {
   private syncing = false;
   private compacting: Promise<void> | undefined;
   private failingSince: number | undefined;
-  private readonly watcher: NodeJS.Timeout;
+  private readonly watcher: NodeJS.Timeout | undefined;
   private readonly clock: Clock;
   /** The clocks when last looked at (to see a jump), and when pairs were last expired. */
   private lastWall: number;
@@ -120,7 +122,8 @@ export class FilePairStore implements PairStore {
     this.lastWall = this.clock.now();
     this.lastMono = this.lastExpiry = this.clock.monotonic();
     this.expireEvery = Math.max(WATCH_MS, Math.min(60_000, Math.floor(options.ttlMs / 4)));
-    this.watcher = setInterval(() => this.watch(), WATCH_MS).unref();
+    const every = options.watchMs ?? WATCH_MS;
+    this.watcher = every > 0 ? setInterval(() => this.watch(), every).unref() : undefined;
   }
 
   /** Reads the file line by line (torn lines are dropped) and opens it for appending. */

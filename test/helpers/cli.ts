@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { Readable } from 'node:stream';
 
 export const BIN = resolve(import.meta.dirname, '../../bin/wxhooks.js');
 
@@ -16,6 +17,8 @@ export interface CliOptions {
   env?: Record<string, string | undefined>;
   stdin?: string | Buffer;
   timeoutMs?: number;
+  /** Run the built binary as a process of its own (signals, stdin and stdout as pipes, the exit itself): where the process is the point. */
+  spawn?: boolean;
 }
 
 /** A new folder under the run's temporary root (removed when the run ends; see global-setup.ts). */
@@ -38,8 +41,24 @@ export function cleanEnv(extra: Record<string, string | undefined> = {}): Record
   return env;
 }
 
+/**
+ * Runs the CLI and collects what it printed: in this process by default (main() with buffers for its
+ * streams: the same code, without the cost of a process), or the built binary with `spawn`.
+ */
+export async function runCli(args: string[], options: CliOptions = {}): Promise<CliResult> {
+  if (options.spawn) return spawnCli(args, options);
+  const started = Date.now();
+  const env = cleanEnv({ WXHOOKS_CONFIG_DIR: tempDir('wxhooks-cfg-'), ...options.env });
+  const { main } = await import('../../src/cli.js');
+  const out = { text: '', write: (chunk: string | Uint8Array) => (out.text += typeof chunk === 'string' ? chunk : Buffer.from(chunk).toString('utf8')) };
+  const err = { text: '', write: (chunk: string | Uint8Array) => (err.text += typeof chunk === 'string' ? chunk : Buffer.from(chunk).toString('utf8')) };
+  const stdin = Readable.from(options.stdin === undefined ? [] : [Buffer.from(options.stdin)]) as NodeJS.ReadableStream;
+  const code = await main(['node', 'wxhooks', ...args], { env, stdout: out, stderr: err, stdin, interrupted: new Promise(() => undefined) });
+  return { code, stdout: out.text, stderr: err.text, ms: Date.now() - started };
+}
+
 /** Runs the built binary, as a user would, and collects what it printed. */
-export function runCli(args: string[], options: CliOptions = {}): Promise<CliResult> {
+export function spawnCli(args: string[], options: CliOptions = {}): Promise<CliResult> {
   const started = Date.now();
   const env = cleanEnv({ WXHOOKS_CONFIG_DIR: tempDir('wxhooks-cfg-'), ...options.env });
   return new Promise((resolvePromise, reject) => {
