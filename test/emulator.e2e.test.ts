@@ -167,8 +167,12 @@ describe('end to end: emulator, webhook create, listen, trigger', () => {
     const r = await runCli(['ping', bad.id, bad.subscriptions[0]!.id], { env: emu.env });
     expect(r.code).toBe(7);
     expect(r.stderr).toContain('the receiver answered 500');
-    await new Promise((res) => setTimeout(res, 700)); // longer than every retry delay
     expect(calls - before).toBe(1);
+    // and no retry is due: the attempt the emulator recorded has none
+    const attempts = (await (await fetch(`${emu.env.WX_BASE_URL}/emulator/v1/deliveries`, { headers: { authorization: `Bearer ${emu.env.WX_API_KEY}` } })).json()) as { deliveries: { test: boolean; outcome: string; next_attempt_at?: string }[] };
+    const failed = attempts.deliveries.filter((d) => d.test && d.outcome === 'failed');
+    expect(failed).toHaveLength(1);
+    expect(failed[0]!.next_attempt_at).toBeUndefined();
   });
 
   it('a receiver failing twice gets the notification on the third attempt, each attempt signed afresh with the same trigger id', async () => {

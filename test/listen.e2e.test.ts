@@ -244,16 +244,27 @@ describe('listen: slow bodies', () => {
 describe('listen: duplicates, forwarding and restarts', () => {
   it('8 identical deliveries at once are handled once', async () => {
     let calls = 0;
+    // the app holds its answer until the other seven have been answered: they all overlap the one forward
+    let othersAnswered = 0;
+    let release: () => void = () => undefined;
+    const released = new Promise<void>((r) => (release = r));
     const app = await startServer(async (_req, res) => {
       calls++;
-      await new Promise((r) => setTimeout(r, 150));
+      await released;
       res.writeHead(200).end('handled');
     });
     const l = await listen(['--secret-env', 'WX_SECRET', '--forward-to', app.url]);
     try {
       const body = payload();
       const headers = signed(body);
-      const results = await Promise.all(Array.from({ length: 8 }, () => post(l.url, headers, body)));
+      const results = await Promise.all(
+        Array.from({ length: 8 }, () =>
+          post(l.url, headers, body).then((r) => {
+            if (++othersAnswered === 7) release();
+            return r;
+          }),
+        ),
+      );
       const statuses = results.map((r) => r.status).sort();
       expect(calls).toBe(1);
       expect(statuses.filter((s) => s === 200).length).toBeGreaterThanOrEqual(1);

@@ -4,7 +4,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { compressHours, parseRunName, RunTracker } from '../src/receiver/runs.js';
 import { freePort } from '../scripts/harness.js';
 import { runCli, runInTerminal, tempDir } from './helpers/cli.js';
-import { runInProcess } from './helpers/context.js';
+import { manualClock } from './helpers/clock.js';
+import { runInProcess, startInProcess } from './helpers/context.js';
 import { startCli, type Running } from './helpers/process.js';
 
 // A model run tracked to its last hour, end to end with the emulator: `listen --until-run`, its progress,
@@ -84,10 +85,19 @@ describe('end to end with the emulator', () => {
   });
   afterAll(() => emu.stop());
 
-  async function listening(args: string[], saveDir?: string): Promise<Running> {
-    const proc = startCli(['listen', '--port', String(port), '--json', '--webhook', webhook, ...(saveDir ? ['--save-dir', saveDir] : []), ...args], env);
-    await proc.waitFor<{ event?: string }>((v) => v.event === 'listening');
-    return proc;
+  /** `listen` in this process, on a clock the test moves (to run out a --within without waiting for it). */
+  async function listening(args: string[], saveDir?: string) {
+    const clock = manualClock(Date.now());
+    const run = startInProcess(['listen', '--port', String(port), '--json', '--webhook', webhook, ...(saveDir ? ['--save-dir', saveDir] : []), ...args], { env, clock });
+    await run.waitFor<{ event?: string }>((v) => v.event === 'listening');
+    return {
+      clock,
+      exited: run.done,
+      get lines() {
+        return run.io.stdout.text.split('\n').filter(Boolean);
+      },
+      stderr: () => run.io.stderr.text,
+    };
   }
 
   const trigger = (args: string[]) => runCli(['trigger', 'run', '--model', 'wm-6', '--init-time', INIT, ...args], { env });
@@ -110,6 +120,7 @@ describe('end to end with the emulator', () => {
   it('two skipped hours: exit 9 at --within, naming exactly those hours', async () => {
     const proc = await listening(['--until-run', 'wm-6', '--expect-hours', '0-48/6', '--within', '3s']);
     expect((await trigger(['--hours', '0-48/6', '--skip-hours', '18,36'])).code).toBe(0);
+    proc.clock.advance(3000);
     expect(await proc.exited).toBe(9);
     expect(proc.stderr()).toContain(`Run wm-6 ${INIT} is not complete after 3s (7/9 hours): missing +18h, +36h.`);
   });
@@ -119,6 +130,7 @@ describe('end to end with the emulator', () => {
     await runCli(['trigger', 'run', '--model', 'wm-9', '--init-time', INIT, '--hours', '0-12/6'], { env });
     await trigger(['--hours', '0-6/6']);
     await runCli(['trigger', 'run', '--model', 'wm-6', '--init-time', '2026-11-22T06:00:00Z', '--hours', '12'], { env });
+    proc.clock.advance(5000);
     expect(await proc.exited).toBe(9);
     expect(proc.stderr()).toContain('missing +12h');
     const events = proc.lines.map((l) => JSON.parse(l) as Record<string, unknown>);
@@ -148,7 +160,7 @@ describe('end to end with the emulator', () => {
 
   it('on a terminal, the progress line renders, and the delivery lines scroll above it', async () => {
     const terminal = runInTerminal(['listen', '--port', String(port), '--webhook', webhook, '--until-run', `wm-6@${INIT}`, '--expect-hours', '0-12/6'], 'waiting for', '', { env });
-    await new Promise((r) => setTimeout(r, 1500));
+    await terminal.prompted; // listen is ready: its progress line says what it waits for
     await trigger(['--hours', '0-12/6', '--interval', '50ms']);
     const { code, shown } = await terminal;
     expect(code).toBe(0);

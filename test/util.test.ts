@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { isoMillis } from '../src/util/clock.js';
 import { LineBuffer } from '../src/util/line-buffer.js';
 import { isLoopback } from '../src/util/net.js';
@@ -53,11 +53,22 @@ describe('LineBuffer', () => {
     expect(writes).toEqual([`${'x'.repeat(21)}\ny\n`, `${'z'.repeat(22)}\n`]);
   });
 
-  it('flushes on its own after the delay', async () => {
-    const { writes, lines } = collect(1024);
-    lines.push('x');
-    await new Promise((r) => setTimeout(r, 50));
-    expect(writes).toEqual(['x\n']);
+  it('flushes on its own after the delay; a flush leaves no timer behind to fire after it (an inspector closing its streams)', () => {
+    vi.useFakeTimers();
+    try {
+      const { writes, lines } = collect(1024);
+      lines.push('x');
+      vi.advanceTimersByTime(9);
+      expect(writes).toEqual([]);
+      vi.advanceTimersByTime(1);
+      expect(writes).toEqual(['x\n']);
+      lines.push('y');
+      lines.flush();
+      expect(vi.getTimerCount()).toBe(0);
+      expect(writes).toEqual(['x\n', 'y\n']);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it('gives every write a buffer of its own, so a sink may keep it', () => {

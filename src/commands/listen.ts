@@ -304,12 +304,8 @@ export async function runListen(ctx: Context, o: ListenOptions): Promise<void> {
     if (log) await reportCheck(ctx, output, listening, o, receiver, log);
     if (status) status.show(styleErr.dim(`waiting for ${runs!.waitingFor()}: ${o.expectHours!.length} forecast hours${o.initEvent ? ' and its initialization_time.available' : ''}…`));
 
-    let timer: NodeJS.Timeout | undefined;
-    const expired = new Promise<'expired'>((resolve) => {
-      if (o.within !== undefined) timer = setTimeout(() => resolve('expired'), o.within);
-    });
+    const expired = o.within === undefined ? new Promise<never>(() => undefined) : ctx.clock.after(o.within).then(() => 'expired' as const);
     const why = await Promise.race([finished, expired, ctx.interrupted]);
-    clearTimeout(timer);
     if (why === 'expired') throw notComplete(o, runs);
     if (typeof why === 'object') throw why;
     if (why !== 'done') throw new InterruptedError(why);

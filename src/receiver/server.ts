@@ -268,6 +268,9 @@ export async function startReceiver(o: ReceiverOptions): Promise<RunningReceiver
   });
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => {
     const timedOut = err.code === 'ERR_HTTP_REQUEST_TIMEOUT' || err.code === 'ERR_HTTP_HEADERS_TIMEOUT';
+    // a connection closed or reset by the client mid-request (HPE_INVALID_EOF_STATE: the end of the stream
+    // in a body) is its going away, reported as aborted; not malformed HTTP
+    if (!timedOut && (!err.code?.startsWith('HPE_') || err.code === 'HPE_INVALID_EOF_STATE')) return socket.destroy();
     cutOff.set(socket, timedOut ? 408 : 400);
     if (socket.writable) socket.end(`HTTP/1.1 ${timedOut ? '408 Request Timeout' : '400 Bad Request'}\r\nconnection: close\r\n\r\n`);
     else socket.destroy();

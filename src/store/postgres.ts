@@ -110,13 +110,15 @@ interface Waiting<T> {
   reject: (err: Error) => void;
 }
 
+/** The error codes of a database that could not be reached or went away: the socket's, and PostgreSQL's own (57P01-03 shutting down, class 08 connection exceptions). */
+const LOST_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', '57P01', '57P02', '57P03', '08006', '08001', '08003', '08000']);
+/** What `pg` says, without a code, when its connection ends or cannot be made within `connectionTimeoutMillis`. */
+const LOST_MESSAGES = /^(Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error and is not queryable)/;
+
 /** Errors that mean the database could not be reached or went away, rather than a mistake in a statement. */
 function connectionLost(err: unknown): boolean {
   const e = err as { code?: string; message?: string };
-  return (
-    ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', '57P01', '57P02', '57P03', '08006', '08001', '08003', '08000'].includes(e.code ?? '') ||
-    /terminat|Connection terminated|timeout|not queryable|ECONN/i.test(e.message ?? '')
-  );
+  return LOST_CODES.has(e.code ?? '') || LOST_MESSAGES.test(e.message ?? '');
 }
 
 export class PgStore implements PairStore {
@@ -287,7 +289,14 @@ export class PgStore implements PairStore {
     // connection fails after the database is back): only those started since count.
     const started = ++this.statements;
     try {
-      const { rows } = await this.pool.query<R>(sql, values);
+      let rows: R[];
+      try {
+        rows = (await this.pool.query<R>(sql, values)).rows;
+      } catch (err) {
+        // a connection the pool kept from before the database went away fails once: try once more on a new one
+        if (!connectionLost(err)) throw err;
+        rows = (await this.pool.query<R>(sql, values)).rows;
+      }
       if (this.lost && started > this.changedAt) {
         this.lost = false;
         this.changedAt = this.statements;

@@ -8,10 +8,16 @@ export interface Clock {
   now(): number;
   /** Milliseconds from an arbitrary origin, never going back, unmoved by a change of the wall clock. */
   monotonic(): number;
+  /** Resolves once `ms` have passed on the monotonic clock (a deadline such as `--within`); it keeps no process alive. */
+  after(ms: number): Promise<void>;
 }
 
 /** The machine's clocks. */
-export const systemClock: Clock = { now: () => Date.now(), monotonic: () => performance.now() };
+export const systemClock: Clock = {
+  now: () => Date.now(),
+  monotonic: () => performance.now(),
+  after: (ms) => new Promise((resolve) => setTimeout(resolve, ms).unref()),
+};
 
 let cachedSecond = -1;
 let cachedPrefix = '';

@@ -7,6 +7,7 @@ export class LineBuffer {
   private buf: Buffer | undefined;
   private used = 0;
   private lines = 0;
+  private timer: NodeJS.Timeout | undefined;
 
   constructor(
     /** Receives each write: the bytes, and how many lines they hold. */
@@ -40,12 +41,14 @@ export class LineBuffer {
     this.buf = buf;
     this.used = 0;
     this.lines = 0;
-    setTimeout(() => this.flush(), this.delayMs).unref();
+    this.timer = setTimeout(() => this.flush(), this.delayMs).unref();
     return buf;
   }
 
-  /** Writes what was pushed since the last write. */
+  /** Writes what was pushed since the last write; no timer of it is left to fire after. */
   flush(): void {
+    clearTimeout(this.timer);
+    this.timer = undefined;
     const buf = this.buf;
     if (!buf) return;
     this.buf = undefined;

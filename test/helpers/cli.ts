@@ -86,16 +86,25 @@ export function spawnCli(args: string[], options: CliOptions = {}): Promise<CliR
  * Runs the CLI on a pseudo-terminal (through python3's pty module): once it has shown `prompt`, `typed`
  * is typed. `shown` is everything the terminal displayed, echo included.
  */
-export function runInTerminal(args: string[], prompt: string, typed: string, options: CliOptions = {}): Promise<{ code: number | null; shown: string }> {
+export function runInTerminal(args: string[], prompt: string, typed: string, options: CliOptions = {}): Promise<{ code: number | null; shown: string }> & { prompted: Promise<void> } {
   const env = cleanEnv({ WXHOOKS_CONFIG_DIR: tempDir('wxhooks-cfg-'), ...options.env });
   const script = resolve(import.meta.dirname, 'terminal.py');
-  return new Promise((resolvePromise, reject) => {
+  let onPrompt: () => void = () => undefined;
+  const prompted = new Promise<void>((r) => (onPrompt = r));
+  const done = new Promise<{ code: number | null; shown: string }>((resolvePromise, reject) => {
     const child = spawn('python3', [script, prompt, Buffer.from(typed).toString('hex'), process.execPath, BIN, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
     let shown = '';
     let errors = '';
     child.stdout.setEncoding('utf8').on('data', (d: string) => (shown += d));
-    child.stderr.setEncoding('utf8').on('data', (d: string) => (errors += d));
+    child.stderr.setEncoding('utf8').on('data', (d: string) => {
+      errors += d;
+      if (errors.includes('prompted\n')) {
+        errors = errors.replace('prompted\n', '');
+        onPrompt();
+      }
+    });
     child.on('error', reject);
     child.on('close', (code) => (errors ? reject(new Error(`terminal.py: ${errors}`)) : resolvePromise({ code, shown })));
   });
+  return Object.assign(done, { prompted });
 }

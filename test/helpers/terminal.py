@@ -1,6 +1,6 @@
 # Runs a command on a pseudo-terminal, as a person at a terminal would: waits until the command has
 # printed PROMPT, then types INPUT (hex), and prints everything the terminal showed. Exits with the
-# command's exit code. Usage: python3 terminal.py PROMPT INPUT_HEX COMMAND [ARGS...]
+# command's exit code; says "prompted" on stderr once it has typed. Usage: python3 terminal.py PROMPT INPUT_HEX COMMAND [ARGS...]
 import os, pty, select, sys, time
 
 prompt, typed, command = sys.argv[1].encode(), bytes.fromhex(sys.argv[2]), sys.argv[3:]
@@ -21,6 +21,8 @@ while time.time() < deadline:
     if not sent and prompt in shown:
         os.write(fd, typed)
         sent = True
+        sys.stderr.write("prompted\n")  # the caller may act once the command is at its prompt
+        sys.stderr.flush()
 _, status = os.waitpid(pid, 0)
 sys.stdout.buffer.write(shown)
 sys.exit(os.waitstatus_to_exitcode(status))
