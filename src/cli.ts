@@ -181,7 +181,7 @@ ${exitCodeHelp()}`,
 }
 
 async function printError(err: unknown, verbose: boolean, io: Io, color: boolean): Promise<number> {
-  const [{ redact }, { printable }, { styleFor }] = await Promise.all([import('./util/redact.js'), import('./output/printable.js'), import('./output/style.js')]);
+  const [{ redact }, { printable }, { styleFor }] = await Promise.all([import('./util/redact.js'), import('./util/printable.js'), import('./output/style.js')]);
   const style = styleFor({ env: io.env, global: { color } }, io.stderr);
   // What an error says may quote the service: its control characters are shown escaped (line by line,
   // so a stack keeps its lines), its secrets never. The label's colour is ours.

@@ -1,7 +1,7 @@
 import { Chalk } from 'chalk';
 import { describe, expect, it } from 'vitest';
 import { formatEvent } from '../src/output/listen.js';
-import { printable } from '../src/output/printable.js';
+import { printable } from '../src/util/printable.js';
 import { table } from '../src/output/render.js';
 import type { ReceiverEvent } from '../src/receiver/event.js';
 

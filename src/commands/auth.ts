@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { line, type Act, type Context } from '../context.js';
 import { AuthError } from '../errors.js';
-import { printable } from '../output/printable.js';
+import { printable } from '../util/printable.js';
 import { printJson } from '../output/render.js';
 import { withSpinner } from '../output/spinner.js';
 import { styleFor } from '../output/style.js';

@@ -27,7 +27,7 @@ Examples:
 /** The settings file, through conf: loaded only here, since every other command reads the one setting it needs directly. */
 async function settings(ctx: Context) {
   const { Settings } = await import('../store/settings.js');
-  return new Settings(ctx.env);
+  return Settings.open(ctx.env);
 }
 
 export async function runConfigGet(ctx: Context, key: string): Promise<void> {

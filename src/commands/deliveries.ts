@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { line, type Act, type Context } from '../context.js';
 import { DeliveryFailedError, UnreachableError } from '../errors.js';
-import { printable } from '../output/printable.js';
+import { printable } from '../util/printable.js';
 import { emit, table } from '../output/render.js';
 import { styleFor } from '../output/style.js';
 import { replayDelivery } from '../receiver/replay.js';

@@ -8,14 +8,14 @@ import type { Service } from '../api/service.js';
 import { temporaryOf } from '../api/temporary.js';
 import { line, type Act, type Context } from '../context.js';
 import { DeliveryFailedError, WxError } from '../errors.js';
-import { printable } from '../output/printable.js';
+import { printable } from '../util/printable.js';
 import { emit } from '../output/render.js';
 import { styleFor } from '../output/style.js';
 import { checkChain, EventLog } from '../receiver/check.js';
 import { startReceiver } from '../receiver/server.js';
 import { Verifier } from '../signing/verify.js';
 import { FilePairStore } from '../store/file-pairs.js';
-import { isLoopback } from '../util/net.js';
+import { BindError, isLoopback } from '../util/net.js';
 import { identifier, port, url } from '../util/parse.js';
 import { describeScheme } from './auth.js';
 import { valued } from './options.js';
@@ -170,10 +170,6 @@ async function deliveryChecks(ctx: Context, service: Service, hook: Webhook, sec
       path: target.pathname || '/',
       verifier: new Verifier({ secret }),
       store,
-      maxBody: 25 * 1024 * 1024,
-      maxInflight: 64 * 1024 * 1024,
-      forwardTimeoutMs: 1000,
-      readTimeoutMs: 10_000,
       onEvent: (event) => log.push(event),
     });
     try {
@@ -183,7 +179,7 @@ async function deliveryChecks(ctx: Context, service: Service, hook: Webhook, sec
       await receiver.close();
     }
   } catch (err) {
-    if ((err as WxError).exitCode === 2) {
+    if (err instanceof BindError) {
       return [{ name: 'delivery', ok: false, detail: `no receiver could be started on port ${listenPort}: ${messageOf(err)}`, hint: 'Is `wxhooks listen` running there? Stop it, or check with `wxhooks listen --webhook ID --check` instead.' }];
     }
     throw err;

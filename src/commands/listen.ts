@@ -2,16 +2,14 @@ import { hostname } from 'node:os';
 import { Option, type Command } from 'commander';
 import { NGROK_API, ngrokPublicUrl } from '../api/ngrok.js';
 import type { Webhook } from '../api/normalize.js';
-import { createTemporary, type Temporary, type TemporaryEvent } from '../api/temporary.js';
+import { createTemporary, type Temporary } from '../api/temporary.js';
 import { line, type Act, type Context } from '../context.js';
 import { InterruptedError, NotVerifiedError, StorageError, UsageError, WxError } from '../errors.js';
-import { formatEvent } from '../output/listen.js';
-import { printable } from '../output/printable.js';
+import { describeCheck, describeNotice, describeTemporary, formatEvent } from '../output/listen.js';
 import { reportWriter } from '../output/report-writer.js';
 import { progressBar, progressLine, StatusLine } from '../output/run-progress.js';
 import { styleFor, type Style } from '../output/style.js';
-import { checkChain, EventLog, type SubscriptionCheck } from '../receiver/check.js';
-import type { ReceiverEvent } from '../receiver/event.js';
+import { checkChain, EventLog } from '../receiver/check.js';
 import { History, PgHistory, type HistorySource } from '../receiver/history.js';
 import { startInspector, type RunningInspector } from '../receiver/inspector.js';
 import { replayFromHistory } from '../receiver/replay.js';
@@ -21,7 +19,7 @@ import type { Scheme } from '../signing/layouts.js';
 import { Verifier } from '../signing/verify.js';
 import { HISTORY_DEFAULTS, type HistoryLimits } from '../store/history-limits.js';
 import { openPairStore } from '../store/open.js';
-import type { PairStore, StoreNotice } from '../store/pair-store.js';
+import type { PairStore } from '../store/pair-store.js';
 import { configDir } from '../store/paths.js';
 import { storeKind } from '../store/store-url.js';
 import { formatDuration } from '../util/duration.js';
@@ -29,6 +27,7 @@ import { ensureWritableDir } from '../util/files.js';
 import type { LineBuffer } from '../util/line-buffer.js';
 import { isLoopback } from '../util/net.js';
 import { collect, duration, hostPort, hours, integer, isoTime, size, timeLimit, url, type HostPort } from '../util/parse.js';
+import { printable } from '../util/printable.js';
 import { addSensitive } from '../util/redact.js';
 import { SUBSCRIPTION_TYPES } from '../vocabulary.js';
 import { portOption, schemeOption, toleranceOption, valued } from './options.js';
@@ -378,32 +377,6 @@ function reportReady(ctx: Context, o: ListenOptions, receiver: RunningReceiver, 
   if (o.scheme === 'hex-body') line(ctx.stderr, 'warning: --scheme hex-body does not sign the timestamp or Trigger-Id: captured deliveries can be replayed.');
 }
 
-function describeTemporary(e: TemporaryEvent, style: Style): string {
-  switch (e.event) {
-    case 'webhook_created':
-      return `Created temporary webhook ${e.webhook_id} → ${printable(e.url)}`;
-    case 'webhook_deleted':
-      return `Deleted temporary webhook ${e.webhook_id}.`;
-    case 'webhook_not_deleted':
-      return style.yellow(`warning: temporary webhook ${e.webhook_id} could not be deleted (${printable(e.reason)}). Delete it yourself: ${e.delete}`);
-    case 'leftover':
-      return `Left over: temporary webhook ${e.webhook_id} of listen ${e.pid} (started ${e.started}), which no longer runs. Delete it: ${e.delete} (or run with --clean)`;
-    case 'leftover_deleted':
-      return `Deleted webhook ${e.webhook_id}, left over by listen ${e.pid} (started ${e.started}).`;
-  }
-}
-
-function describeNotice(n: StoreNotice): string {
-  switch (n.kind) {
-    case 'clock_jump':
-      return `The wall clock jumped ${formatDuration(Math.abs(n.ms))} ${n.ms > 0 ? 'forward' : 'back'}: processed pairs expire by the time that passes, not by the clock, so none was dropped for it.`;
-    case 'file_replaced':
-      return `The processed-pairs file ${n.file} was ${n.how} while listen ran: the ${n.pairs} pair${n.pairs === 1 ? '' : 's'} it holds were written to a new file there.`;
-    case 'stored_later':
-      return `${n.pairs} processed pair${n.pairs === 1 ? '' : 's'} whose write had failed ${n.pairs === 1 ? 'is' : 'are'} stored now (stored later): their retries are duplicates.`;
-  }
-}
-
 /** `--check`: pings each subscription and reports, for each, which link of the chain works. */
 async function reportCheck(ctx: Context, output: LineBuffer, l: Listening, o: ListenOptions, receiver: RunningReceiver, log: EventLog): Promise<void> {
   const { service } = l.temporary ?? (await serviceFor(ctx));
@@ -413,12 +386,6 @@ async function reportCheck(ctx: Context, output: LineBuffer, l: Listening, o: Li
     if (ctx.global.json) output.push(JSON.stringify({ event: 'check', webhook_id: hook.id, ...c }));
     else line(ctx.stderr, describeCheck(c, styleFor(ctx, ctx.stderr)));
   }
-}
-
-/** A line (and its advice) for one subscription's check. */
-export function describeCheck(c: SubscriptionCheck, style: Style): string {
-  const mark = c.result === 'verified' ? style.green('✓') : style.red('✗');
-  return `${mark} ${c.type} (subscription ${c.subscription_id}): ${printable(c.detail)}${c.hint ? `\n    ${style.dim(printable(c.hint))}` : ''}`;
 }
 
 /** What `--within` running out means: the delivery `--until` waits for, or the hours of the run `--until-run` waits for, that did not come. */

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { line, type Act, type Context } from '../context.js';
-import { printable } from '../output/printable.js';
+import { printable } from '../util/printable.js';
 import { emit, table } from '../output/render.js';
 import { listStored, sourceOf, whereOf } from '../receiver/stored.js';
 import { compressHours, progressOf, RunTracker } from '../receiver/runs.js';

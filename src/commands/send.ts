@@ -1,7 +1,7 @@
 import { Option, type Command } from 'commander';
 import { type Act, type Context } from '../context.js';
 import { DeliveryFailedError, UnreachableError, UsageError } from '../errors.js';
-import { printable } from '../output/printable.js';
+import { printable } from '../util/printable.js';
 import { emit } from '../output/render.js';
 import { styleFor } from '../output/style.js';
 import { readCaptured } from '../receiver/saved.js';

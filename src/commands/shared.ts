@@ -1,5 +1,3 @@
-import { readFile } from 'node:fs/promises';
-import { join } from 'node:path';
 import type { Command } from 'commander';
 import { resolveBaseUrl, type ResolvedBaseUrl } from '../api/base-url.js';
 import { resolveCredentials, type Credentials } from '../api/credentials.js';
@@ -7,7 +5,8 @@ import { HttpClient, proxyConfigured } from '../api/http.js';
 import { Service } from '../api/service.js';
 import { line, type Context } from '../context.js';
 import { NotFoundError, UsageError } from '../errors.js';
-import { configDir, settingsFileError } from '../store/paths.js';
+import { configDir } from '../store/paths.js';
+import { readSetting } from '../store/settings.js';
 import type { SecretStore } from '../store/secrets.js';
 import { readStdin } from '../util/input.js';
 import { identifier } from '../util/parse.js';
@@ -15,26 +14,9 @@ import { addSensitive } from '../util/redact.js';
 import { isKnownType, SUBSCRIPTION_TYPES } from '../vocabulary.js';
 import { valued } from './options.js';
 
-/**
- * A stored setting, read only when neither the flag nor the variable gave one.
- * The file is conf's plain JSON; reading it directly spares every command
- * loading conf (and its schema validator), which only `config` needs to write.
- */
-async function storedSetting(ctx: Context, key: string): Promise<string | undefined> {
-  const file = join(configDir(ctx.env), 'settings.json');
-  let value: unknown;
-  try {
-    value = (JSON.parse(await readFile(file, 'utf8')) as Record<string, unknown> | null)?.[key];
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-    throw settingsFileError(file, err);
-  }
-  return typeof value === 'string' ? value : undefined;
-}
-
 export async function baseUrlFor(ctx: Context): Promise<ResolvedBaseUrl> {
   const needStored = ctx.global.baseUrl === undefined && !ctx.env.WX_BASE_URL;
-  const stored = needStored ? await storedSetting(ctx, 'base-url') : undefined;
+  const stored = needStored ? await readSetting(ctx.env, 'base-url') : undefined;
   return resolveBaseUrl(ctx.global.baseUrl, ctx.env.WX_BASE_URL, () => stored);
 }
 

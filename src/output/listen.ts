@@ -1,5 +1,9 @@
+import type { TemporaryEvent } from '../api/temporary.js';
+import type { SubscriptionCheck } from '../receiver/check.js';
 import type { ReceiverEvent } from '../receiver/event.js';
-import { printable } from './printable.js';
+import type { StoreNotice } from '../store/pair-store.js';
+import { formatDuration } from '../util/duration.js';
+import { printable } from '../util/printable.js';
 import type { Style } from './style.js';
 
 function size(n: number | undefined): string {
@@ -102,4 +106,38 @@ function request(e: ReceiverEvent, style: Style): string {
     default:
       return `${time} ${style.red('✗')} ${status}  ${printable(e.message ?? e.outcome)}`;
   }
+}
+
+/** A line for what happened to the temporary webhook of `listen --public-url`, or to one left over. */
+export function describeTemporary(e: TemporaryEvent, style: Style): string {
+  switch (e.event) {
+    case 'webhook_created':
+      return `Created temporary webhook ${e.webhook_id} → ${printable(e.url)}`;
+    case 'webhook_deleted':
+      return `Deleted temporary webhook ${e.webhook_id}.`;
+    case 'webhook_not_deleted':
+      return style.yellow(`warning: temporary webhook ${e.webhook_id} could not be deleted (${printable(e.reason)}). Delete it yourself: ${e.delete}`);
+    case 'leftover':
+      return `Left over: temporary webhook ${e.webhook_id} of listen ${e.pid} (started ${e.started}), which no longer runs. Delete it: ${e.delete} (or run with --clean)`;
+    case 'leftover_deleted':
+      return `Deleted webhook ${e.webhook_id}, left over by listen ${e.pid} (started ${e.started}).`;
+  }
+}
+
+/** A line for what the processed-pairs store noticed. */
+export function describeNotice(n: StoreNotice): string {
+  switch (n.kind) {
+    case 'clock_jump':
+      return `The wall clock jumped ${formatDuration(Math.abs(n.ms))} ${n.ms > 0 ? 'forward' : 'back'}: processed pairs expire by the time that passes, not by the clock, so none was dropped for it.`;
+    case 'file_replaced':
+      return `The processed-pairs file ${n.file} was ${n.how} while listen ran: the ${n.pairs} pair${n.pairs === 1 ? '' : 's'} it holds were written to a new file there.`;
+    case 'stored_later':
+      return `${n.pairs} processed pair${n.pairs === 1 ? '' : 's'} whose write had failed ${n.pairs === 1 ? 'is' : 'are'} stored now (stored later): their retries are duplicates.`;
+  }
+}
+
+/** A line (and its advice) for one subscription's check. */
+export function describeCheck(c: SubscriptionCheck, style: Style): string {
+  const mark = c.result === 'verified' ? style.green('✓') : style.red('✗');
+  return `${mark} ${c.type} (subscription ${c.subscription_id}): ${printable(c.detail)}${c.hint ? `\n    ${style.dim(printable(c.hint))}` : ''}`;
 }

@@ -1,5 +1,5 @@
 import type { Context, Out } from '../context.js';
-import { printable } from './printable.js';
+import { printable } from '../util/printable.js';
 import { styleFor } from './style.js';
 
 export function printJson(out: Out, value: unknown): void {

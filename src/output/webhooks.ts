@@ -1,7 +1,7 @@
 import type { ChalkInstance } from 'chalk';
 import type { Subscription, Webhook } from '../api/normalize.js';
 import { temporaryOf } from '../api/temporary.js';
-import { printable } from './printable.js';
+import { printable } from '../util/printable.js';
 import { table, truncate } from './render.js';
 
 export function describeFilters(s: Subscription): string {

@@ -356,7 +356,6 @@ export class PgHistory implements HistorySource {
   private readonly listeners = new Set<(row: unknown[], id: number) => void>();
   private poller: NodeJS.Timeout | undefined;
   private last = -1;
-  private readonly sent = new Set<number>();
 
   constructor(
     private readonly store: PgStore,

