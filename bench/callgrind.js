@@ -47,10 +47,12 @@ async function instructions(server, count) {
         : [join(ROOT, 'bin/wxhooks.js'), 'listen', '--port', String(port), ...flags, '--secret-env', 'BENCH_SECRET'];
     const child = spawn('valgrind', ['--tool=callgrind', `--callgrind-out-file=${dir}/out`, process.execPath, ...args], {
       env: { ...process.env, WXHOOKS_CONFIG_DIR: dir, BENCH_SECRET: secret },
-      stdio: ['ignore', 'pipe', 'ignore'],
+      stdio: ['ignore', 'pipe', 'pipe'],
     });
     let printed = '';
+    let said = '';
     child.stdout.on('data', (d) => (printed += d));
+    child.stderr.on('data', (d) => (said += d));
     let target = port;
     for (let i = 0; ; i++) {
       if (i > 1200) throw new Error(`${server} did not start under valgrind`);
@@ -60,9 +62,11 @@ async function instructions(server, count) {
         if (m) target = Number(m[1]);
         else continue;
       }
-      if ((await accepting(target)) && (server !== 'inspect' || (await accepting(inspectPort)))) break;
+      if ((await accepting(target)) && (server !== 'inspect' || /Inspector: \S+/.test(said))) break;
     }
-    const reader = server === 'inspect' ? spawn(process.execPath, [join(ROOT, 'bench/sse-reader.js'), `http://127.0.0.1:${inspectPort}/`], { stdio: ['ignore', 'pipe', 'ignore'] }) : undefined;
+    // the page's link, with its token, as listen printed it
+    const link = /Inspector: (\S+)/.exec(said)?.[1];
+    const reader = server === 'inspect' ? spawn(process.execPath, [join(ROOT, 'bench/sse-reader.js'), link], { stdio: ['ignore', 'pipe', 'ignore'] }) : undefined;
     if (reader) await new Promise((resolve) => reader.stdout.once('data', resolve));
     const load = spawnSync(process.execPath, [join(ROOT, 'bench/load.js'), String(target), secret, String(count), '50', '0'], { encoding: 'utf8' });
     if (load.status !== 0) throw new Error(load.stderr);

@@ -83,7 +83,7 @@ async function startListen(env, dir, flags = [], bin = BIN) {
       async (r) => (await r.body.dump(), true),
       () => false,
     );
-    if (up) return { child, url: `http://127.0.0.1:${port}/` };
+    if (up) return { child, url: `http://127.0.0.1:${port}/`, errFile };
     if (child.exitCode !== null) break;
     await new Promise((r) => setTimeout(r, 25));
   }
@@ -269,8 +269,16 @@ async function listenThroughput() {
   // `listen --inspect`, with a reader of the page's event stream attached (every event sent to it)
   const inspect = async () => {
     const inspectPort = await freePort();
-    const l = await listen(['--inspect', `127.0.0.1:${inspectPort}`])();
-    const reader = await startChild([join(ROOT, 'bench/sse-reader.js'), `http://127.0.0.1:${inspectPort}/`], cleanEnv());
+    const dir = benchDir();
+    const started = await startListen(cleanEnv({ WXHOOKS_CONFIG_DIR: dir, BENCH_SECRET: secret }), dir, ['--inspect', `127.0.0.1:${inspectPort}`]);
+    const l = { child: started.child, port: new URL(started.url).port };
+    // the page's link, with its token, as listen printed it
+    let link;
+    for (let i = 0; i < 200 && !link; i++) {
+      link = /Inspector: (\S+)/.exec(readFileSync(started.errFile, 'utf8'))?.[1];
+      if (!link) await new Promise((r) => setTimeout(r, 25));
+    }
+    const reader = await startChild([join(ROOT, 'bench/sse-reader.js'), link], cleanEnv());
     l.child.on('exit', () => reader.child.kill('SIGTERM'));
     return l;
   };

@@ -29,7 +29,7 @@ export interface Io {
 const GLOBAL_OPTIONS: [flags: string, description: string][] = [
   ['--base-url <url>', 'the service address (else WX_BASE_URL, else the base-url setting)'],
   ['--auth <scheme>', 'how to send the API key: auto (as the service\'s own client does), bearer or basic'],
-  ['--json', 'print one JSON document on stdout, nothing else'],
+  ['--json', 'JSON on stdout, nothing else: one document, or for listen (long-running) one object a line (NDJSON)'],
   ['--verbose', 'log each request to stderr (the key redacted), and stacks on errors'],
   ['--timeout <duration>', 'deadline for a request to the service, retries included'],
   ['--no-color', 'no colours (NO_COLOR and FORCE_COLOR are honoured too)'],
@@ -115,6 +115,14 @@ function actFor(io: Io): Act {
     };
 }
 
+/** Help text with its "Commands:" section moved before its "Global Options:" section. */
+function commandsBeforeGlobals(text: string): string {
+  const globals = /\nGlobal Options:\n[\s\S]*?(?=\n[A-Z][A-Za-z ]*:\n|\n*$)/.exec(text);
+  const commands = /\nCommands:\n[\s\S]*?(?=\n[A-Z][A-Za-z ]*:\n|\n*$)/.exec(text);
+  if (!globals || !commands || commands.index < globals.index) return text;
+  return text.replace(commands[0], '').replace(globals[0], `${commands[0]}\n${globals[0]}`);
+}
+
 /** The exit codes for the help, from their table (src/errors.ts), wrapped at 100 columns. */
 function exitCodeHelp(): string {
   const lines = ['Exit codes:'];
@@ -133,7 +141,7 @@ function exitCodeHelp(): string {
  */
 export async function buildProgram(argv: string[], io: Io, act: Act = actFor(io)): Promise<Command> {
   const wanted = requestedGroup(argv.slice(2));
-  const [{ Command, Option }, { valued }, { timeLimit }, ...loaded] = await Promise.all([
+  const [{ Command, Help, Option }, { valued }, { timeLimit }, ...loaded] = await Promise.all([
     import('commander'),
     import('./commands/options.js'),
     import('./util/parse.js'),
@@ -149,7 +157,12 @@ export async function buildProgram(argv: string[], io: Io, act: Act = actFor(io)
   }
   program
     .helpOption('-h, --help', 'show help')
-    .configureHelp({ showGlobalOptions: true, sortSubcommands: false })
+    .configureHelp({
+      showGlobalOptions: true,
+      sortSubcommands: false,
+      // a group's commands first, then the options every command takes (commander puts them the other way round)
+      formatHelp: (cmd, helper) => commandsBeforeGlobals(Help.prototype.formatHelp.call(helper, cmd, helper)),
+    })
     .configureOutput({ writeOut: (text) => io.stdout.write(text), writeErr: (text) => io.stderr.write(text) })
     .showHelpAfterError('(run the command with --help for usage)')
     .exitOverride()

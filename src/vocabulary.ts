@@ -19,8 +19,42 @@ export function isKnownType(type: string): boolean {
   return (SUBSCRIPTION_TYPES as readonly string[]).includes(type);
 }
 
-/** A delivery URL: absolute http or https. */
+/** The response types of `response_options` SERVICE.md names, and those the emulator also draws. Others are sent anyway, with a warning. */
+export const RESPONSE_TYPES = ['gridded', 'interpolated_point_forecast', 'event_context', 'tropical_cyclone_track', 'degree_days'] as const;
+
+/** The known word nearest to `word` (at most a third of its letters off), to suggest: "did you mean …?". */
+export function closest(word: string, known: readonly string[]): string | undefined {
+  let best: string | undefined;
+  let bestDistance = Math.max(2, Math.floor(word.length / 3)) + 1;
+  for (const candidate of known) {
+    const d = editDistance(word.toLowerCase(), candidate.toLowerCase());
+    if (d < bestDistance) [best, bestDistance] = [candidate, d];
+  }
+  return best;
+}
+
+/** Levenshtein distance: the single-letter edits that turn `a` into `b`. */
+function editDistance(a: string, b: string): number {
+  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const row = [i];
+    for (let j = 1; j <= b.length; j++) row[j] = Math.min(previous[j]! + 1, row[j - 1]! + 1, previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+    previous = row;
+  }
+  return previous[b.length]!;
+}
+
+/** What to say of a word that is not one of `known`: "did you mean X?", else the list. */
+export function suggestion(word: string, known: readonly string[]): string {
+  const near = closest(word, known);
+  return near ? `did you mean ${near}?` : `known: ${known.join(', ')}`;
+}
+
+/** An absolute http or https URL (a delivery's, the service's, your app's): what is wrong with `text`, or undefined. */
 export function urlProblem(text: string): string | undefined {
+  // `localhost:3000` parses as a URL of the scheme "localhost:": it is a host and port without their scheme
+  const bare = /^([a-z0-9.-]+|\[[0-9a-f:]+\]):\d+(\/.*)?$/i.exec(text);
+  if (bare) return `has no scheme: did you mean http://${text}?`;
   let u: URL;
   try {
     u = new URL(text);

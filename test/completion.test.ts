@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { buildProgram } from '../src/cli.js';
 import { commandPaths } from '../src/commands/completion.js';
+import { SUBSCRIPTION_TYPES } from '../src/vocabulary.js';
 import { tempDir } from './helpers/cli.js';
 import { runInProcess, testIo } from './helpers/context.js';
 
@@ -61,7 +62,10 @@ describe('completion, run by each shell, for every command path', () => {
   it('zsh', () => {
     const lines = cases.map((c) => `words=(${c.words.map(quote).join(' ')}); CURRENT=${c.words.length}; got=(); _wxhooks; print -r -- "\${got[*]}"`);
     // compadd is zsh's: outside a completion it cannot run, so it is stood in for by one that keeps what it is given (as zsh would, by prefix)
-    const stub = 'compdef() { :; }\ncompadd() { shift; local w; for w in "$@"; do [[ $w == ${words[CURRENT]}* ]] && got+=($w); done }';
+    // and _describe (name:description pairs, from the array named last) likewise
+    const stub =
+      'compdef() { :; }\ncompadd() { shift; local w; for w in "$@"; do [[ $w == ${words[CURRENT]}* ]] && got+=($w); done }\n' +
+      '_describe() { local x; for x in "${(@P)4}"; do x=${x%%:*}; [[ $x == ${words[CURRENT]}* ]] && got+=($x); done }';
     check('zsh', `${stub}\nsource ${scripts.zsh}\n${lines.join('\n')}`);
   });
 
@@ -77,9 +81,32 @@ describe('completion, run by each shell, for every command path', () => {
     expect(sorted(out)).toContain('--json');
   });
 
+  it('zsh: loads its completion system itself when ~/.zshrc has no compinit, and describes each command and flag', () => {
+    shellPresent('zsh');
+    const r = spawnSync('zsh', ['-f', '-c', `source ${scripts.zsh}; print -r -- \${+functions[compdef]}; _wxhooks_subs_described ''; print -r -- "\${reply[*]}"`], { encoding: 'utf8', env: { ...process.env, HOME: tempDir() } });
+    expect(r.stderr).not.toContain('command not found');
+    const [defined, described] = r.stdout.split('\n');
+    expect(defined).toBe('1');
+    expect(described).toContain('webhook:create, list, show, change and delete webhooks');
+  });
+
+  it('the values of arguments and flags: types after trigger and --subscribe, shells after completion, a flag\'s choices', () => {
+    shellPresent('bash');
+    const ask = (words: string[]) => `COMP_WORDS=(${[...words, ''].map(quote).join(' ')}); COMP_CWORD=${words.length}; COMPREPLY=(); _wxhooks; echo "\${COMPREPLY[*]}"`;
+    const out = execFileSync('bash', ['-c', `source ${scripts.bash}\n${[['wxhooks', 'trigger'], ['wxhooks', 'completion'], ['wxhooks', 'listen', '--subscribe'], ['wxhooks', 'listen', '--scheme'], ['wxhooks', 'subscription', 'add', '7']].map(ask).join('\n')}`], { encoding: 'utf8' }).split('\n');
+    expect(sorted(out[0]!)).toEqual([...SUBSCRIPTION_TYPES, 'run'].sort());
+    expect(sorted(out[1]!)).toEqual(['bash', 'fish', 'zsh']);
+    expect(sorted(out[2]!)).toEqual([...SUBSCRIPTION_TYPES].sort());
+    expect(sorted(out[3]!)).toEqual(['auto', 'hex-body', 'hex-timestamp', 'standard', 'stripe']);
+    expect(sorted(out[4]!)).toEqual([...SUBSCRIPTION_TYPES].sort());
+    shellPresent('fish');
+    const fish = execFileSync('fish', ['-c', `source ${scripts.fish}; complete -C 'wxhooks completion ' | string split -f1 \\t; true`], { encoding: 'utf8' });
+    expect(sorted(fish)).toEqual(['bash', 'fish', 'zsh']);
+  });
+
   it('an unknown shell is exit 2', async () => {
     const bad = await runInProcess(['completion', 'powershell']);
     expect(bad.code).toBe(2);
-    expect(bad.stderr).toContain('bash, zsh or fish');
+    expect(bad.stderr).toContain('bash, zsh, fish');
   });
 });

@@ -1,4 +1,5 @@
 import { UsageError } from '../errors.js';
+import { urlProblem } from '../vocabulary.js';
 
 export type BaseUrlSource = 'flag' | 'env' | 'setting';
 
@@ -9,17 +10,9 @@ export interface ResolvedBaseUrl {
 
 /** Checks an absolute http(s) URL and returns it without a trailing slash. */
 export function normalizeBaseUrl(text: string, where: string): string {
-  let u: URL;
-  try {
-    u = new URL(text.trim());
-  } catch {
-    throw new UsageError(`${where} is not a valid URL: "${text}".`, {
-      hint: 'Give an absolute http(s) address such as https://api.example.com or http://127.0.0.1:8788.',
-    });
-  }
-  if (u.protocol !== 'http:' && u.protocol !== 'https:') {
-    throw new UsageError(`${where} must be an http or https URL, not "${u.protocol}".`);
-  }
+  const problem = urlProblem(text.trim());
+  if (problem) throw new UsageError(`${where} ${problem}: "${text}".`, { hint: 'Give an absolute http(s) address such as https://api.example.com or http://127.0.0.1:8788.' });
+  const u = new URL(text.trim());
   if (u.username || u.password) {
     throw new UsageError(`${where} must not carry credentials; the API key is read from WX_API_KEY.`);
   }

@@ -38,21 +38,31 @@ export function isClientId(text: string): boolean {
   return CLIENT_ID.test(text) || UUID_V4.test(text);
 }
 
-/**
- * A current key, `wb_` + base64 (padding optional) of `client_id:secret`: its two halves, or
- * undefined if it is not one (no `wb_`). A `wb_` key that does not decode so is a usage error.
- */
-export function currentKeyParts(key: string, variable: string): { clientId: string; secret: string } | undefined {
-  if (!key.startsWith('wb_')) return undefined;
+/** How long a legacy key is: 32 characters, or 35 (which may begin with `wb_` without being a current key). */
+const LEGACY_LENGTHS = [32, 35];
+
+/** `client_id:secret` in a `wb_` key, or undefined when what follows `wb_` is not base64 of that. */
+function decodeCurrent(key: string): { clientId: string; secret: string } | undefined {
   const encoded = key.slice(3);
   const decoded = BASE64.test(encoded) ? Buffer.from(encoded, 'base64').toString('utf8') : '';
   const colon = decoded.indexOf(':');
-  if (colon <= 0 || colon === decoded.length - 1) {
-    throw new UsageError(`${variable} starts with wb_ but is not a current key: what follows wb_ must be base64 of "client_id:secret".`, {
-      hint: `Copy the key again from the service; a legacy key (without wb_) goes with a client id in WX_CLIENT_ID or WB_CLIENT_ID.`,
-    });
-  }
-  return { clientId: decoded.slice(0, colon), secret: decoded.slice(colon + 1) };
+  return colon <= 0 || colon === decoded.length - 1 ? undefined : { clientId: decoded.slice(0, colon), secret: decoded.slice(colon + 1) };
+}
+
+/**
+ * A current key, `wb_` + base64 (padding optional) of `client_id:secret`: its two halves, or
+ * undefined if it is not one: no `wb_`, or (with a client id given) a 35-character legacy key that
+ * happens to begin with `wb_`, as the service's own client takes it. Any other `wb_` key that does not
+ * decode is a usage error.
+ */
+export function currentKeyParts(key: string, variable: string, clientId?: string): { clientId: string; secret: string } | undefined {
+  if (!key.startsWith('wb_')) return undefined;
+  const parts = decodeCurrent(key);
+  if (parts) return parts;
+  if (clientId !== undefined && LEGACY_LENGTHS.includes(key.length)) return undefined;
+  throw new UsageError(`${variable} starts with wb_ but is not a current key: what follows wb_ must be base64 of "client_id:secret".`, {
+    hint: `Copy the key again from the service; a legacy key (32 or 35 characters) goes with a client id in WX_CLIENT_ID or WB_CLIENT_ID.`,
+  });
 }
 
 /**
@@ -84,7 +94,7 @@ export function resolveCredentials(env: Record<string, string | undefined>, sche
       hint: `Copy it again from the service. A current key (wb_...) needs no client id: unset ${idFrom}.`,
     });
   }
-  const current = currentKeyParts(raw, keyFrom);
+  const current = currentKeyParts(raw, keyFrom, clientId);
   const secrets = [raw, ...(current ? [current.secret] : [])];
   const bearer = (): Credentials => ({
     scheme: 'bearer',

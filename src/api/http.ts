@@ -275,7 +275,9 @@ export class HttpClient {
       return new NotFoundError(`${options.subject ? `Not found: ${options.subject}` : `Not found: ${method} ${url}`} (404)${saying}`, {
         status,
         serviceMessage,
-        hint: options.subject?.startsWith('webhook') ? 'List what exists with `wxhooks webhook list`.' : undefined,
+        hint: options.subject?.startsWith('webhook')
+          ? `List what exists with \`wxhooks webhook list\`; if that is not found either, the base URL (${this.baseUrl}) may be wrong.`
+          : `The base URL may be wrong: ${this.baseUrl} has no ${new URL(url).pathname}. Check --base-url, WX_BASE_URL or the base-url setting (it names the service, or a \`wxhooks emulator\`; not a \`wxhooks listen\`).`,
       });
     }
     if (status >= 500) {

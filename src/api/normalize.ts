@@ -67,13 +67,19 @@ export function normalizeSubscriptions(raw: unknown): Subscription[] {
   return [];
 }
 
+/**
+ * An answer that is not of the service's shape: what answered is some other server (exit 6, as for a
+ * service that cannot be reached), and the message shows the start of what it said.
+ */
+export function notTheService(what: string, raw: unknown): UnreachableError {
+  const shown = typeof raw === 'string' ? raw.slice(0, 80) : JSON.stringify(raw)?.slice(0, 80);
+  return new UnreachableError(`This is not the service: it answered with something that is not ${what}: ${shown ?? '(nothing)'}`, {
+    hint: 'Check that --base-url (or WX_BASE_URL, or the base-url setting) points at the weather service or a `wxhooks emulator`, not at another server (your app, or a listen).',
+  });
+}
+
 export function normalizeWebhook(raw: unknown): Webhook {
-  if (!isObject(raw)) {
-    const shown = typeof raw === 'string' ? raw.slice(0, 80) : JSON.stringify(raw)?.slice(0, 80);
-    throw new UnreachableError(`The service answered with something that is not a webhook: ${shown}`, {
-      hint: 'Check that --base-url points at the weather service (or a `wxhooks emulator`), not at another server.',
-    });
-  }
+  if (!isObject(raw)) throw notTheService('a webhook', raw);
   const hook: Webhook = {
     id: idOf(raw.id) ?? idOf(raw.webhook_id) ?? '',
     url: typeof raw.url === 'string' ? raw.url : '',
@@ -91,7 +97,8 @@ export function normalizeWebhook(raw: unknown): Webhook {
 export function normalizeWebhookPage(raw: unknown, page: number, pageSize: number): WebhookPage {
   if (Array.isArray(raw)) return { webhooks: raw.map(normalizeWebhook), page, page_size: pageSize, total: raw.length };
   const o = isObject(raw) ? raw : {};
-  const list = Array.isArray(o.webhooks) ? o.webhooks : Array.isArray(o.data) ? o.data : Array.isArray(o.items) ? o.items : [];
+  const list = Array.isArray(o.webhooks) ? o.webhooks : Array.isArray(o.data) ? o.data : Array.isArray(o.items) ? o.items : undefined;
+  if (!list) throw notTheService('a list of webhooks', raw);
   return {
     webhooks: list.map(normalizeWebhook),
     page: typeof o.page === 'number' ? o.page : page,

@@ -121,6 +121,10 @@ export function parseSubscribeSpec(spec: string): { type: string; config: Subscr
       if (eq <= 0) throw new UsageError(`--subscribe "${spec}": "${part}" is not key=value.`, { hint: SPEC_HINT });
       const key = part.slice(0, eq).trim();
       const value = part.slice(eq + 1).trim();
+      // `model=wm-6,hours=0:00`: a comma where a ";" belongs would make "hours=0:00" a model
+      if (key !== 'note' && value.includes('=')) {
+        throw new UsageError(`--subscribe "${spec}": the value of ${key} ("${value}") holds "=": keys are separated by ";", not ",".`, { hint: SPEC_HINT });
+      }
       switch (key) {
         case 'model':
           flags.model = [value];

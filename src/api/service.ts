@@ -1,7 +1,8 @@
-import { DeliveryFailedError, RefusedError, UnreachableError, WxError } from '../errors.js';
+import { DeliveryFailedError, RefusedError, UnreachableError } from '../errors.js';
 import { HttpClient } from './http.js';
 import { pathId } from './ids.js';
 import {
+  notTheService,
   normalizeWebhook,
   normalizeWebhookPage,
   type AuthStatus,
@@ -41,11 +42,7 @@ export class Service {
 
   async authStatus(): Promise<AuthStatus> {
     const { data } = await this.http.request<unknown>('GET', '/debug/v1/auth_status');
-    if (typeof data !== 'object' || data === null || typeof (data as AuthStatus).authed !== 'boolean') {
-      throw new WxError('The service answered the credential check with something that is not an auth status object.', {
-        hint: 'Check that --base-url points at the weather service (or a `wxhooks emulator`).',
-      });
-    }
+    if (typeof data !== 'object' || data === null || typeof (data as AuthStatus).authed !== 'boolean') throw notTheService('an auth status (`authed`)', data);
     return data as AuthStatus;
   }
 
@@ -150,7 +147,7 @@ export class Service {
     } catch (err) {
       if ((err instanceof RefusedError || err instanceof UnreachableError) && err.status !== undefined) {
         const said = err.serviceMessage;
-        throw new DeliveryFailedError(`The test delivery failed (the service answered ${err.status})${said ? `: ${said}` : '.'}`, {
+        throw new DeliveryFailedError(`The service took the ping but could not deliver it (it answered ${err.status})${said ? `: ${said}` : '.'}`, {
           status: err.status,
           serviceMessage: said,
           hint: "Check that the webhook's URL is reachable from the service and answers 2xx; `wxhooks listen` shows what arrives.",

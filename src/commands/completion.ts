@@ -1,6 +1,7 @@
-import type { Command } from 'commander';
+import { Argument, type Command } from 'commander';
 import type { Act, Context } from '../context.js';
 import { UsageError } from '../errors.js';
+import { RESPONSE_TYPES, SUBSCRIPTION_TYPES } from '../vocabulary.js';
 
 /**
  * Completion scripts generated from the commander tree itself, so they never drift from the commands:
@@ -8,9 +9,11 @@ import { UsageError } from '../errors.js';
  * global ones included. (The completion libraries on npm want a runtime hook in the binary; a static
  * script is faster at every Tab.)
  */
+export const SHELLS = ['bash', 'zsh', 'fish'];
+
 export function register(cmd: Command, act: Act): void {
   cmd
-    .argument('<shell>', 'bash, zsh or fish')
+    .addArgument(new Argument('<shell>', 'bash, zsh or fish').choices(SHELLS))
     .addHelpText(
       'after',
       `
@@ -26,20 +29,45 @@ interface Flag {
   name: string;
   takesValue: boolean;
   description: string;
+  /** The values it takes, when they are known: its choices, else FLAG_VALUES. */
+  values?: string[];
 }
 
-/** One command path of the tree: its sub-commands, and every flag it accepts. */
+/** One command path of the tree: its sub-commands, every flag it accepts, and the values its arguments take. */
 interface Node {
   path: string;
   subs: { name: string; description: string }[];
   flags: Flag[];
+  /** What its positional arguments may be (a subscription type, a shell): offered where no sub-command is. */
+  values: string[];
 }
+
+/**
+ * The values of arguments and flags that commander's tree does not list as choices because others are
+ * allowed too (an unknown subscription type is sent with a warning): offered by completion all the same.
+ */
+const ARGUMENT_VALUES: Record<string, readonly string[]> = {
+  trigger: [...SUBSCRIPTION_TYPES, 'run'],
+  'subscription add': SUBSCRIPTION_TYPES,
+};
+const FLAG_VALUES: Record<string, readonly string[]> = {
+  '--subscribe': SUBSCRIPTION_TYPES,
+  '--until': SUBSCRIPTION_TYPES,
+  '--type': SUBSCRIPTION_TYPES,
+  '--response': RESPONSE_TYPES,
+};
 
 export function commandPaths(program: Command): Node[] {
   const out: Node[] = [];
   const flagsOf = (cmd: Command): Flag[] =>
     cmd.options.flatMap((o) =>
-      [o.long, o.short].filter((f): f is string => Boolean(f)).map((name) => ({ name, takesValue: o.required || o.optional, description: o.description })),
+      [o.long, o.short]
+        .filter((f): f is string => Boolean(f))
+        .map((name) => {
+          const takesValue = o.required || o.optional;
+          const values = o.argChoices?.length ? [...o.argChoices] : takesValue && o.long && FLAG_VALUES[o.long] ? [...FLAG_VALUES[o.long]!] : undefined;
+          return { name, takesValue, description: o.description, ...(values ? { values } : {}) };
+        }),
     );
   const help: Flag = { name: '--help', takesValue: false, description: 'show help' };
   const globals = flagsOf(program);
@@ -47,7 +75,8 @@ export function commandPaths(program: Command): Node[] {
     const own = cmd === program ? [] : flagsOf(cmd);
     const seen = new Set<string>();
     const flags = [...globals, ...own, help].filter((f) => !seen.has(f.name) && seen.add(f.name));
-    out.push({ path, subs: cmd.commands.map((c) => ({ name: c.name(), description: c.description() })), flags });
+    const values = ARGUMENT_VALUES[path] ?? cmd.registeredArguments.flatMap((a) => a.argChoices ?? []);
+    out.push({ path, subs: cmd.commands.map((c) => ({ name: c.name(), description: c.description() })), flags, values: [...values] });
     for (const sub of cmd.commands) walk(sub, path ? `${path} ${sub.name()}` : sub.name());
   };
   walk(program, '');
@@ -56,55 +85,82 @@ export function commandPaths(program: Command): Node[] {
 
 const q = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
 
-/** The two lookup tables every shell's script starts from: a path's sub-commands, and its flags. */
-/** `_wxhooks_subs PATH` and `_wxhooks_opts PATH`, as bash and zsh both read them: a path's sub-commands, and its flags. */
+/**
+ * The lookup tables bash's and zsh's scripts read: `_wxhooks_subs PATH` (a path's sub-commands),
+ * `_wxhooks_opts PATH` (its flags), `_wxhooks_args PATH` (what its arguments may be) and
+ * `_wxhooks_values FLAG` (what a flag's value may be).
+ */
 function lookups(program: Command): string {
   const nodes = commandPaths(program);
   const lookup = (name: string, words: (n: Node) => string[]) =>
     `${name}() {\n  case "$1" in\n${nodes.map((n) => `    ${q(n.path)}) echo ${q(words(n).join(' '))} ;;`).join('\n')}\n  esac\n}`;
-  return `${lookup('_wxhooks_subs', (n) => n.subs.map((s) => s.name))}\n${lookup('_wxhooks_opts', (n) => n.flags.map((f) => f.name))}`;
+  const values = nodes.flatMap((n) => n.flags.filter((f) => f.values).map((f) => [`${n.path} ${f.name}`, f.values!] as const));
+  const valueLookup = `_wxhooks_values() {\n  case "$1 $2" in\n${values.map(([key, v]) => `    ${q(key)}) echo ${q(v.join(' '))} ;;`).join('\n')}\n  esac\n}`;
+  return [lookup('_wxhooks_subs', (n) => n.subs.map((s) => s.name)), lookup('_wxhooks_opts', (n) => n.flags.map((f) => f.name)), lookup('_wxhooks_args', (n) => n.values), valueLookup].join('\n');
 }
 
 export function bashScript(program: Command): string {
   return `# wxhooks completion for bash
 ${lookups(program)}
 _wxhooks() {
-  local cur="\${COMP_WORDS[COMP_CWORD]}" path="" w i subs
+  local cur="\${COMP_WORDS[COMP_CWORD]}" prev="\${COMP_WORDS[COMP_CWORD-1]}" path="" w i subs values
   for ((i = 1; i < COMP_CWORD; i++)); do
     w="\${COMP_WORDS[i]}"
     subs=" $(_wxhooks_subs "$path") "
     if [[ "$subs" == *" $w "* ]]; then path="\${path:+$path }$w"; fi
   done
-  if [[ "$cur" == -* ]]; then
+  values="$(_wxhooks_values "$path" "$prev")"
+  if [[ -n "$values" ]]; then
+    COMPREPLY=( $(compgen -W "$values" -- "$cur") )
+  elif [[ "$cur" == -* ]]; then
     COMPREPLY=( $(compgen -W "$(_wxhooks_opts "$path")" -- "$cur") )
   else
-    COMPREPLY=( $(compgen -W "$(_wxhooks_subs "$path")" -- "$cur") )
+    subs="$(_wxhooks_subs "$path")"
+    COMPREPLY=( $(compgen -W "\${subs:-$(_wxhooks_args "$path")}" -- "$cur") )
   fi
 }
 complete -o default -F _wxhooks wxhooks
 `;
 }
 
-/** zsh's own completion (not its bash layer: bash's 0-based COMP_WORDS and zsh's 1-based arrays disagree). */
+/**
+ * zsh's own completion (not its bash layer: bash's 0-based COMP_WORDS and zsh's 1-based arrays
+ * disagree), with each sub-command's and flag's description, as fish shows them. It loads zsh's
+ * completion system itself when the shell has not (no \`compinit\` in ~/.zshrc).
+ */
 export function zshScript(program: Command): string {
+  const nodes = commandPaths(program);
+  const described = (name: string, pick: (n: Node) => { name: string; description: string }[]) =>
+    `${name}() {\n  case "$1" in\n${nodes.map((n) => `    ${q(n.path)}) reply=(${pick(n).map((x) => q(`${x.name.replace(/:/g, '\\:')}:${x.description.slice(0, 70)}`)).join(' ')}) ;;`).join('\n')}\n  esac\n}`;
   return `#compdef wxhooks
 # wxhooks completion for zsh
 ${lookups(program)}
+${described('_wxhooks_subs_described', (n) => n.subs)}
+${described('_wxhooks_opts_described', (n) => n.flags)}
 _wxhooks() {
-  local cmdpath="" w i
+  local cmdpath="" w i values
+  local -a reply
   for ((i = 2; i < CURRENT; i++)); do
     w=\${words[i]}
     if [[ " $(_wxhooks_subs "$cmdpath") " == *" $w "* ]]; then cmdpath="\${cmdpath:+$cmdpath }$w"; fi
   done
-  if [[ \${words[CURRENT]} == -* ]]; then
-    compadd -- \${=$(_wxhooks_opts "$cmdpath")}
+  values="$(_wxhooks_values "$cmdpath" "\${words[CURRENT-1]}")"
+  if [[ -n $values ]]; then
+    compadd -- \${=values}
+  elif [[ \${words[CURRENT]} == -* ]]; then
+    _wxhooks_opts_described "$cmdpath"
+    _describe -t options 'option' reply
+  elif [[ -n $(_wxhooks_subs "$cmdpath") ]]; then
+    _wxhooks_subs_described "$cmdpath"
+    _describe -t commands 'command' reply
   else
-    compadd -- \${=$(_wxhooks_subs "$cmdpath")}
+    compadd -- \${=$(_wxhooks_args "$cmdpath")}
   fi
 }
 if [[ \${zsh_eval_context[-1]} == loadautofunc ]]; then
   _wxhooks "$@"
 else
+  (( \${+functions[compdef]} )) || { autoload -Uz compinit && compinit -i; }
   compdef _wxhooks wxhooks
 fi
 `;
@@ -145,9 +201,10 @@ export function fishScript(program: Command): string {
   for (const n of nodes) {
     const at = q(`__wxhooks_at ${q(n.path)}`);
     for (const s of n.subs) lines.push(`complete -c wxhooks -n ${at} -a ${q(s.name)} -d ${q(s.description.slice(0, 60))}`);
+    if (!n.subs.length && n.values.length) lines.push(`complete -c wxhooks -n ${at} -a ${q(n.values.join(' '))}`);
     for (const f of n.flags) {
       const flag = f.name.startsWith('--') ? `-l ${f.name.slice(2)}` : `-s ${f.name.slice(1)}`;
-      lines.push(`complete -c wxhooks -n ${at} ${flag}${f.takesValue ? ' -r' : ''} -d ${q(f.description.slice(0, 60))}`);
+      lines.push(`complete -c wxhooks -n ${at} ${flag}${f.takesValue ? ' -r' : ''}${f.values ? ` -a ${q(f.values.join(' '))}` : ''} -d ${q(f.description.slice(0, 60))}`);
     }
   }
   return `${lines.join('\n')}\n`;
@@ -155,6 +212,6 @@ export function fishScript(program: Command): string {
 
 export async function runCompletion(ctx: Context, program: Command, shell: string): Promise<void> {
   const make = { bash: bashScript, zsh: zshScript, fish: fishScript }[shell];
-  if (!make) throw new UsageError(`Unknown shell "${shell}".`, { hint: 'Choose bash, zsh or fish.' });
+  if (!make) throw new UsageError(`Unknown shell "${shell}".`, { hint: `Choose ${SHELLS.join(', ')}.` });
   ctx.stdout.write(make(program));
 }

@@ -80,7 +80,7 @@ export async function runDeliveriesShow(ctx: Context, which: string, o: SourceOp
 
 export async function runDeliveriesReplay(ctx: Context, which: string, o: SourceOptions & { to: string; webhook?: string; secretEnv?: string }): Promise<void> {
   const { found } = await findStored(sourceOf(o, ctx.env), which, { verifiedOnly: true });
-  const { secrets } = await resolveSecrets(ctx, { webhook: o.webhook, secretEnv: o.secretEnv });
+  const { secrets } = await resolveSecrets(ctx, { webhook: o.webhook, secretEnv: o.secretEnv, command: 'deliveries replay' });
   const { Agent } = await import('undici');
   const agent = new Agent();
   try {

@@ -14,7 +14,7 @@ import { History, PgHistory, type HistorySource } from '../receiver/history.js';
 import { startInspector, type RunningInspector } from '../receiver/inspector.js';
 import { replayFromHistory } from '../receiver/replay.js';
 import { compressHours, parseRunName, RunTracker } from '../receiver/runs.js';
-import { startReceiver, type RunningReceiver } from '../receiver/server.js';
+import { RECEIVER_DEFAULTS, startReceiver, type RunningReceiver } from '../receiver/server.js';
 import type { Scheme } from '../signing/layouts.js';
 import { Verifier } from '../signing/verify.js';
 import { HISTORY_DEFAULTS, type HistoryLimits } from '../store/history-limits.js';
@@ -29,7 +29,7 @@ import { isLoopback } from '../util/net.js';
 import { collect, duration, hostPort, hours, integer, isoTime, size, timeLimit, url, type HostPort } from '../util/parse.js';
 import { printable } from '../util/printable.js';
 import { addSensitive } from '../util/redact.js';
-import { SUBSCRIPTION_TYPES } from '../vocabulary.js';
+import { isKnownType, SUBSCRIPTION_TYPES, suggestion } from '../vocabulary.js';
 import { portOption, schemeOption, toleranceOption, valued } from './options.js';
 import { resolveSecrets, secretSourceOptions, serviceFor } from './shared.js';
 
@@ -44,35 +44,43 @@ const SHALLOW_ABOVE = 64 * 1024;
 
 export function register(cmd: Command, act: Act): void {
   cmd
+    .optionsGroup('Where it listens:')
     .addOption(portOption(8787))
     .option('--host <host>', 'address to bind', '127.0.0.1')
-    .option('--path <path>', 'the path deliveries are POSTed to', '/');
+    .option('--path <path>', 'the path deliveries are POSTed to', '/')
+    .optionsGroup('What it verifies with:');
   secretSourceOptions(cmd, 'verify with');
   cmd
+    .addOption(schemeOption('signature layout: auto tries each that signs the timestamp, then pins it'))
+    .addOption(toleranceOption('how far a timestamp may be off, either way'))
+    .optionsGroup('A webhook of its own, from the real service:')
     .option('--public-url <url>', 'create a temporary webhook pointing at this public URL (a tunnel to here), deleted on exit; "ngrok" asks the local ngrok agent')
     .option('--subscribe <spec>', 'with --public-url: a subscription of the temporary webhook, TYPE[:key=value;...] (repeatable; default: one of each type)', collect)
     .option('--clean', 'with --public-url: delete the temporary webhooks of this host that no running listen holds')
     .option('--check', 'once ready, ping each subscription through the service and say which link of the chain works')
-    .addOption(schemeOption('signature layout: auto tries each that signs the timestamp, then pins it'))
-    .addOption(toleranceOption('how far a timestamp may be off, either way'))
+    .optionsGroup('What it does with a verified delivery:')
     .addOption(valued('--forward-to <url>', 'POST each verified delivery (exact bytes and headers) to your app', url))
-    .addOption(valued('--forward-timeout <duration>', 'how long your app may take', timeLimit, [30_000, '30s']))
+    .addOption(valued('--forward-timeout <duration>', 'how long your app may take', timeLimit, [RECEIVER_DEFAULTS.forwardTimeoutMs, '30s']))
     .option('--save-dir <dir>', 'write each verified delivery to a file that `verify` and `send` read back')
-    .addOption(valued('--max-body <size>', 'refuse bodies over this size with 413', size, [25 * 1024 * 1024, '25MiB']))
-    .addOption(valued('--max-inflight <size>', 'the body bytes all requests together may hold while they are read and processed (with --save-dir, each counts twice); past it, 503', size, [256 * 1024 * 1024, '256MiB']))
     .addOption(valued('--respond-status <code>', 'answer verified deliveries with this status (e.g. 500, to watch the retries)', integer(200, 599)))
+    .optionsGroup('Processed once (the processed pairs):')
     .addOption(valued('--dedupe-ttl <duration>', 'how long a processed (trigger, subscription) pair is remembered', duration, [24 * 3_600_000, '24h']))
     .option('--fsync', 'sync each processed pair to the disk before answering (survives a power loss; slower)')
     .option('--store <url>', 'where processed pairs (and the history) are kept: "file" (the store folder), or postgres://user:password@host/db shared by several receivers (else WXHOOKS_STORE_URL)')
     .option('--store-schema <name>', 'with a postgres store: the schema its tables are in', 'wxhooks')
     .addOption(valued('--claim-timeout <duration>', "with a postgres store: how long a claim holds before another instance takes it over (its holder died)", timeLimit, [60_000, '60s']))
+    .optionsGroup('When it stops (a CI gate):')
     .addOption(valued('--exit-after <n>', 'exit 0 after N verified new deliveries', integer(1)))
     .option('--until <type>', 'exit 0 at the first verified delivery of this type')
     .option('--until-run [model@init]', 'exit 0 once a model run is complete: every --expect-hours hour, and its initialization_time.available (default: the first run seen)')
     .addOption(valued('--expect-hours <range>', 'with --until-run: the forecast hours that make the run complete, such as 0-240/6 or 0-72/3,78-240/6', hours))
     .option('--no-init-event', "with --until-run: the run is complete without its initialization_time.available")
     .addOption(valued('--within <duration>', 'with --until or --until-run: exit 9 if it has not come by then (and say what is missing)', duration))
-    .addOption(valued('--read-timeout <duration>', 'slow-client guard: headers must arrive within this, the whole request within 6 times it', timeLimit, [10_000, '10s']))
+    .optionsGroup('Limits (what any sender can make it hold):')
+    .addOption(valued('--max-body <size>', 'refuse bodies over this size with 413', size, [RECEIVER_DEFAULTS.maxBody, '25MiB']))
+    .addOption(valued('--max-inflight <size>', 'the body bytes all requests together may hold while they are read and processed (with --save-dir, each counts twice); past it, 503', size, [RECEIVER_DEFAULTS.maxInflight, '256MiB']))
+    .addOption(valued('--read-timeout <duration>', 'slow-client guard: headers must arrive within this, the whole request within 6 times it', timeLimit, [RECEIVER_DEFAULTS.readTimeoutMs, '10s']))
+    .optionsGroup('The inspector page:')
     .addOption(
       new Option('--inspect [host:port]', 'serve the inspector page: every delivery live, in detail, replayable (default 127.0.0.1:8789); listen prints its link, with the token it needs')
         .preset('127.0.0.1:8789')
@@ -150,6 +158,10 @@ function checkOptions(ctx: Context, o: ListenOptions): void {
   if (!o.path.startsWith('/')) throw new UsageError(`--path must start with "/", not "${o.path}".`);
   if (o.within !== undefined && o.until === undefined && o.untilRun === undefined) throw new UsageError('--within goes with --until TYPE or --until-run.');
   if (o.until !== undefined && o.untilRun !== undefined) throw new UsageError('Give --until or --until-run, not both.');
+  if (o.until !== undefined && !isKnownType(o.until)) {
+    // it would wait for ever: no delivery of an unknown type comes
+    throw new UsageError(`--until ${printable(o.until)}: no delivery has that type (${suggestion(o.until, SUBSCRIPTION_TYPES)}).`, { hint: `The types: ${SUBSCRIPTION_TYPES.join(', ')}.` });
+  }
   if (o.untilRun !== undefined && o.expectHours === undefined) throw new UsageError('--until-run needs --expect-hours: the forecast hours that make the run complete, such as 0-240/6.');
   if (o.untilRun === undefined && (o.expectHours !== undefined || !o.initEvent)) throw new UsageError('--expect-hours and --no-init-event go with --until-run.');
   if (o.publicUrl !== undefined && (o.webhook !== undefined || o.secretEnv !== undefined)) {
@@ -335,7 +347,7 @@ async function listeningFor(ctx: Context, o: ListenOptions, say: (event: Record<
     });
     return { secrets: [temporary.hook.secret!], from: `the secret of temporary webhook ${temporary.hook.id} (in memory only)`, temporary };
   }
-  const { secrets, from } = await resolveSecrets(ctx, { webhook: o.webhook, secretEnv: o.secretEnv });
+  const { secrets, from } = await resolveSecrets(ctx, { webhook: o.webhook, secretEnv: o.secretEnv, command: 'listen' });
   return { secrets, from, hook: o.webhook === undefined ? undefined : await lookUp(ctx, o.webhook) };
 }
 

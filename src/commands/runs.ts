@@ -17,6 +17,8 @@ export function register(cmd: Command, act: Act): void {
 Each model run seen (model and initialisation time): the forecast hours present, those missing against
 --expect-hours, and whether its initialization_time.available came. For a job that starts after the fact.
 From a --save-dir folder, or from the history that receivers sharing a PostgreSQL store keep (--store).
+It reports, and exits 0 whatever it finds, an incomplete run included (\`--json\` says \`"complete"\` for
+each). To wait for a run and fail when it is not complete in time, use \`listen --until-run --within\`.
 
 Examples:
   $ wxhooks listen --webhook 7 --save-dir ./deliveries &

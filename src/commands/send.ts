@@ -72,11 +72,11 @@ export async function runSend(ctx: Context, saved: string | undefined, o: SendOp
     body = buildPayload({ type: o.type, webhookId: o.webhookId, subscriptionId: o.subscriptionId, triggerId, data });
   }
   triggerId ??= newTriggerId();
-  const { secrets } = await resolveSecrets(ctx, { webhook: o.webhook, secretEnv: o.secretEnv });
+  const { secrets } = await resolveSecrets(ctx, { webhook: o.webhook, secretEnv: o.secretEnv, command: 'send' });
   const headers = signDelivery({ secret: secrets[0]!, body, triggerId, layout: o.layout, timestamp: o.timestamp });
 
   const { request } = await import('undici');
-  const started = Date.now();
+  const started = ctx.clock.monotonic();
   let status: number;
   let text: string;
   try {
@@ -92,8 +92,16 @@ export async function runSend(ctx: Context, saved: string | undefined, o: SendOp
   } catch (err) {
     throw new UnreachableError(`Could not deliver to ${o.to}: ${networkReason(err, ctx.global.timeoutMs)}.`, { hint: 'Is your receiver running on that address?' });
   }
-  const ms = Date.now() - started;
+  const ms = Math.round(ctx.clock.monotonic() - started);
   const ok = status >= 200 && status < 300;
+  // a failure is said once, on stderr, as every error is (with --json the document says it too, on stdout)
+  if (!ok && !ctx.global.json) {
+    throw new DeliveryFailedError(`${o.to} answered ${status} in ${ms} ms${text ? `: ${printable(text.slice(0, 200))}` : ''}.`, {
+      status,
+      serviceMessage: text || undefined,
+      hint: `Trigger-Id ${printable(triggerId)}, signed in the ${o.layout} layout, ${body.length} bytes.`,
+    });
+  }
   emit(ctx, { delivered: ok, status, body: text, ms, trigger_id: triggerId, layout: o.layout, headers }, () => {
     const style = styleFor(ctx, ctx.stdout);
     return (

@@ -11,7 +11,8 @@ import type { SecretStore } from '../store/secrets.js';
 import { readStdin } from '../util/input.js';
 import { identifier } from '../util/parse.js';
 import { addSensitive } from '../util/redact.js';
-import { isKnownType, SUBSCRIPTION_TYPES } from '../vocabulary.js';
+import { isKnownType, RESPONSE_TYPES, SUBSCRIPTION_TYPES, suggestion } from '../vocabulary.js';
+import { printable } from '../util/printable.js';
 import { valued } from './options.js';
 
 export async function baseUrlFor(ctx: Context): Promise<ResolvedBaseUrl> {
@@ -45,7 +46,16 @@ export async function secretStoreFor(ctx: Context): Promise<SecretStore> {
 /** Warns, on stderr, about subscription types wxhooks does not know: they are sent anyway, since the service may know more. */
 export function warnUnknownTypes(ctx: Context, types: readonly string[]): void {
   for (const t of types) {
-    if (!isKnownType(t)) line(ctx.stderr, `warning: "${t}" is not a subscription type wxhooks knows (${SUBSCRIPTION_TYPES.join(', ')}); sending it anyway.`);
+    if (!isKnownType(t)) line(ctx.stderr, `warning: "${printable(t)}" is not a subscription type wxhooks knows (${suggestion(t, SUBSCRIPTION_TYPES)}); sending it anyway.`);
+  }
+}
+
+/** Warns, on stderr, about response types wxhooks does not know: sent anyway, as for subscription types. */
+export function warnUnknownResponses(ctx: Context, responses: readonly (string | undefined)[]): void {
+  for (const r of responses) {
+    if (r !== undefined && !(RESPONSE_TYPES as readonly string[]).includes(r)) {
+      line(ctx.stderr, `warning: "${printable(r)}" is not a response type wxhooks knows (${suggestion(r, RESPONSE_TYPES)}); sending it anyway.`);
+    }
   }
 }
 
@@ -59,6 +69,8 @@ export function secretSourceOptions(cmd: Command, verb: string): Command {
 export interface SecretSource {
   webhook?: string;
   secretEnv?: string;
+  /** The command, for the example in the advice (`deliveries replay`, `listen`...). */
+  command: string;
 }
 
 /**
@@ -93,7 +105,7 @@ export async function resolveSecrets(ctx: Context, source: SecretSource): Promis
   }
   if (ctx.stdin.isTTY) {
     throw new UsageError('A secret is needed: --webhook ID (from the store), --secret-env VAR, or pipe it on stdin.', {
-      hint: 'For example: wxhooks secret show 7 | wxhooks listen',
+      hint: `For example: wxhooks ${source.command} --webhook 7, or wxhooks secret show 7 | wxhooks ${source.command}`,
     });
   }
   const secrets = split(await readStdin(ctx.stdin));

@@ -6,7 +6,7 @@ import { emit, succeeded } from '../output/render.js';
 import { subscriptionsTable } from '../output/webhooks.js';
 import { collect } from '../util/parse.js';
 import { idArgument } from './options.js';
-import { serviceFor, warnUnknownTypes } from './shared.js';
+import { serviceFor, warnUnknownResponses, warnUnknownTypes } from './shared.js';
 
 function filterFlags(cmd: Command): Command {
   return cmd
@@ -74,6 +74,7 @@ Examples:
 export async function runSubscriptionAdd(ctx: Context, webhookId: string, type: string, flags: SubscriptionFlags): Promise<void> {
   const body = addSubscriptionBody(type, flags);
   warnUnknownTypes(ctx, [type]);
+  warnUnknownResponses(ctx, [typeof flags.response === 'string' ? flags.response : undefined]);
   const { service } = await serviceFor(ctx);
   const hook = await service.addSubscription(webhookId, body);
   const added = hook.subscriptions.find((s) => s.type === type);
@@ -82,6 +83,7 @@ export async function runSubscriptionAdd(ctx: Context, webhookId: string, type: 
 
 export async function runSubscriptionUpdate(ctx: Context, webhookId: string, subscriptionId: string, flags: SubscriptionFlags): Promise<void> {
   const body = updateSubscriptionBody(flags);
+  warnUnknownResponses(ctx, [typeof flags.response === 'string' ? flags.response : undefined]);
   const { service } = await serviceFor(ctx);
   const hook = await service.updateSubscription(webhookId, subscriptionId, body);
   const updated = hook.subscriptions.find((s) => s.id === subscriptionId);

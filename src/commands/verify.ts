@@ -45,7 +45,7 @@ export interface VerifyCommandOptions {
 export async function runVerify(ctx: Context, saved: string | undefined, o: VerifyCommandOptions): Promise<void> {
   const captured = await readCaptured(saved, o.headers, o.body);
   const now = o.at ?? captured.receivedAt ?? Date.now();
-  const { secrets } = await resolveSecrets(ctx, { webhook: o.webhook, secretEnv: o.secretEnv });
+  const { secrets } = await resolveSecrets(ctx, { webhook: o.webhook, secretEnv: o.secretEnv, command: 'verify' });
   const result = verifyDelivery({ secret: secrets, headers: captured.headers, body: captured.body, scheme: o.scheme, tolerance: o.tolerance, now });
   const checkedAt = new Date(now).toISOString();
   if (!result.ok) {

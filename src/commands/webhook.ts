@@ -12,7 +12,7 @@ import { secretBox, subscriptionsTable, webhookDetails, webhooksTable } from '..
 import { readJsonInput } from '../util/input.js';
 import { collect, integer, url } from '../util/parse.js';
 import { idArgument, valued } from './options.js';
-import { secretStoreFor, serviceFor, warnUnknownTypes } from './shared.js';
+import { secretStoreFor, serviceFor, warnUnknownResponses, warnUnknownTypes } from './shared.js';
 
 export function register(webhook: Command, act: Act): void {
   webhook
@@ -102,6 +102,11 @@ export async function runWebhookCreate(ctx: Context, opts: WebhookCreateOptions)
   const base = opts.body !== undefined ? await readJsonInput(ctx.stdin, opts.body, '--body') : undefined;
   const { body, types } = createWebhookBody(base, opts);
   warnUnknownTypes(ctx, types);
+  const subs = (body.subscriptions ?? {}) as Record<string, { response_options?: { type?: string } | null }>;
+  warnUnknownResponses(ctx, Object.values(subs).map((c) => c?.response_options?.type));
+  if (!types.length) {
+    line(ctx.stderr, 'warning: this webhook has no subscription, so nothing will ever be delivered to it. Add one with --subscribe TYPE (or later: wxhooks subscription add ID TYPE).');
+  }
   const { service, base: baseUrl } = await serviceFor(ctx);
   const store = await secretStoreFor(ctx);
   if (opts.save) {
@@ -168,7 +173,8 @@ export async function runWebhookList(ctx: Context, opts: WebhookListOptions): Pr
     return;
   }
   emit(ctx, opts.all ? { webhooks, total: webhooks.length } : { ...result, webhooks }, () => webhooksTable(webhooks, Boolean(ctx.stdout.isTTY)));
-  if (!ctx.global.json && !opts.all && ctx.stdout.isTTY && result.total !== undefined && result.page_size !== undefined && result.total > webhooks.length) {
+  // more pages: said on stderr, terminal or not, so that a script reading stdout is not misled (--json carries the figures)
+  if (!ctx.global.json && !opts.all && result.total !== undefined && result.page_size !== undefined && result.total > (result.page ?? 1) * result.page_size) {
     const pages = Math.ceil(result.total / result.page_size);
     line(ctx.stderr, `page ${result.page} of ${pages} (${result.total} webhooks); --page N for another, --all for every one`);
   }
@@ -207,7 +213,8 @@ export async function runWebhookUpdate(ctx: Context, id: string, opts: WebhookUp
   }
   const { service } = await serviceFor(ctx);
   const hook = withoutSecret(await service.updateWebhook(id, patch));
-  succeeded(ctx, hook, `Updated webhook ${hook.id}: ${Object.keys(patch).join(', ')}`);
+  const changed = Object.entries(patch).map(([key, value]) => (key === 'active' ? (value ? 'now active' : 'now inactive') : value === null ? `${key} cleared` : key));
+  succeeded(ctx, hook, `Updated webhook ${hook.id}: ${changed.join(', ')}`);
 }
 
 export async function runWebhookDelete(ctx: Context, id: string, opts: { yes?: boolean }): Promise<void> {

@@ -20,11 +20,11 @@ export const TOKEN_WINDOW_SECONDS = 300;
  * The credentials an emulator accepts. By default it issues a current key, `wb_` + base64 of
  * `<client id>:<32 random hex>`, as the live service does, so the service's own client works against it
  * unchanged. `--api-key` sets the key: a `wb_` key (its client id must agree with `--client-id`, if one
- * is given), or a legacy key that goes with `--client-id`.
+ * is given), or a legacy key that goes with `--client-id` (a 35-character one may begin with `wb_`).
  */
 export function emulatorCredentials(apiKey: string | undefined, clientId: string | undefined): EmulatorCredentials {
   if (apiKey !== undefined) {
-    const current = currentKeyParts(apiKey, '--api-key');
+    const current = currentKeyParts(apiKey, '--api-key', clientId);
     if (current) {
       if (clientId !== undefined && clientId !== current.clientId) throw new UsageError(`--client-id ${clientId} is not the client id in --api-key (${current.clientId}).`);
       return { apiKey, clientId: current.clientId, secret: current.secret, currentKey: apiKey };

@@ -76,8 +76,8 @@ function checkFilters(v: unknown): Record<string, unknown> | undefined {
   if (v.model !== undefined && typeof v.model !== 'string' && !(Array.isArray(v.model) && v.model.every((m) => typeof m === 'string'))) {
     bad('filters.model must be a string or a list of strings');
   }
-  if (v.event_type !== undefined && !(Array.isArray(v.event_type) && v.event_type.every((m) => typeof m === 'string'))) {
-    bad('filters.event_type must be a list of strings');
+  if (v.event_type !== undefined && typeof v.event_type !== 'string' && !(Array.isArray(v.event_type) && v.event_type.every((m) => typeof m === 'string'))) {
+    bad('filters.event_type must be a string or a list of strings');
   }
   return v;
 }
@@ -224,8 +224,10 @@ export class EmulatorRouter {
     };
     const page = int('page', 1, 1_000_000);
     const pageSize = int('page_size', 20, 100);
-    const active = q.get('active');
-    if (active !== null && active !== 'true' && active !== 'false') bad('active must be true or false');
+    // `true`/`false`, or Python's `True`/`False` as one version of the official client sends them, or 1/0
+    const activeText = q.get('active');
+    const active = activeText === null ? null : ({ true: 'true', True: 'true', '1': 'true', false: 'false', False: 'false', '0': 'false' } as Record<string, string>)[activeText];
+    if (active === undefined) bad('active must be true or false (True, False, 1 and 0 are taken too)');
     const url = q.get('url');
     const type = q.get('subscription_type');
     const all = [...this.state.webhooks.values()].filter(

@@ -11,8 +11,23 @@ export async function confirm(ctx: Context, question: string, yes: boolean | und
     throw new UsageError(`${question.replace(/\?$/, '')}: needs --yes when not run in a terminal.`, { hint: `Add --yes: ${flagHint}` });
   }
   const rl = createInterface({ input: ctx.stdin, output: ctx.stderr as NodeJS.WritableStream });
+  let answered = false;
   try {
-    const answer = await new Promise<string>((resolve) => rl.question(`${question} [y/N] `, resolve));
+    const answer = await new Promise<string>((resolve, reject) => {
+      // Ctrl-C, or Ctrl-D (the end of input) before an answer: interrupted (exit 130), the shell's prompt on a line of its own
+      const stop = () => {
+        if (answered) return;
+        answered = true;
+        ctx.stderr.write('\n');
+        reject(new InterruptedError('SIGINT'));
+      };
+      rl.on('SIGINT', stop);
+      rl.on('close', stop);
+      rl.question(`${question} [y/N] `, (text) => {
+        answered = true;
+        resolve(text);
+      });
+    });
     return /^y(es)?$/i.test(answer.trim());
   } finally {
     rl.close();

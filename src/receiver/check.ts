@@ -1,6 +1,6 @@
 import type { Subscription, Webhook } from '../api/normalize.js';
 import type { Service } from '../api/service.js';
-import { WxError } from '../errors.js';
+import { DeliveryFailedError, WxError } from '../errors.js';
 import { formatDuration } from '../util/duration.js';
 import type { ReceiverEvent } from './event.js';
 
@@ -91,10 +91,14 @@ async function checkOne(service: Service, hook: Webhook, sub: Subscription, log:
     return { ...base, result: 'not_verified', detail, hint: arrived.hint ?? (arrived.outcome === 'not_found' ? `Point the webhook at …${where.path}, or listen with --path ${arrived.path}.` : undefined) };
   }
   if (refused) {
+    // a failed delivery (the service's answer to a ping whose delivery failed) is not a refused ping
+    const undelivered = refused instanceof DeliveryFailedError;
     return {
       ...base,
       result: 'refused',
-      detail: `the service refused the ping: ${refused.serviceMessage ?? refused.message}`,
+      detail: undelivered
+        ? `the service took the ping but could not deliver it: ${refused.serviceMessage ?? refused.message}`
+        : `the service refused the ping: ${refused.serviceMessage ?? refused.message}`,
       hint: refused.status !== undefined && refused.status >= 500 ? 'A 5xx from a ping means the service could not deliver to the webhook\'s URL.' : refused.hint,
     };
   }

@@ -121,7 +121,9 @@ export async function startReceiver(options: ReceiverOptions): Promise<RunningRe
   /** What the server itself answered a connection it cut off (a timeout, a malformed body), for the report. */
   const cutOff = new WeakMap<Socket, number>();
   /** The requests being worked on: close() waits for them, so that no pair of a processed delivery is left unstored. */
-  const working = new Set<Promise<void>>();
+  let working = 0;
+  /** Called when the last request being worked on is done (close() waits for it). */
+  let idle: (() => void) | undefined;
 
   function handle(req: IncomingMessage, res: ServerResponse): void {
     const now = clock.now();
@@ -183,14 +185,21 @@ export async function startReceiver(options: ReceiverOptions): Promise<RunningRe
     // size, for a large forecast) is let go before the app is waited on
     const pair = pairOf(v, body);
     const event = deliveryEvent(time, path, v, pair, body.length);
-    const work = settle(req, res, event, pair, body, { verification: VERIFIED }).then(
-      (event) => report(event, raw()),
-      (err: Error) => report(sentOrNot({ ...base, outcome: 'error', status: 500, message: err.message }, send(res, { status: 500, body: '{"error":"internal error in wxhooks listen"}' }))),
-    ).finally(() => {
+    working++;
+    const done = () => {
       budget.give(read.held);
-      working.delete(work);
-    });
-    working.add(work);
+      if (--working === 0) idle?.();
+    };
+    settle(req, res, event, pair, body, { verification: VERIFIED }).then(
+      (event) => {
+        done();
+        report(event, raw());
+      },
+      (err: Error) => {
+        done();
+        report(sentOrNot({ ...base, outcome: 'error', status: 500, message: err.message }, send(res, { status: 500, body: '{"error":"internal error in wxhooks listen"}' })));
+      },
+    );
   }
 
   /** Does what `decide` asks, step by step, until the answer; returns the report (once the answer has gone, or could not). */
@@ -302,7 +311,7 @@ export async function startReceiver(options: ReceiverOptions): Promise<RunningRe
       });
       // a delivery being forwarded goes on to its end (within --forward-timeout), and its pair is stored,
       // even if its connection is cut: otherwise its retry would be forwarded again
-      while (working.size) await Promise.all(working);
+      if (working) await new Promise<void>((resolve) => (idle = resolve));
       await closed;
       await agent?.close().catch(() => undefined);
     },

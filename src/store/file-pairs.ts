@@ -173,7 +173,7 @@ export class FilePairStore implements PairStore {
 
   async claim(trigger: string, subscription: string): Promise<Claim> {
     if (this.isDone(trigger, subscription)) return 'done';
-    if (this.unsettled.has(pairKey(trigger, subscription))) return this.settleNow(trigger, subscription);
+    if (this.unsettled.size && this.unsettled.has(pairKey(trigger, subscription))) return this.settleNow(trigger, subscription);
     let triggers = this.claimed.get(subscription);
     if (triggers?.has(trigger)) return 'held';
     if (!triggers) this.claimed.set(subscription, (triggers = new Set()));
@@ -278,7 +278,7 @@ export class FilePairStore implements PairStore {
     let late = 0;
     for (const w of waiters) {
       this.unclaim(w.trigger, w.subscription);
-      if (this.unsettled.delete(pairKey(w.trigger, w.subscription)) && w.late) late++;
+      if (this.unsettled.size && this.unsettled.delete(pairKey(w.trigger, w.subscription)) && w.late) late++;
       this.remember(w.trigger, w.subscription, { at: w.at, known, head: 0 }, w.bytes);
     }
     for (const w of waiters) w.resolve();

@@ -11,9 +11,8 @@ export function artifact(name: string): string {
 }
 
 /**
- * A headless Chromium, from (in this order) CHROMIUM_PATH, the one the @sparticuz/chromium npm package
- * ships inside its registry package (unpacked on first use), or Debian's /usr/bin/chromium. Never skipped:
- * if none can start, the test fails and says why.
+ * A headless Chromium: CHROMIUM_PATH, else Debian's /usr/bin/chromium (which .ci/run installs when it is
+ * missing). Never skipped: if none can start, the test fails and says why.
  */
 export async function launchBrowser(): Promise<Browser> {
   const { chromium } = await import('playwright-core');
@@ -21,10 +20,6 @@ export async function launchBrowser(): Promise<Browser> {
   const flags = ['--headless=new', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
   const candidates: (() => Promise<{ executablePath: string; args: string[] }>)[] = [];
   if (process.env.CHROMIUM_PATH) candidates.push(async () => ({ executablePath: process.env.CHROMIUM_PATH!, args: flags }));
-  candidates.push(async () => {
-    const { default: packaged } = await import('@sparticuz/chromium');
-    return { executablePath: await packaged.executablePath(), args: packaged.args };
-  });
   if (existsSync('/usr/bin/chromium')) candidates.push(async () => ({ executablePath: '/usr/bin/chromium', args: flags }));
   for (const candidate of candidates) {
     try {
@@ -34,5 +29,5 @@ export async function launchBrowser(): Promise<Browser> {
       tried.push((err as Error).message.split('\n')[0]!);
     }
   }
-  throw new Error(`no Chromium could be started (set CHROMIUM_PATH, or install Debian's chromium): ${tried.join('; ')}`);
+  throw new Error(`no Chromium could be started (set CHROMIUM_PATH, or install Debian's chromium, as .ci/run does): ${tried.join('; ') || 'none found'}`);
 }

@@ -21,6 +21,8 @@ export interface TestOptions {
   stdin?: string;
   /** stdout and stderr are terminals. */
   tty?: boolean;
+  /** stdin is a terminal. */
+  stdinTTY?: boolean;
   /** The clocks (default: the machine's). */
   clock?: Clock;
   /** Resolves to stop a long-running command, as a signal or a closed stdout would. */
@@ -30,6 +32,7 @@ export interface TestOptions {
 /** The I/O of an in-process run: buffers for stdout and stderr, the given variables (and a store folder of its own). */
 export function testIo(options: TestOptions = {}): Io & { stdout: Buffered; stderr: Buffered } {
   const stdin = Readable.from(options.stdin === undefined ? [] : [Buffer.from(options.stdin)]) as NodeJS.ReadableStream & { isTTY?: boolean };
+  if (options.stdinTTY) stdin.isTTY = true;
   return {
     env: cleanEnv({ WXHOOKS_CONFIG_DIR: tempDir('wxhooks-cfg-'), WXHOOKS_RETRY_BASE_MS: '5', ...options.env }),
     stdout: buffered(options.tty),
