@@ -127,6 +127,7 @@ describe('the stream rows (listed.ts)', () => {
       webhook_id: '2',
       model: 'wm-6',
       forecast_hour: 12,
+      test: true,
       message: 'bad signature',
       replay_of: 4,
     };

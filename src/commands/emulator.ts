@@ -52,34 +52,17 @@ export interface EmulatorCommandOptions {
 }
 
 /**
- * The emulator's own key, kept in the store folder (emulator-key.json, 0600) so that a restarted emulator
+ * The emulator's own key, kept in the store folder (emulator-key.json) so that a restarted emulator
  * accepts the export lines already pasted into other shells; made anew the first time, or with --new-key.
  * (It is a local test key, not the service's: DESIGN.md's rule that no API key is stored is about the
  * service's.)
  */
 async function keptKey(ctx: Context, fresh: boolean): Promise<string> {
-  const { readFile } = await import('node:fs/promises');
-  const { join } = await import('node:path');
-  const { configDir, ensurePrivateDir } = await import('../store/paths.js');
-  const { writeFileAtomic } = await import('../util/files.js');
-  const dir = configDir(ctx.env);
-  const file = join(dir, 'emulator-key.json');
-  if (!fresh) {
-    try {
-      const key = (JSON.parse(await readFile(file, 'utf8')) as { api_key?: unknown }).api_key;
-      if (typeof key === 'string' && key.startsWith('wb_')) return key;
-    } catch {
-      // none yet, or not ours: a new one
-    }
-  }
-  const key = emulatorCredentials(undefined, undefined).apiKey;
-  try {
-    ensurePrivateDir(dir);
-    await writeFileAtomic(file, `${JSON.stringify({ api_key: key })}\n`);
-  } catch (err) {
-    line(ctx.stderr, `warning: the emulator's key could not be kept in ${file} (${(err as Error).message}): a restart will make a new one.`);
-  }
-  return key;
+  const { keptValue } = await import('../store/kept.js');
+  const { configDir } = await import('../store/paths.js');
+  const r = await keptValue(configDir(ctx.env), 'emulator-key.json', () => emulatorCredentials(undefined, undefined).apiKey, fresh);
+  if (!r.kept) line(ctx.stderr, `warning: the emulator's key could not be kept in the store folder (${r.problem}): a restart will make a new one.`);
+  return r.value;
 }
 
 export async function runEmulator(ctx: Context, opts: EmulatorCommandOptions): Promise<void> {

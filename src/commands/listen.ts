@@ -1,3 +1,5 @@
+import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { Option, type Command } from 'commander';
 import { NGROK_API, ngrokPublicUrl } from '../api/ngrok.js';
@@ -12,7 +14,9 @@ import { styleFor, type Style } from '../output/style.js';
 import { checkChain, EventLog } from '../receiver/check.js';
 import { History, PgHistory, type HistorySource } from '../receiver/history.js';
 import { startInspector, type RunningInspector } from '../receiver/inspector.js';
-import { replayFromHistory } from '../receiver/replay.js';
+import { verified, type ReceiverEvent } from '../receiver/event.js';
+import { replayCommands, replayFromHistory } from '../receiver/replay.js';
+import { readSavedDir, savedAsEvent, savedBody, type SavedDelivery } from '../receiver/saved.js';
 import { compressHours, parseRunName, RunTracker } from '../receiver/runs.js';
 import { RECEIVER_DEFAULTS, startReceiver, type RunningReceiver } from '../receiver/server.js';
 import type { Scheme } from '../signing/layouts.js';
@@ -73,7 +77,7 @@ export function register(cmd: Command, act: Act): void {
     .addOption(valued('--exit-after <n>', 'exit 0 after N verified new deliveries', integer(1)))
     .option('--until <type>', 'exit 0 at the first verified delivery of this type')
     .option('--until-run [model@init]', 'exit 0 once a model run is complete: every --expect-hours hour, and its initialization_time.available (default: the first run seen)')
-    .addOption(valued('--expect-hours <range>', 'with --until-run: the forecast hours that make the run complete, such as 0-240/6 or 0-72/3,78-240/6', hours))
+    .addOption(valued('--expect-hours <range>', 'with --until-run (or --inspect\'s runs view): the forecast hours that make a run complete, such as 0-240/6 or 0-72/3,78-240/6', hours))
     .option('--no-init-event', "with --until-run: the run is complete without its initialization_time.available")
     .addOption(valued('--within <duration>', 'with --until or --until-run: exit 9 if it has not come by then (and say what is missing)', duration))
     .optionsGroup('Limits (what any sender can make it hold):')
@@ -163,7 +167,8 @@ function checkOptions(ctx: Context, o: ListenOptions): void {
     throw new UsageError(`--until ${printable(o.until)}: no delivery has that type (${suggestion(o.until, SUBSCRIPTION_TYPES)}).`, { hint: `The types: ${SUBSCRIPTION_TYPES.join(', ')}.` });
   }
   if (o.untilRun !== undefined && o.expectHours === undefined) throw new UsageError('--until-run needs --expect-hours: the forecast hours that make the run complete, such as 0-240/6.');
-  if (o.untilRun === undefined && (o.expectHours !== undefined || !o.initEvent)) throw new UsageError('--expect-hours and --no-init-event go with --until-run.');
+  if (o.untilRun === undefined && !o.initEvent) throw new UsageError('--no-init-event goes with --until-run.');
+  if (o.expectHours !== undefined && o.untilRun === undefined && o.inspect === undefined) throw new UsageError('--expect-hours goes with --until-run (the run to wait for), or --inspect (its runs view checks each run against them).');
   if (o.publicUrl !== undefined && (o.webhook !== undefined || o.secretEnv !== undefined)) {
     throw new UsageError('--public-url creates a temporary webhook of its own: it cannot be given with --webhook or --secret-env.', {
       hint: 'An existing webhook is never re-pointed. Drop --public-url to listen for an existing webhook (and point it here yourself).',
@@ -271,6 +276,7 @@ export async function runListen(ctx: Context, o: ListenOptions): Promise<void> {
       respondStatus: o.respondStatus,
       readTimeoutMs: o.readTimeout,
       clock: ctx.clock,
+      keepsRaw: history !== undefined,
       onEvent(event, raw) {
         output.push(json ? JSON.stringify(event) : formatEvent(event, style));
         log?.push(event);
@@ -294,21 +300,7 @@ export async function runListen(ctx: Context, o: ListenOptions): Promise<void> {
     reportReady(ctx, o, receiver, listening, output, styleErr);
 
     if (history && o.inspect) {
-      const source = history;
-      inspector = await startInspector({
-        ...o.inspect,
-        hostNames: o.inspectHost,
-        history: source,
-        about: { url: receiver.url, forward_to: o.forwardTo ?? null, keep: o.history, expect_hours: o.expectHours ?? null },
-        replay: o.forwardTo
-          ? async (id) => {
-              const r = await replayFromHistory(source, id, { secret: listening.secrets[0]!, to: o.forwardTo!, timeoutMs: o.forwardTimeout, clock: ctx.clock });
-              if (!r.ok) return { status: r.status, body: { error: r.error } };
-              output.push(json ? JSON.stringify({ ...r.event, replay_of: id }) : formatEvent(r.event, style));
-              return { status: 200, body: r.result };
-            }
-          : undefined,
-      });
+      inspector = await startPage(ctx, o, history, receiver, listening, (event, id) => output.push(json ? JSON.stringify({ ...event, replay_of: id }) : formatEvent(event, style)));
       say({ event: 'inspector', url: inspector.url }, `Inspector: ${styleErr.bold(inspector.url)}`);
       if (!isLoopback(o.inspect.host)) line(ctx.stderr, `warning: the inspector on ${o.inspect.host} can be reached from other machines: whoever has its link sees every delivery in full, and can replay it to your app.`);
     }
@@ -329,6 +321,48 @@ export async function runListen(ctx: Context, o: ListenOptions): Promise<void> {
     output.flush();
     status?.done();
   }
+}
+
+/**
+ * The inspector page: its token kept in the store folder (so a page left open reconnects to a restarted
+ * listen), the history it shows filled first, with --save-dir, with what was saved before, replay (with
+ * changes) to --forward-to, and commands to send a delivery again.
+ */
+async function startPage(ctx: Context, o: ListenOptions, history: HistorySource, receiver: RunningReceiver, l: Listening, reportReplay: (event: ReceiverEvent, id: number) => void): Promise<RunningInspector> {
+  const { keptValue } = await import('../store/kept.js');
+  const token = await keptValue(configDir(ctx.env), 'inspector-token.json', () => randomBytes(24).toString('base64url'));
+  if (o.saveDir && history instanceof History) {
+    const { deliveries } = await readSavedDir(o.saveDir);
+    for (const d of deliveries.slice(-history.limits.rows)) history.add(savedAsEvent(d), { headers: d.saved.headers, body: savedBody(d.saved), received: Date.parse(d.saved.received_at), ms: 0 });
+  }
+  const secret = l.secrets[0]!;
+  const bodyOf = async (id: number) => {
+    const record = await history.get(id);
+    const kept = await history.bodyOf(id);
+    if (!record || !kept) return undefined;
+    return { record, body: !kept.whole && record.saved_to ? savedBody(JSON.parse(readFileSync(record.saved_to, 'utf8')) as SavedDelivery) : kept.body };
+  };
+  return startInspector({
+    ...o.inspect!,
+    hostNames: o.inspectHost,
+    history,
+    token: token.value,
+    about: { url: receiver.url, forward_to: o.forwardTo ?? null, keep: o.history, expect_hours: o.expectHours ?? null, webhook_id: l.temporary?.hook.id ?? o.webhook ?? null },
+    replay: o.forwardTo
+      ? async (id, edited) => {
+          const r = await replayFromHistory(history, id, { secret, to: o.forwardTo!, timeoutMs: o.forwardTimeout, clock: ctx.clock, edited });
+          if (!r.ok) return { status: r.status, body: { error: r.error } };
+          reportReplay(r.event, id);
+          return { status: 200, body: r.result };
+        }
+      : undefined,
+    async commands(id) {
+      const found = await bodyOf(id);
+      if (!found) return { status: 404, body: { error: 'that delivery is no longer kept (see --history)' } };
+      if (!verified(found.record)) return { status: 409, body: { error: 'only a verified delivery is signed again' } };
+      return { status: 200, body: replayCommands(found.record, found.body, secret, o.forwardTo ?? receiver.url, l.temporary ? undefined : o.webhook) };
+    },
+  });
 }
 
 /** The secret to verify with: the temporary webhook's (created now), or the one given; and the webhook, looked up when it can be. */

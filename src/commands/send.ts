@@ -9,6 +9,7 @@ import { LAYOUT_NAMES, type LayoutName } from '../signing/layouts.js';
 import { buildPayload } from '../signing/payload.js';
 import { signDelivery } from '../signing/sign.js';
 import { readInputFile } from '../util/files.js';
+import { readStdinBytes } from '../util/input.js';
 import { networkReason, readStart } from '../util/net.js';
 import { unixSeconds, url } from '../util/parse.js';
 import { latestCycle, newTriggerId } from '../vocabulary.js';
@@ -21,7 +22,7 @@ export function register(cmd: Command, act: Act): void {
     .addOption(valued('--to <url>', 'the receiver', url).makeOptionMandatory());
   secretSourceOptions(cmd, 'sign with')
     .option('--type <type>', 'the event type, for a generated body', 'forecast_hour.available')
-    .option('--body <file>', 'send this file as the body, byte for byte, instead of a generated one')
+    .option('--body <file>', 'send this file (- for stdin) as the body, byte for byte, instead of a generated one')
     .addOption(new Option('--layout <name>', 'how to sign').choices(LAYOUT_NAMES).default('standard'))
     .option('--trigger-id <id>', 'the Trigger-Id (default: a new one; a saved delivery keeps its own)')
     .option('--webhook-id <id>', 'webhook_id in a generated body', '1')
@@ -64,7 +65,7 @@ export async function runSend(ctx: Context, saved: string | undefined, o: SendOp
     body = captured.body;
     triggerId ??= captured.headers['trigger-id']; // both sources keep header names in lower case
   } else if (o.body !== undefined) {
-    body = await readInputFile(o.body, '--body');
+    body = o.body === '-' ? await readStdinBytes(ctx.stdin) : await readInputFile(o.body, '--body');
   } else {
     triggerId ??= newTriggerId();
     const data: Record<string, unknown> = { model: o.model, initialization_time: latestCycle() };

@@ -1,29 +1,36 @@
-// The inspector page: a live list of what `listen` answered, one delivery in detail (its verification,
-// its attempts, headers, body, the app's answer, a replay), forecasts drawn, and the runs seen. Plain DOM;
-// every value from a delivery goes in as text, never as markup.
+// The inspector page: a live list of what `listen` answered (one row per delivery, its retries counted in
+// it), one delivery in detail (its verification, attempts, headers, body as a tree, as text and as hex,
+// your app's answer, replay, replay with changes, commands to send it again), forecasts drawn, and the runs
+// seen. Plain DOM; every value from a delivery goes in as text, never as markup. Keys: ↑/↓ or j/k move,
+// Enter opens, / searches, r replays. Each delivery has an address (#delivery=ID) that opens it on reload.
 import './locale.js';
 import uPlot from 'uplot';
 import { fromRow, type Listed } from '../receiver/listed.js';
-import { drawGridded, drawTrack } from './charts.js';
+import { ChartProblem, drawGridded, drawTrack } from './charts.js';
 
 interface Config {
   url?: string;
   forward_to?: string | null;
   /** How many deliveries the list holds: `--history`. */
   keep: number;
+  expect_hours?: number[] | null;
+  /** This listen's run: another in the stream means listen restarted. */
+  session: string;
 }
 
 /** A record: what the list has of it (Listed), and what comes when one is picked. */
 interface Rec extends Listed {
   initialization_time?: string;
-  forecast_hour?: number;
   size?: number;
   layout?: string;
   reason?: string;
   hint?: string;
   forward?: { ok: boolean; status?: number; body?: string; error?: string; ms: number };
-  test?: boolean;
   ms?: number;
+  saved_to?: string;
+  answer_sent?: false;
+  replay_edited?: true;
+  path?: string;
 }
 
 interface Full extends Rec {
@@ -31,6 +38,8 @@ interface Full extends Rec {
   body?: string;
   body_base64?: string;
   body_kept: number;
+  peer?: string;
+  app_answer?: { headers: Record<string, string>; body: string };
 }
 
 const config = JSON.parse(document.getElementById('config')!.textContent!) as Config;
@@ -39,29 +48,94 @@ const token = new URLSearchParams(location.search).get('token') ?? '';
 const api = (path: string) => `${path}${path.includes('?') ? '&' : '?'}token=${encodeURIComponent(token)}`;
 
 /** An element, its class, and its children (text or elements). */
-function el<K extends keyof HTMLElementTagNameMap>(tag: K, cls = '', ...children: (string | Node | undefined)[]): HTMLElementTagNameMap[K] {
+function el<K extends keyof HTMLElementTagNameMap>(tag: K, cls = '', ...children: (string | Node | undefined | false)[]): HTMLElementTagNameMap[K] {
   const e = document.createElement(tag);
   if (cls) e.className = cls;
-  for (const c of children) if (c !== undefined) e.append(c);
+  for (const c of children) if (c !== undefined && c !== false) e.append(c);
   return e;
+}
+
+function button(label: string, cls: string, onClick: () => void): HTMLButtonElement {
+  const b = el('button', cls, label);
+  b.type = 'button';
+  b.addEventListener('click', onClick);
+  return b;
+}
+
+// ------------------------------------------------------------------ time: UTC or the browser's zone, everywhere
+let zone: 'utc' | 'local' = sessionStorage.getItem('wxhooks-zone') === 'local' ? 'local' : 'utc';
+const pad = (n: number, w = 2) => String(n).padStart(w, '0');
+/** A time as the page shows it: `2026-11-23 14:02:05 UTC`, or in the browser's zone, labelled. */
+function when(value: string | number, parts: 'time' | 'full' = 'full'): string {
+  const d = new Date(value);
+  if (Number.isNaN(d.getTime())) return String(value);
+  const utc = zone === 'utc';
+  const [y, mo, da, h, mi, s] = utc
+    ? [d.getUTCFullYear(), d.getUTCMonth() + 1, d.getUTCDate(), d.getUTCHours(), d.getUTCMinutes(), d.getUTCSeconds()]
+    : [d.getFullYear(), d.getMonth() + 1, d.getDate(), d.getHours(), d.getMinutes(), d.getSeconds()];
+  const label = utc ? 'UTC' : (Intl.DateTimeFormat().resolvedOptions().timeZone ?? 'local');
+  const time = `${pad(h)}:${pad(mi)}:${pad(s)}`;
+  return parts === 'time' ? time : `${y}-${pad(mo)}-${pad(da)} ${time} ${label}`;
 }
 
 // ------------------------------------------------------------------ state
 const records = new Map<number, Rec>();
-/** The ids listed, oldest first: at most `config.keep` of them (the history's size), so that a page left open at a thousand deliveries a second does not grow without end. */
+/** The ids listed, oldest first: at most `config.keep` verified and the refused kept beside them, so a page left open at a thousand deliveries a second does not grow without end. */
 const order: number[] = [];
-let shown: Rec[] = [];
+/** Rows as shown: a delivery's verified attempts are one row (the newest), a refused request a row of its own. */
+interface Row {
+  rec: Rec;
+  attempts: number;
+}
+let shown: Row[] = [];
 let selected: number | undefined;
-const filter = { type: '', outcome: '', text: '' };
+const filter = { type: '', outcome: '', text: '', found: undefined as Set<number> | undefined };
+let paused = false;
+let waiting: unknown[][] = [];
+/** Records up to this id were cleared from view ("Clear"). */
+let clearedTo = Number(sessionStorage.getItem(`wxhooks-cleared-${config.session}`) ?? 0);
+
+const isRefused = (r: Listed) => r.claimed_trigger_id !== undefined || ['unverified', 'bad_request', 'too_large', 'overloaded', 'timed_out', 'aborted', 'not_found', 'method_not_allowed'].includes(r.outcome);
+const groupKey = (r: Listed) => (!isRefused(r) && r.trigger_id && !r.replay_of ? `${r.trigger_id}\u0000${r.subscription_id ?? ''}` : `#${r.id}`);
 
 // ------------------------------------------------------------------ layout
 const app = document.getElementById('app')!;
 const state = el('span', 'state', 'connecting…');
-const tabs = { deliveries: el('button', 'on', 'Deliveries'), runs: el('button', '', 'Runs') };
-app.append(el('header', '', el('h1', '', 'wxhooks inspector'), el('span', 'about', `listen on ${config.url ?? '?'}${config.forward_to ? ` → ${config.forward_to}` : ''}`), el('nav', '', tabs.deliveries, tabs.runs), state));
-const typeSelect = el('select', '', el('option', '', ''));
+state.setAttribute('role', 'status');
+const tabs = { deliveries: button('Deliveries', 'on', () => showTab('deliveries')), runs: button('Runs', '', () => showTab('runs')) };
+tabs.deliveries.setAttribute('aria-pressed', 'true');
+const zoneButton = button('', 'light small', () => {
+  zone = zone === 'utc' ? 'local' : 'utc';
+  sessionStorage.setItem('wxhooks-zone', zone);
+  zoneButton.textContent = zone === 'utc' ? 'Times: UTC' : 'Times: local';
+  redraw();
+  if (current) void select(current.id, { keepScroll: true });
+  if (!runsView.hidden) void showRuns();
+});
+zoneButton.textContent = zone === 'utc' ? 'Times: UTC' : 'Times: local';
+const pauseButton = button('Pause', 'light small', () => setPaused(!paused));
+const clearButton = button('Clear', 'light small', () => {
+  clearedTo = order.at(-1) ?? clearedTo;
+  sessionStorage.setItem(`wxhooks-cleared-${config.session}`, String(clearedTo));
+  redraw();
+});
+const banner = el('div', 'banner');
+banner.hidden = true;
+banner.setAttribute('role', 'alert');
+app.append(
+  el(
+    'header',
+    '',
+    el('h1', '', 'wxhooks inspector'),
+    el('span', 'about', `listen on ${config.url ?? '?'}${config.forward_to ? ` → ${config.forward_to}` : ''}`),
+    el('nav', '', tabs.deliveries, tabs.runs),
+    el('span', 'tools', zoneButton, pauseButton, clearButton),
+    state,
+  ),
+  banner,
+);
+const typeSelect = el('select', '', el('option', '', 'every type'));
 typeSelect.setAttribute('aria-label', 'type');
-typeSelect.options[0]!.textContent = 'every type';
 typeSelect.options[0]!.value = '';
 const outcomeSelect = el('select');
 outcomeSelect.setAttribute('aria-label', 'outcome');
@@ -69,38 +143,51 @@ for (const [value, label] of <[string, string][]>[
   ['', 'every outcome'],
   ['accepted', 'accepted'],
   ['duplicate', 'duplicate'],
-  ['refused', 'refused (4xx/5xx)'],
-  ['forward_failed', 'your app failed'],
+  ['unverified', 'not verified (400/401)'],
+  ['forward_failed', 'your app failed (502)'],
+  ['limits', 'refused: limits (408/413/503)'],
+  ['replayed', 'replays'],
 ]) {
   const o = el('option', '', label);
   o.value = value;
   outcomeSelect.append(o);
 }
 const textInput = el('input');
-textInput.placeholder = 'search ids, types, messages…';
+textInput.type = 'search';
+textInput.placeholder = 'search ids, types, +12h, body text…  ( / )';
 textInput.setAttribute('aria-label', 'search');
 const filters = el('div', 'filters', typeSelect, outcomeSelect, textInput);
 const list = el('div');
 list.id = 'list';
+list.setAttribute('role', 'listbox');
+list.setAttribute('aria-label', 'deliveries');
+list.tabIndex = 0;
 const rows = el('div', 'rows');
 list.append(rows);
-const detail = el('div', '', el('div', 'empty', 'Deliveries appear here as they arrive. Pick one to see it whole.'));
+const detail = el('section', '', el('div', 'empty', 'Deliveries appear here as they arrive. Pick one to see it whole (↑/↓ or j/k, then Enter).'));
 detail.id = 'detail';
+detail.setAttribute('aria-label', 'the delivery');
+detail.tabIndex = -1;
 const main = el('main', '', list, detail);
-const runsView = el('div', 'runs');
+const runsView = el('section', 'runs');
+runsView.setAttribute('aria-label', 'model runs');
 runsView.hidden = true;
 app.append(filters, main, runsView);
 
 // ------------------------------------------------------------------ the list (only the rows in view are drawn)
-const ROW = 28;
+const ROW = 30;
 const knownTypes = new Set<string>();
 
+const hours = (r: Listed) => (r.forecast_hour !== undefined ? `+${r.forecast_hour}h` : '');
+
 function matches(r: Rec): boolean {
+  if (r.id <= clearedTo) return false;
   if (filter.type && r.type !== filter.type) return false;
-  if (filter.outcome === 'refused' ? !(r.status >= 400 || r.status === 0) : filter.outcome && r.outcome !== filter.outcome) return false;
+  const o = filter.outcome;
+  if (o === 'unverified' ? !(r.outcome === 'unverified' || r.outcome === 'bad_request') : o === 'limits' ? !['too_large', 'overloaded', 'timed_out'].includes(r.outcome) : o && r.outcome !== o) return false;
   if (filter.text) {
-    const hay = `${r.type ?? ''} ${r.trigger_id ?? ''} ${r.subscription_id ?? ''} ${r.webhook_id ?? ''} ${r.model ?? ''} ${r.message ?? ''} ${r.outcome} ${r.status}`.toLowerCase();
-    if (!hay.includes(filter.text.toLowerCase())) return false;
+    const hay = `${r.type ?? ''} ${r.trigger_id ?? ''} ${r.claimed_trigger_id ?? ''} ${r.subscription_id ?? ''} ${r.webhook_id ?? ''} ${r.model ?? ''} ${hours(r)} ${r.message ?? ''} ${r.outcome} ${r.status}`.toLowerCase();
+    if (!hay.includes(filter.text.toLowerCase()) && !filter.found?.has(r.id)) return false;
   }
   return true;
 }
@@ -111,14 +198,46 @@ function redraw(): void {
   drawQueued = true;
   requestAnimationFrame(() => {
     drawQueued = false;
+    const groups = new Map<string, Row>();
     shown = [];
     for (let i = order.length - 1; i >= 0; i--) {
       const r = records.get(order[i]!)!;
-      if (matches(r)) shown.push(r);
+      if (!matches(r)) continue;
+      const key = groupKey(r);
+      const group = groups.get(key);
+      if (group) group.attempts++;
+      else {
+        const row = { rec: r, attempts: 1 };
+        groups.set(key, row);
+        shown.push(row);
+      }
     }
     rows.style.height = `${shown.length * ROW}px`;
+    list.dataset.rows = String(shown.length);
+    list.dataset.records = String(order.length);
     drawRows();
   });
+}
+
+/** A row's state in words (not in colour alone). */
+function label(r: Rec): string {
+  if (r.replay_of) return r.replay_edited ? 'replay, edited' : 'replay';
+  if (r.test) return 'test';
+  switch (r.outcome) {
+    case 'accepted':
+      return 'accepted';
+    case 'duplicate':
+      return 'duplicate';
+    case 'forward_failed':
+      return 'app failed';
+    case 'unverified':
+    case 'bad_request':
+      return 'not verified';
+    case 'in_progress':
+      return 'in progress';
+    default:
+      return r.outcome.replace(/_/g, ' ');
+  }
 }
 
 function drawRows(): void {
@@ -126,153 +245,437 @@ function drawRows(): void {
   const last = Math.min(shown.length, first + Math.ceil(list.clientHeight / ROW) + 10);
   rows.replaceChildren();
   for (let i = first; i < last; i++) {
-    const r = shown[i]!;
-    const mark = r.outcome === 'accepted' ? 'ok' : r.outcome === 'duplicate' ? 'dup' : r.status >= 400 || r.status === 0 ? 'bad' : 'ok';
+    const { rec: r, attempts } = shown[i]!;
+    const mark = r.outcome === 'accepted' || r.outcome === 'replayed' ? 'ok' : r.outcome === 'duplicate' ? 'dup' : r.status >= 400 || r.status === 0 ? 'bad' : 'ok';
+    const ids = isRefused(r) ? (r.claimed_trigger_id ? `claims ${r.claimed_trigger_id}, not verified` : '') : [r.subscription_id && `sub ${r.subscription_id}`, r.trigger_id].filter(Boolean).join(' ');
     const row = el(
       'div',
       `row${r.id === selected ? ' selected' : ''}`,
       el('span', `status ${mark}`, r.status ? String(r.status) : '—'),
-      el('span', 'meta', r.time.slice(11, 19)),
-      el('span', 'type', `${r.replay_of ? 'replay ↻ ' : ''}${r.type ?? r.message ?? r.outcome}`),
-      el('span', 'meta', [r.subscription_id && `sub ${r.subscription_id}`, r.trigger_id, r.claimed_trigger_id && `claims ${r.claimed_trigger_id}, not verified`].filter(Boolean).join(' ')),
+      el('span', 'meta time', when(r.time, 'time')),
+      el('span', `label ${mark}`, label(r)),
+      el('span', 'type', `${r.replay_of ? '↻ ' : ''}${r.type ?? r.message ?? r.outcome}`),
+      el('span', 'run', [r.model, hours(r)].filter(Boolean).join(' ')),
+      attempts > 1 && el('span', 'attempts', `×${attempts} attempts`),
+      el('span', 'meta ids', ids),
     );
     row.style.top = `${i * ROW}px`;
     row.dataset.id = String(r.id);
     row.dataset.outcome = r.outcome;
-    row.addEventListener('click', () => select(r.id));
+    row.setAttribute('role', 'option');
+    row.setAttribute('aria-selected', String(r.id === selected));
+    row.tabIndex = -1;
+    row.addEventListener('click', () => void select(r.id));
     rows.append(row);
   }
 }
 list.addEventListener('scroll', drawRows);
 
+/** Moves the selection by `by` rows, keeps it in view, and opens it. */
+function move(by: number): void {
+  if (!shown.length) return;
+  const at = shown.findIndex((row) => row.rec.id === selected);
+  const next = Math.max(0, Math.min(shown.length - 1, at === -1 ? 0 : at + by));
+  const top = next * ROW;
+  if (top < list.scrollTop) list.scrollTop = top;
+  else if (top + ROW > list.scrollTop + list.clientHeight) list.scrollTop = top + ROW - list.clientHeight;
+  void select(shown[next]!.rec.id);
+}
+
+list.addEventListener('keydown', (e) => {
+  if (e.key === 'ArrowDown' || e.key === 'j') move(1);
+  else if (e.key === 'ArrowUp' || e.key === 'k') move(-1);
+  else if (e.key === 'Enter' && selected !== undefined) {
+    void select(selected);
+    detail.focus();
+  } else return;
+  e.preventDefault();
+});
+document.addEventListener('keydown', (e) => {
+  const typing = e.target instanceof HTMLInputElement || e.target instanceof HTMLTextAreaElement || e.target instanceof HTMLSelectElement;
+  if (typing) {
+    if (e.key === 'Escape') (e.target as HTMLElement).blur(), list.focus();
+    return;
+  }
+  if (e.key === '/') {
+    e.preventDefault();
+    textInput.focus();
+  } else if (e.key === 'r' && replayNow) {
+    e.preventDefault();
+    replayNow();
+  } else if ((e.key === 'j' || e.key === 'k') && document.activeElement !== list) {
+    move(e.key === 'j' ? 1 : -1);
+  }
+});
+
 /** Rows of the stream (src/receiver/listed.ts), into the list. */
 function take(batch: unknown[][]): void {
+  if (paused) {
+    waiting.push(...batch);
+    pauseButton.textContent = `Resume (${waiting.length} new)`;
+    return;
+  }
   let inOrder = true;
+  let selectedGroupGrew = false;
+  const currentKey = current && groupKey(current);
   for (const row of batch) {
     const r: Rec = fromRow(row);
     if (records.has(r.id)) continue;
     records.set(r.id, r);
     if (order.length && r.id < order[order.length - 1]!) inOrder = false;
     order.push(r.id);
+    if (currentKey && groupKey(r) === currentKey) selectedGroupGrew = true;
     if (r.type && !knownTypes.has(r.type)) {
       knownTypes.add(r.type);
       const o = el('option', '', r.type);
       o.value = r.type;
       typeSelect.append(o);
     }
+    if (!runsView.hidden && (r.type === 'forecast_hour.available' || r.type === 'initialization_time.available')) runsSoon();
   }
   if (!inOrder) order.sort((a, b) => a - b); // what a reconnect filled in, or the shared store's ids committed out of order
-  const over = order.length - config.keep;
-  if (over > 0) for (const id of order.splice(0, over)) records.delete(id);
+  trim();
   redraw();
+  // a new attempt of the delivery on show: the detail follows it
+  if (selectedGroupGrew && current) void select(current.id, { keepScroll: true });
+}
+
+/** As listen keeps them: the last `--history` verified requests, and apart from them the last 100 refused ones. */
+function trim(): void {
+  let verifiedOver = -config.keep;
+  let refusedOver = -100;
+  for (const id of order) isRefused(records.get(id)!) ? refusedOver++ : verifiedOver++;
+  if (verifiedOver <= 0 && refusedOver <= 0) return;
+  const kept: number[] = [];
+  for (const id of order) {
+    const refused = isRefused(records.get(id)!);
+    if (refused ? refusedOver-- > 0 : verifiedOver-- > 0) records.delete(id);
+    else kept.push(id);
+  }
+  order.splice(0, order.length, ...kept);
+}
+
+function setPaused(on: boolean): void {
+  paused = on;
+  pauseButton.textContent = on ? 'Resume' : 'Pause';
+  pauseButton.setAttribute('aria-pressed', String(on));
+  if (!on && waiting.length) {
+    const held = waiting;
+    waiting = [];
+    take(held);
+  }
 }
 
 typeSelect.addEventListener('change', () => ((filter.type = typeSelect.value), redraw()));
 outcomeSelect.addEventListener('change', () => ((filter.outcome = outcomeSelect.value), redraw()));
-textInput.addEventListener('input', () => ((filter.text = textInput.value.trim()), redraw()));
+let searching: ReturnType<typeof setTimeout> | undefined;
+textInput.addEventListener('input', () => {
+  filter.text = textInput.value.trim();
+  filter.found = undefined;
+  redraw();
+  // the bodies are searched by listen, which holds them
+  clearTimeout(searching);
+  if (filter.text.length >= 2) {
+    const asked = filter.text;
+    searching = setTimeout(async () => {
+      const res = await fetch(api(`/api/search?q=${encodeURIComponent(asked)}`));
+      if (!res.ok || asked !== filter.text) return;
+      filter.found = new Set(((await res.json()) as { ids: number[] }).ids);
+      redraw();
+    }, 200);
+  }
+});
 
 // ------------------------------------------------------------------ live: server-sent events, reconnected by the browser (Last-Event-ID)
+function showBanner(text: string, action?: [string, () => void]): void {
+  banner.replaceChildren(text, action ? button(action[0], 'action small', action[1]) : '');
+  banner.hidden = false;
+}
+
 const events = new EventSource(api('/api/events'));
 events.addEventListener('ready', (e) => {
+  const data = JSON.parse((e as MessageEvent).data as string) as { session: string; rows: unknown[][] };
+  if (data.session !== config.session) {
+    // listen restarted: its ids begin again, so this page's list is of another run
+    events.close();
+    state.textContent = 'listen restarted';
+    showBanner(`listen restarted (${when(Date.now())}): reload to see its deliveries${config.url ? '' : ''}.`, ['Reload', () => location.reload()]);
+    return;
+  }
   state.textContent = 'live';
   state.className = 'state live';
-  take((JSON.parse((e as MessageEvent).data) as { rows: unknown[][] }).rows);
+  banner.hidden = true;
+  take(data.rows);
 });
 // a message of the stream: one row per line
 events.addEventListener('deliveries', (e) => take(((e as MessageEvent).data as string).split('\n').map((line) => JSON.parse(line) as unknown[])));
 events.addEventListener('error', () => {
   state.textContent = 'reconnecting…';
   state.className = 'state';
+  // a listen that is gone (the browser retries) or that no longer takes this page's token (it does not)
+  void fetch(api('/api/deliveries?after=999999999')).then(
+    async (res) => {
+      if (res.status === 403) {
+        events.close();
+        state.textContent = 'session over';
+        showBanner('This page\'s session is over: listen restarted with another token. Open the link it printed.');
+      }
+    },
+    () => showBanner('listen is not answering: this page reconnects by itself when it is back.'),
+  );
 });
 
 // ------------------------------------------------------------------ one delivery
-function kv(rowsOf: [string, string][]): HTMLTableElement {
-  const t = el('table', 'kv');
-  for (const [k, v] of rowsOf) t.append(el('tr', '', el('td', '', k), el('td', '', v)));
+function kv(rowsOf: [string, string | Node][], cls = 'kv'): HTMLTableElement {
+  const t = el('table', cls);
+  for (const [k, v] of rowsOf) t.append(el('tr', '', el('th', '', k), el('td', '', v)));
   return t;
 }
 
+/** A JSON value as a tree whose branches are built when opened (a 400 × 400 grid has 160,000 leaves). */
 function tree(value: unknown, key?: string): Node {
-  const label = key === undefined ? '' : `${key}: `;
+  const labelText = key === undefined ? '' : `${key}: `;
   if (value !== null && typeof value === 'object') {
     const entries = Array.isArray(value) ? value.map((v, i) => [String(i), v] as const) : Object.entries(value as Record<string, unknown>);
     const d = el('details');
-    d.open = entries.length <= 30;
-    d.append(el('summary', '', el('span', 'k', label), Array.isArray(value) ? `[${entries.length}]` : `{${entries.length}}`));
-    for (const [k, v] of entries) d.append(tree(v, k));
+    d.append(el('summary', '', el('span', 'k', labelText), Array.isArray(value) ? `[${entries.length}]` : `{${entries.length}}`));
+    let built = false;
+    const build = () => {
+      if (built) return;
+      built = true;
+      // long lists in hundreds, each opened on its own
+      if (entries.length > 200) {
+        for (let i = 0; i < entries.length; i += 100) {
+          const part = el('details');
+          part.append(el('summary', '', `${i}…${Math.min(entries.length, i + 100) - 1}`));
+          part.addEventListener('toggle', () => {
+            if (part.childElementCount === 1) for (const [k, v] of entries.slice(i, i + 100)) part.append(tree(v, k));
+          });
+          d.append(part);
+        }
+      } else for (const [k, v] of entries) d.append(tree(v, k));
+    };
+    d.addEventListener('toggle', build);
+    if (entries.length <= 30) {
+      d.open = true;
+      build();
+    }
     return d;
   }
   const cls = typeof value === 'string' ? 's' : typeof value === 'number' ? 'n' : 'b';
-  return el('div', 'leaf', el('span', 'k', label), el('span', cls, typeof value === 'string' ? JSON.stringify(value) : String(value)));
+  return el('div', 'leaf', el('span', 'k', labelText), el('span', cls, typeof value === 'string' ? JSON.stringify(value) : String(value)));
 }
 
-async function select(id: number): Promise<void> {
+let current: Full | undefined;
+/** Replays the delivery on show (the `r` key), when it can be. */
+let replayNow: (() => void) | undefined;
+let selecting = 0;
+
+async function select(id: number, options: { keepScroll?: boolean } = {}): Promise<void> {
   selected = id;
+  if (!options.keepScroll && history.replaceState) history.replaceState(null, '', `${location.pathname}${location.search}#delivery=${id}`);
   drawRows();
+  const mine = ++selecting;
   const res = await fetch(api(`/api/deliveries/${id}`));
+  if (mine !== selecting) return; // another was picked meanwhile
   if (!res.ok) {
+    current = undefined;
+    replayNow = undefined;
     detail.replaceChildren(el('div', 'empty', ((await res.json()) as { error: string }).error));
     return;
   }
   const { record, attempts } = (await res.json()) as { record: Full; attempts: Full[] };
+  const scroll = detail.scrollTop;
   showDetail(record, attempts);
+  detail.scrollTop = options.keepScroll ? scroll : 0;
 }
 
 function verdict(r: Full): HTMLElement {
-  const ok = ['accepted', 'duplicate', 'in_progress', 'refused_by_flag', 'forward_failed', 'store_failed'].includes(r.outcome) && !!r.layout;
+  const ok = !!r.layout;
   const v = el('div', `verdict ${ok ? 'ok' : 'bad'}`);
   v.dataset.verified = String(ok);
   v.append(ok ? `✓ Verified: layout ${r.layout}${r.outcome === 'duplicate' ? ' (a duplicate: skipped)' : ''}` : `✗ ${r.message ?? r.reason ?? r.outcome}`);
+  if (!ok && r.claimed_trigger_id) v.append(el('div', 'hint', `It claims ${r.claimed_trigger_id}, not verified: it is no attempt of that delivery, and is never replayed.`));
   if (!ok && r.hint) v.append(el('div', 'hint', r.hint));
   return v;
 }
 
-function attemptsTable(attempts: Full[]): HTMLElement {
+const bodyText = (x: Full) => x.body ?? x.body_base64 ?? '';
+
+function attemptsTable(r: Full, attempts: Full[]): HTMLElement {
   const first = attempts[0]!;
   const t = el('table', 'kv diff');
-  t.append(el('tr', '', el('td', '', 'attempt'), el('td', '', 'answered'), el('td', '', 'timestamp'), el('td', '', 'signature'), el('td', '', 'body')));
+  t.append(el('tr', '', el('th', '', 'attempt'), el('th', '', 'received'), el('th', '', 'answered'), el('th', '', 'timestamp'), el('th', '', 'signature'), el('th', '', 'body')));
   attempts.forEach((a, i) => {
-    const cell = (value: string, base: string) => {
-      const td = el('td', i === 0 ? '' : value === base ? 'same' : 'changed', i === 0 ? value : value === base ? 'same' : `changed: ${value}`);
-      return td;
-    };
-    const bodyOf = (x: Full) => x.body ?? x.body_base64 ?? '';
+    // a retry is signed afresh: its timestamp and signature change as they should; its body must not
+    const fresh = (value: string, base: string) => el('td', i === 0 || value === base ? '' : 'fresh', i === 0 ? value : value === base ? 'same' : `new: ${value}`);
+    const sameBody = bodyText(a) === bodyText(first);
     const row = el(
       'tr',
-      '',
-      el('td', '', `${i + 1}. ${a.time.slice(11, 23)}${a.replay_of ? ' (replay)' : ''}`),
-      el('td', '', `${a.status} ${a.outcome}`),
-      cell(a.headers['webhook-timestamp'] ?? '', first.headers['webhook-timestamp'] ?? ''),
-      cell((a.headers['webhook-signature'] ?? '').slice(0, 24), (first.headers['webhook-signature'] ?? '').slice(0, 24)),
-      el('td', i === 0 ? '' : bodyOf(a) === bodyOf(first) ? 'same' : 'changed', i === 0 ? `${a.size ?? 0} bytes` : bodyOf(a) === bodyOf(first) ? 'identical' : 'different'),
+      a.id === r.id ? 'current' : '',
+      el('td', '', `${i + 1}${a.replay_of ? ' (replay)' : ''}`),
+      el('td', '', when(a.time, 'time')),
+      el('td', '', `${a.status} ${label(a)}`),
+      fresh(a.headers['webhook-timestamp'] ?? '', first.headers['webhook-timestamp'] ?? ''),
+      fresh((a.headers['webhook-signature'] ?? '').slice(0, 16), (first.headers['webhook-signature'] ?? '').slice(0, 16)),
+      el('td', i === 0 || sameBody ? '' : 'changed', i === 0 ? `${a.size ?? 0} bytes` : sameBody ? 'identical' : 'different'),
     );
+    row.dataset.id = String(a.id);
+    row.tabIndex = 0;
+    row.title = 'open this attempt';
+    const open = () => void select(a.id, { keepScroll: true });
+    row.addEventListener('click', open);
+    row.addEventListener('keydown', (e) => e.key === 'Enter' && open());
     t.append(row);
   });
-  return t;
+  return el('div', 'scroll', t);
+}
+
+/** What was answered, and by whom: listen's own answer, and your app's. */
+function answers(r: Full): HTMLElement {
+  const box = el('div', 'answers');
+  const ours = `${r.status || 'nothing'} ${label(r)}${r.message && r.outcome !== 'accepted' ? `: ${r.message}` : ''}${r.answer_sent === false ? ' (not sent: the connection closed first)' : ''}`;
+  box.append(kv([['listen answered', ours]]));
+  if (r.forward) {
+    box.append(el('h4', '', 'Your app answered'));
+    const a = r.app_answer;
+    const f = r.forward;
+    const answerLine = el('div', 'answer', f.error ? `not answered: ${f.error} (after ${f.ms} ms)` : `${f.status} in ${f.ms} ms`);
+    answerLine.dataset.status = String(f.status ?? '');
+    box.append(answerLine);
+    if (a) box.append(kv(Object.entries(a.headers)), el('pre', 'answer-body', a.body || '(no body)'));
+  }
+  return box;
+}
+
+/** The body as a tree (JSON), as its text, and as hex bytes, one at a time. */
+function bodyViews(r: Full, parsed: unknown): HTMLElement {
+  const box = el('div', 'bodyviews');
+  const bytes = r.body_base64 !== undefined ? Uint8Array.from(atob(r.body_base64), (c) => c.charCodeAt(0)) : new TextEncoder().encode(r.body ?? '');
+  const views: [string, () => Node][] = [
+    ['Tree', () => (parsed !== undefined ? tree(parsed) : el('div', 'empty', 'not JSON: see the text'))],
+    ['Text', () => el('pre', 'raw', `POST ${r.path ?? '/'}\n${Object.entries(r.headers).map(([k, v]) => `${k}: ${v}`).join('\n')}\n\n${r.body ?? `(base64) ${r.body_base64 ?? ''}`}`)],
+    ['Hex', () => el('pre', 'hex', hexDump(bytes.subarray(0, 64 * 1024)) + (bytes.length > 64 * 1024 ? `\n… the first 64 KiB of ${bytes.length} bytes` : ''))],
+  ];
+  const bar = el('div', 'views');
+  bar.setAttribute('role', 'tablist');
+  const shownView = el('div', 'tree');
+  const choose = (i: number) => {
+    [...bar.children].forEach((b, k) => {
+      b.className = k === i ? 'on' : '';
+      b.setAttribute('aria-selected', String(k === i));
+    });
+    shownView.replaceChildren(views[i]![1]());
+  };
+  views.forEach(([name], i) => {
+    const b = button(name, '', () => choose(i));
+    b.setAttribute('role', 'tab');
+    bar.append(b);
+  });
+  choose(0);
+  box.append(bar, shownView);
+  return box;
+}
+
+function hexDump(bytes: Uint8Array): string {
+  const lines: string[] = [];
+  for (let at = 0; at < bytes.length; at += 16) {
+    const chunk = bytes.subarray(at, at + 16);
+    const hex = [...chunk].map((b) => b.toString(16).padStart(2, '0')).join(' ');
+    const text = [...chunk].map((b) => (b >= 0x20 && b < 0x7f ? String.fromCharCode(b) : '.')).join('');
+    lines.push(`${at.toString(16).padStart(8, '0')}  ${hex.padEnd(47)}  ${text}`);
+  }
+  return lines.join('\n');
+}
+
+/** Copies `text`, and says so on the button for a moment. */
+async function copy(b: HTMLButtonElement, text: string): Promise<void> {
+  const was = b.textContent;
+  try {
+    await navigator.clipboard.writeText(text);
+    b.textContent = 'Copied ✓';
+  } catch {
+    b.textContent = 'Could not copy';
+  }
+  b.dataset.copied = 'true';
+  setTimeout(() => {
+    b.textContent = was;
+    delete b.dataset.copied;
+  }, 1500);
+}
+
+function replaySection(r: Full): HTMLElement | undefined {
+  if (!r.layout || !r.body_kept) return undefined; // what did not verify is never signed again
+  const box = el('div', 'replay');
+  const answer = el('div', 'answer');
+  answer.hidden = true;
+  answer.id = 'replay-answer';
+  answer.setAttribute('role', 'status');
+  const send = async (edited?: string) => {
+    answer.hidden = false;
+    answer.textContent = 'replaying…';
+    const res = await fetch(api(`/api/deliveries/${r.id}/replay`), {
+      method: 'POST',
+      headers: { 'x-wxhooks-token': token, 'content-type': 'application/json' },
+      body: edited === undefined ? '' : JSON.stringify({ body: edited }),
+    });
+    const body = (await res.json()) as { status?: number; body?: string; error?: string; ms?: number };
+    answer.textContent = !res.ok
+      ? `not replayed: ${body.error ?? res.status}`
+      : body.error
+        ? `replayed, but your app could not be reached: ${body.error} (after ${body.ms ?? '?'} ms)`
+        : `replayed${edited === undefined ? '' : ' with changes'}, signed afresh: your app answered ${body.status} in ${body.ms} ms ${body.body ?? ''}`;
+    answer.dataset.status = String(body.status ?? '');
+    answer.dataset.error = body.error ? 'true' : '';
+  };
+  if (config.forward_to) {
+    const replay = button('Replay to your app', 'action', () => void send());
+    replay.title = 'r';
+    replayNow = () => void send();
+    const edit = el('textarea', 'edit');
+    edit.value = r.body ?? '';
+    edit.setAttribute('aria-label', 'the body to replay');
+    edit.hidden = true;
+    const sendEdited = button('Replay with these changes', 'action', () => void send(edit.value));
+    sendEdited.hidden = true;
+    const editButton = button('Edit, then replay', 'action light', () => {
+      edit.hidden = sendEdited.hidden = false;
+      edit.focus();
+    });
+    box.append(el('div', 'buttons', replay, editButton), edit, sendEdited, answer);
+  } else box.append(el('div', 'hint', 'Replay goes to --forward-to: start listen with it to replay to your app.'));
+  const curl = button('Copy as curl', 'action light', async () => copy(curl, (await commands()).curl));
+  const sendLine = button('Copy as wxhooks send', 'action light', async () => copy(sendLine, (await commands()).send));
+  const commands = async () => (await (await fetch(api(`/api/deliveries/${r.id}/commands`))).json()) as { curl: string; send: string };
+  box.append(el('div', 'buttons', curl, sendLine));
+  return box;
 }
 
 function showDetail(r: Full, attempts: Full[]): void {
+  current = r;
+  replayNow = undefined;
   detail.replaceChildren();
   detail.dataset.id = String(r.id);
   detail.append(el('h2', '', `${r.type ?? r.outcome} — ${r.status || 'no answer'}`), verdict(r));
-  if (attempts.length > 1) detail.append(el('h3', '', `Attempts of this delivery (${attempts.length})`), attemptsTable(attempts));
-  if (r.forward) detail.append(el('h3', '', 'Your app answered'), el('div', 'answer', r.forward.error ?? `${r.forward.status} in ${r.forward.ms} ms ${r.forward.body ?? ''}`));
-  if (config.forward_to && r.body_kept && r.layout) {
-    const button = el('button', 'action', 'Replay to your app');
-    const answer = el('div', 'answer');
-    answer.hidden = true;
-    answer.id = 'replay-answer';
-    button.addEventListener('click', async () => {
-      button.disabled = true;
-      const res = await fetch(`/api/deliveries/${r.id}/replay`, { method: 'POST', headers: { 'x-wxhooks-token': token } });
-      const body = (await res.json()) as { status?: number; body?: string; error?: string; ms?: number };
-      answer.hidden = false;
-      answer.textContent = res.ok ? `replayed, signed afresh: your app answered ${body.status ?? '?'} in ${body.ms ?? '?'} ms ${body.body ?? ''}` : `not replayed: ${body.error ?? res.status}`;
-      answer.dataset.status = String(body.status ?? '');
-      button.disabled = false;
-    });
-    detail.append(el('h3', '', 'Replay'), button, answer);
-  }
+  const ts = r.headers['webhook-timestamp'];
+  const tsNumber = ts && /^\d+$/.test(ts) ? Number(ts) * (ts.length > 11 ? 1 : 1000) : undefined;
+  detail.append(
+    kv(
+      [
+        ['received', when(r.time)],
+        ['from', r.peer ?? '?'],
+        ['signed at', tsNumber ? `${when(tsNumber)} (Webhook-Timestamp ${ts})` : ts ?? '—'],
+        ['size', `${r.size ?? 0} bytes${r.body_kept < (r.size ?? 0) ? `, the first ${r.body_kept} kept` : ''}`],
+        ...(r.trigger_id ? ([['delivery', `${r.trigger_id}${r.subscription_id ? `, subscription ${r.subscription_id}` : ''}`]] as [string, string][]) : []),
+        ...(r.model ? ([['run', `${r.model} ${r.initialization_time ? when(r.initialization_time) : ''} ${hours(r)}`]] as [string, string][]) : []),
+      ],
+      'kv facts',
+    ),
+  );
+  detail.append(el('h3', '', 'Answers'), answers(r));
+  if (attempts.length > 1) detail.append(el('h3', '', `Attempts of this delivery (${attempts.length})`), attemptsTable(r, attempts));
+  const replay = replaySection(r);
+  if (replay) detail.append(el('h3', '', 'Send it again'), replay);
   let parsed: unknown;
   if (r.body !== undefined) {
     try {
@@ -282,112 +685,173 @@ function showDetail(r: Full, attempts: Full[]): void {
     }
   }
   const response = (parsed as { data?: { response?: unknown } } | undefined)?.data?.response;
-  if (response && typeof response === 'object') {
-    const chart = drawResponse(response as Record<string, unknown>);
-    if (chart) detail.append(el('h3', '', 'The forecast'), chart);
-  }
+  if (response && typeof response === 'object') detail.append(el('h3', '', 'The forecast'), drawResponse(response as Record<string, unknown>));
   detail.append(el('h3', '', 'Headers'), kv(Object.entries(r.headers)));
-  const copy = el('button', 'action light', 'Copy body');
-  copy.addEventListener('click', () => void navigator.clipboard?.writeText(r.body ?? r.body_base64 ?? ''));
+  const copyBody = button('Copy body', 'action light', () => void copy(copyBody, r.body ?? r.body_base64 ?? ''));
   const cut = r.size !== undefined && r.body_kept < r.size ? ` (the first ${r.body_kept} of ${r.size} bytes)` : '';
-  detail.append(el('h3', '', `Body${cut}`), copy);
-  const body = el('div', 'tree');
-  body.append(parsed !== undefined ? tree(parsed) : el('pre', '', r.body ?? (r.body_base64 ? `(base64) ${r.body_base64}` : '(none)')));
-  detail.append(body);
+  detail.append(el('h3', '', `Body${cut}`), copyBody, bodyViews(r, parsed));
 }
 
-// ------------------------------------------------------------------ forecasts drawn
-function timeAxis(times: string[]): number[] {
-  return times.map((t) => Date.parse(t) / 1000);
-}
+// ------------------------------------------------------------------ forecasts drawn (a chart that cannot be drawn says why, in one line)
+const seconds = (t: string) => Date.parse(t) / 1000;
+/** uPlot's axes and legend in the page's zone. */
+const tzDate = (ts: number) => (zone === 'utc' ? uPlot.tzDate(new Date(ts * 1000), 'Etc/UTC') : new Date(ts * 1000));
+const legendTime = (_u: uPlot, v: number | null) => (v == null ? '—' : when(v * 1000));
 
-function drawResponse(response: Record<string, unknown>): HTMLElement | undefined {
+function drawResponse(response: Record<string, unknown>): HTMLElement {
   const box = el('div', 'chart');
   const type = String(response.type ?? '');
   box.dataset.chart = type;
-  if (type === 'gridded' && Array.isArray(response.values)) {
-    box.append(drawGridded(response as never));
-    box.dataset.cells = String((response.values as number[][]).flat().length);
-    return box;
+  const started = performance.now();
+  try {
+    drawInto(box, type, response);
+  } catch (err) {
+    box.replaceChildren(el('div', 'hint chart-problem', `This ${type || 'response'} is not drawn: ${err instanceof ChartProblem ? err.message : `it could not be (${(err as Error).message})`}. Its body is below.`));
+    box.dataset.problem = 'true';
   }
-  if ((type === 'tropical_cyclones' || type === 'tropical_cyclone_track') && Array.isArray(response.cyclones)) {
-    const cyclones = response.cyclones as { name?: string; track: { lat: number; lon: number; valid_time: string }[] }[];
-    box.append(drawTrack(cyclones));
-    box.dataset.points = String(cyclones.reduce((n, c) => n + c.track.length, 0));
-    return box;
+  box.dataset.ms = String(Math.round(performance.now() - started));
+  return box;
+}
+
+function drawInto(box: HTMLElement, type: string, response: Record<string, unknown>): void {
+  const width = Math.min(560, Math.max(260, detail.clientWidth - 40));
+  if (type === 'gridded') {
+    box.append(drawGridded(response));
+    let n = 0;
+    for (const row of response.values as unknown[][]) n += row.length;
+    box.dataset.cells = String(n);
+    return;
   }
-  if (type === 'interpolated_point_forecast' && Array.isArray(response.points)) {
+  if (type === 'tropical_cyclones' || type === 'tropical_cyclone_track') {
+    box.append(drawTrack(response.cyclones, (t) => when(t).slice(5, 16)));
+    box.dataset.points = String((response.cyclones as { track: unknown[] }[]).reduce((n, c) => n + c.track.length, 0));
+    return;
+  }
+  if (type === 'interpolated_point_forecast') {
+    if (!Array.isArray(response.points) || !response.points.length) throw new ChartProblem('no points to draw');
     const points = response.points as { lat: number; lon: number; series: Record<string, number | string>[] }[];
+    if (!points.every((p) => Array.isArray(p.series))) throw new ChartProblem('a point has no series');
     const variables = [...new Set(points.flatMap((p) => p.series.flatMap((s) => Object.keys(s).filter((k) => k !== 'valid_time'))))];
     for (const variable of variables) {
-      const x = timeAxis(points[0]!.series.map((s) => String(s.valid_time)));
+      const x = points[0]!.series.map((s) => seconds(String(s.valid_time)));
       const data = [x, ...points.map((p) => p.series.map((s) => Number(s[variable])))] as uPlot.AlignedData;
       const holder = el('div', '', el('div', 'hint', variable));
       holder.dataset.variable = variable;
       box.append(holder);
-      new uPlot({ width: 520, height: 160, series: [{}, ...points.map((p, i) => ({ label: `${p.lat},${p.lon}`, stroke: ['#3559b5', '#b42318', '#1f7a45', '#b54708'][i % 4] }))] }, data, holder);
+      new uPlot({ width, height: 160, tzDate, legend: { live: false }, series: [{ value: legendTime }, ...points.map((p, i) => ({ label: `${p.lat},${p.lon}`, stroke: ['#3559b5', '#b42318', '#1f7a45', '#b54708'][i % 4] }))] }, data, holder);
     }
     box.dataset.series = String(variables.length);
-    return box;
+    return;
   }
-  if (type === 'degree_days' && Array.isArray(response.days)) {
+  if (type === 'degree_days') {
+    if (!Array.isArray(response.days) || !response.days.length) throw new ChartProblem('no days to draw');
     const days = response.days as { date: string; heating_degree_days: number; cooling_degree_days: number }[];
-    const bars = uPlot.paths.bars!({ size: [0.6, 40] });
-    const data = [timeAxis(days.map((d) => `${d.date}T00:00:00Z`)), days.map((d) => d.heating_degree_days), days.map((d) => d.cooling_degree_days)] as uPlot.AlignedData;
+    // two bars a day, side by side (not on top of each other), on an axis of days with half a day either side
+    const x = days.map((d) => seconds(`${d.date}T12:00:00Z`));
+    const heating = uPlot.paths.bars!({ size: [0.35, 50], align: -1 });
+    const cooling = uPlot.paths.bars!({ size: [0.35, 50], align: 1 });
     new uPlot(
       {
-        width: 520,
+        width,
         height: 180,
-        series: [{}, { label: 'heating degree days', fill: '#b4231899', stroke: '#b42318', paths: bars }, { label: 'cooling degree days', fill: '#3559b599', stroke: '#3559b5', paths: bars }],
+        tzDate,
+        legend: { live: false },
+        scales: { x: { time: true, range: (_u, min, max) => [min - 43_200, max + 43_200] } },
+        axes: [{ space: 60, incrs: [86_400] }, {}],
+        series: [
+          { value: legendTime },
+          { label: 'heating degree days', fill: '#b4231899', stroke: '#b42318', paths: heating },
+          { label: 'cooling degree days', fill: '#3559b599', stroke: '#3559b5', paths: cooling },
+        ],
       },
-      data,
+      [x, days.map((d) => d.heating_degree_days), days.map((d) => d.cooling_degree_days)] as uPlot.AlignedData,
       box,
     );
     box.dataset.bars = String(days.length);
-    return box;
+    return;
   }
-  if (type === 'event_context' && Array.isArray(response.locations)) {
+  if (type === 'event_context') {
+    if (!Array.isArray(response.locations)) throw new ChartProblem('no locations');
     const locations = response.locations as { lat: number; lon: number; affected?: boolean; intensity?: number }[];
     box.append(kv(locations.map((l) => [`${l.lat}, ${l.lon}`, `${l.affected ? 'affected' : 'not affected'}, intensity ${l.intensity ?? '?'}`])));
     box.dataset.items = String(locations.length);
-    return box;
+    return;
   }
-  return undefined;
+  throw new ChartProblem(`wxhooks draws gridded, interpolated_point_forecast, tropical_cyclone_track, degree_days and event_context, not "${type}"`);
 }
 
-// ------------------------------------------------------------------ runs: for each run, which forecast hours arrived
+// ------------------------------------------------------------------ runs: for each run, which forecast hours arrived, against those expected
+interface RunView {
+  model: string;
+  initialization_time: string;
+  hours: number[];
+  init_event: boolean;
+}
+const compress = (hs: number[]) => {
+  const parts: string[] = [];
+  for (let i = 0; i < hs.length; ) {
+    let j = i + 1;
+    const step = hs[i + 1] !== undefined ? hs[i + 1]! - hs[i]! : 0;
+    while (step > 0 && j < hs.length && hs[j]! - hs[j - 1]! === step) j++;
+    if (j - i >= 3) parts.push(`+${hs[i]}h-+${hs[j - 1]}h${step === 1 ? '' : `/${step}`}`), (i = j);
+    else parts.push(`+${hs[i]}h`), i++;
+  }
+  return parts.join(', ');
+};
+
+let runsTimer: ReturnType<typeof setTimeout> | undefined;
+const runsSoon = () => {
+  clearTimeout(runsTimer);
+  runsTimer = setTimeout(() => void showRuns(), 300);
+};
+
 async function showRuns(): Promise<void> {
   const res = await fetch(api('/api/runs'));
-  const { runs } = (await res.json()) as { runs: { model: string; initialization_time: string; hours: number[]; init_event: boolean }[] };
-  runsView.replaceChildren();
+  const { runs, tests, expect_hours } = (await res.json()) as { runs: RunView[]; tests: number; expect_hours: number[] | null };
+  const expected = expect_hours ?? config.expect_hours ?? undefined;
+  runsView.replaceChildren(
+    el('p', 'hint', expected ? `A run is complete when it has ${compress(expected)} and its initialization_time.available (as listen --until-run counts it).` : 'The hours a run should have are not known here: start listen with --until-run … --expect-hours 0-240/6 to have them checked. Each run shows the hours that came.'),
+  );
+  if (tests) runsView.append(el('p', 'hint', `${tests} test deliver${tests === 1 ? 'y' : 'ies'} (pings) are left out of the runs.`));
   if (!runs.length) runsView.append(el('div', 'empty', 'No model run yet: runs appear as forecast_hour.available deliveries arrive.'));
   for (const run of runs) {
-    const step = run.hours.length > 1 ? run.hours.slice(1).reduce((g, h, i) => gcd(g, h - run.hours[i]!), 0) || 1 : 1;
-    const last = run.hours.at(-1) ?? 0;
+    const have = new Set(run.hours);
+    const missing = expected ? expected.filter((h) => !have.has(h)) : [];
+    const extra = expected ? run.hours.filter((h) => !expected.includes(h)) : [];
     const cells = el('div', 'cells');
-    for (let h = 0; h <= last; h += step) {
-      const cell = el('span', `cell${run.hours.includes(h) ? ' in' : ''}`, `+${h}`);
-      cell.title = `+${h}h ${run.hours.includes(h) ? 'arrived' : 'missing'}`;
+    for (const h of expected ?? run.hours) {
+      const cell = el('span', `cell${have.has(h) ? ' in' : ' missing'}`, `+${h}`);
+      cell.title = `+${h}h ${have.has(h) ? 'arrived' : 'missing'}`;
       cells.append(cell);
     }
-    cells.append(el('span', `cell init${run.init_event ? ' in' : ''}`, run.init_event ? 'run complete' : 'no init event yet'));
-    const box = el('div', 'run', el('strong', '', `${run.model} ${run.initialization_time}`), ` ${run.hours.length} hours`, cells);
+    for (const h of extra) cells.append(el('span', 'cell in extra', `+${h}`));
+    const complete = expected ? missing.length === 0 && run.init_event : undefined;
+    const verdictText =
+      complete === true
+        ? 'complete'
+        : complete === false
+          ? [missing.length ? `missing ${compress(missing)}` : '', run.init_event ? '' : 'no initialization_time.available yet'].filter(Boolean).join('; ')
+          : run.init_event
+            ? 'the service says it is complete (initialization_time.available came)'
+            : 'no initialization_time.available yet';
+    const box = el('div', 'run', el('strong', '', `${run.model} ${when(run.initialization_time)}`), ` ${run.hours.length} hour${run.hours.length === 1 ? '' : 's'}: `, el('span', `state ${complete === true ? 'done' : complete === false ? 'open' : ''}`, verdictText), cells);
     box.dataset.run = `${run.model}@${run.initialization_time}`;
+    box.dataset.complete = String(complete ?? '');
     runsView.append(box);
   }
 }
-const gcd = (a: number, b: number): number => (b === 0 ? Math.abs(a) : gcd(b, a % b));
 
-tabs.deliveries.addEventListener('click', () => {
-  tabs.deliveries.className = 'on';
-  tabs.runs.className = '';
-  main.hidden = filters.hidden = false;
-  runsView.hidden = true;
-});
-tabs.runs.addEventListener('click', () => {
-  tabs.runs.className = 'on';
-  tabs.deliveries.className = '';
-  main.hidden = filters.hidden = true;
-  runsView.hidden = false;
-  void showRuns();
-});
+function showTab(which: 'deliveries' | 'runs'): void {
+  const runs = which === 'runs';
+  tabs.runs.className = runs ? 'on' : '';
+  tabs.deliveries.className = runs ? '' : 'on';
+  tabs.runs.setAttribute('aria-pressed', String(runs));
+  tabs.deliveries.setAttribute('aria-pressed', String(!runs));
+  main.hidden = filters.hidden = runs;
+  runsView.hidden = !runs;
+  if (runs) void showRuns();
+}
+
+// ------------------------------------------------------------------ a delivery's own address opens it
+const linked = /#delivery=(\d+)/.exec(location.hash);
+if (linked) void select(Number(linked[1]), { keepScroll: true });

@@ -66,6 +66,8 @@ export interface ReceiverEvent {
   fatal?: boolean;
   /** A retry of a delivery processed before whose pair could not be stored then, and is now: answered as a duplicate. */
   stored_later?: true;
+  /** A replay whose body was edited before it was sent (the inspector's "replay with changes"). */
+  replay_edited?: true;
   /** Set when the answer could not be written: the connection closed first. (The client got nothing; a retry is a duplicate.) */
   answer_sent?: false;
 }

@@ -4,11 +4,16 @@ import { networkReason, readStart } from '../util/net.js';
 export interface ForwardResult {
   ok: boolean;
   status?: number;
-  /** The start of the app's answer. */
+  /** The start of the app's answer, on one line (what `listen`'s line shows). */
   body?: string;
+  /** The app's answer as it came: its headers, and the first ANSWER_KEPT bytes of its body (the inspector shows them). */
+  answer?: { headers: Record<string, string>; body: string };
   error?: string;
   ms: number;
 }
+
+/** How much of the app's answer is kept for the inspector. */
+const ANSWER_KEPT = 4096;
 
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'upgrade', 'te', 'trailer', 'host', 'content-length', 'expect']);
 
@@ -40,9 +45,11 @@ export async function forwardDelivery(
       headersTimeout: timeoutMs,
       bodyTimeout: timeoutMs,
     });
-    const text = await readStart(res.body, 4096);
+    const text = (await readStart(res.body, ANSWER_KEPT)).slice(0, ANSWER_KEPT);
     const ok = res.statusCode >= 200 && res.statusCode < 300;
-    return { ok, status: res.statusCode, body: text.replace(/\s+/g, ' ').trim().slice(0, 200), ms: Date.now() - started };
+    const headers: Record<string, string> = {};
+    for (const [k, v] of Object.entries(res.headers)) if (v !== undefined) headers[k] = Array.isArray(v) ? v.join(', ') : v;
+    return { ok, status: res.statusCode, body: text.replace(/\s+/g, ' ').trim().slice(0, 200), answer: { headers, body: text }, ms: Date.now() - started };
   } catch (err) {
     const reason = networkReason(err, timeoutMs);
     return { ok: false, error: reason === 'connection refused' ? 'connection refused (is your app running?)' : reason, ms: Date.now() - started };

@@ -27,6 +27,10 @@ export interface FullRecord extends DeliveryRecord {
   body_base64?: string;
   /** Bytes of the body kept: less than `size` when it was cut. */
   body_kept: number;
+  /** Who sent it (address:port). */
+  peer?: string;
+  /** Your app's answer as it came, when the delivery was forwarded: its headers and the start of its body. */
+  app_answer?: { headers: Record<string, string>; body: string };
 }
 
 /** A model run as the runs view shows it. */
@@ -35,6 +39,12 @@ export interface RunView {
   initialization_time: string;
   hours: number[];
   init_event: boolean;
+}
+
+/** The runs view's data: each run (test deliveries aside), and how many test deliveries there were. */
+export interface RunsView {
+  runs: RunView[];
+  tests: number;
 }
 
 /**
@@ -50,7 +60,9 @@ export interface HistorySource {
   bodyOf(id: number): Promise<{ body: Buffer; whole: boolean } | undefined>;
   /** The verified attempts of the delivery record `id` is one of (none for a refused request). */
   attemptsOf(id: number): Promise<FullRecord[]>;
-  runs(): Promise<RunView[]>;
+  runs(): Promise<RunsView>;
+  /** The ids of the records whose report or body holds `text` (any case), newest first, at most `limit`. */
+  search(text: string, limit: number): Promise<number[]>;
   /** Calls `listener` with each new record as a row of the page's stream (src/receiver/listed.ts); returns how to stop. */
   subscribe(listener: (row: unknown[], id: number) => void): () => void;
 }
@@ -68,6 +80,8 @@ interface Kept {
   ms?: number;
   replayOf?: number;
   headers?: IncomingHttpHeaders;
+  peer?: string;
+  answer?: RawDelivery['answer'];
   /** A body of its own: one over SMALL_BODY (the request's buffer, or a copy of its start), or a part cut from one. */
   body?: Buffer;
   /** A body up to SMALL_BODY: copied into a slab, at `at`. */
@@ -195,6 +209,8 @@ export class History implements HistorySource {
   /** How many of the oldest verified records have had their bodies cut to a part, and how many to nothing. */
   private cut = 0;
   private dropped = 0;
+  /** Test deliveries seen (kept out of the runs). */
+  private tests = 0;
 
   constructor(limits: Partial<HistoryLimits> = {}) {
     this.limits = { ...HISTORY_DEFAULTS, ...limits };
@@ -208,7 +224,7 @@ export class History implements HistorySource {
   }
 
   add(event: ReceiverEvent, raw?: RawDelivery, replayOf?: number): void {
-    const k: Kept = { id: this.next++, event, ms: raw?.ms, replayOf, headers: raw?.headers, body: undefined, slab: undefined, at: 0, length: 0 };
+    const k: Kept = { id: this.next++, event, ms: raw?.ms, replayOf, headers: raw?.headers, peer: raw?.peer, answer: raw?.answer, body: undefined, slab: undefined, at: 0, length: 0 };
     if (verified(event)) {
       const most = Math.min(KEEP_BODY, this.limits.bytes);
       if (raw) this.keepBody(k, raw.body.length <= most ? raw.body : raw.body.subarray(0, most));
@@ -220,7 +236,11 @@ export class History implements HistorySource {
         if (this.dropped) this.dropped--;
       }
       this.keepWithinBudget();
-      if (event.outcome === 'accepted' || event.outcome === 'duplicate') this.tracker.add(event);
+      if (event.outcome === 'accepted' || event.outcome === 'duplicate') {
+        // a test delivery (a ping) is no part of a model run: counted apart
+        if (event.test) this.tests++;
+        else this.tracker.add(event);
+      }
     } else {
       if (raw?.body.length) {
         k.body = Buffer.from(raw.body.subarray(0, this.limits.partBytes));
@@ -272,13 +292,25 @@ export class History implements HistorySource {
     while (this.held > this.limits.bytes && this.dropped < ring.length - 1) this.forget(ring.at(this.dropped++));
   }
 
-  async runs(): Promise<RunView[]> {
-    return this.tracker.runs().map(runView);
+  async runs(): Promise<RunsView> {
+    return { runs: this.tracker.runs().map(runView), tests: this.tests };
   }
 
   subscribe(listener: (row: unknown[], id: number) => void): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
+  }
+
+  async search(text: string, limit: number): Promise<number[]> {
+    const needle = text.toLowerCase();
+    const out: number[] = [];
+    const all = [...this.keptAfter(0)];
+    for (let i = all.length - 1; i >= 0 && out.length < limit; i--) {
+      const k = all[i]!;
+      const bytes = bytesOf(k);
+      if (JSON.stringify(k.event).toLowerCase().includes(needle) || (bytes && bytes.toString('utf8').toLowerCase().includes(needle))) out.push(k.id);
+    }
+    return out;
   }
 
   /** Both rings' records after id `after`, oldest first. */
@@ -331,7 +363,13 @@ export class History implements HistorySource {
 }
 
 const recordOf = (k: Kept): DeliveryRecord => ({ ...k.event, id: k.id, ...(k.ms !== undefined ? { ms: k.ms } : {}), ...(k.replayOf !== undefined ? { replay_of: k.replayOf } : {}) });
-const full = (k: Kept): FullRecord => ({ ...recordOf(k), headers: flatHeaders(k.headers), ...bodyFields(bytesOf(k)) });
+const full = (k: Kept): FullRecord => ({
+  ...recordOf(k),
+  headers: flatHeaders(k.headers),
+  ...bodyFields(bytesOf(k)),
+  ...(k.peer ? { peer: k.peer } : {}),
+  ...(k.answer ? { app_answer: k.answer } : {}),
+});
 
 /** A kept body's bytes, where they are (a view of its slab, to be read at once), or undefined for none. */
 const bytesOf = (k: Kept): Buffer | undefined => (k.slab ? k.slab.bytes.subarray(k.at, k.at + k.length) : k.body);
@@ -364,7 +402,13 @@ export class PgHistory implements HistorySource {
 
   add(event: ReceiverEvent, raw?: RawDelivery, replayOf?: number): void {
     const ok = verified(event);
-    const record: Partial<DeliveryRecord> = { ...event, ...(raw ? { ms: raw.ms } : {}), ...(replayOf !== undefined ? { replay_of: replayOf } : {}) };
+    const record: Partial<FullRecord> = {
+      ...event,
+      ...(raw ? { ms: raw.ms } : {}),
+      ...(raw?.peer ? { peer: raw.peer } : {}),
+      ...(raw?.answer ? { app_answer: raw.answer } : {}),
+      ...(replayOf !== undefined ? { replay_of: replayOf } : {}),
+    };
     const keep = ok ? KEEP_BODY : this.limits.partBytes;
     this.store.record({
       record,
@@ -411,14 +455,19 @@ export class PgHistory implements HistorySource {
     return (await this.store.historyOfTrigger(r.trigger_id)).map(PgHistory.full).filter((x) => sameDelivery(x, r));
   }
 
-  async runs(): Promise<RunView[]> {
+  async runs(): Promise<RunsView> {
     // grouped by the database; the tracker then joins the same instant written two ways
     const tracker = new RunTracker();
-    for (const g of await this.store.historyRuns()) {
+    const { runs, tests } = await this.store.historyRuns();
+    for (const g of runs) {
       for (const hour of g.hours) tracker.add({ type: 'forecast_hour.available', model: g.model, initialization_time: g.initialization_time, forecast_hour: hour });
       if (g.init_event) tracker.add({ type: 'initialization_time.available', model: g.model, initialization_time: g.initialization_time });
     }
-    return tracker.runs().map(runView);
+    return { runs: tracker.runs().map(runView), tests };
+  }
+
+  async search(text: string, limit: number): Promise<number[]> {
+    return this.store.historySearch(text, limit);
   }
 
   subscribe(listener: (row: unknown[], id: number) => void): () => void {

@@ -21,10 +21,14 @@ export interface InspectorOptions {
   /** Host names the page may also be reached by (`--inspect-host`), besides the bound address and localhost. */
   hostNames?: string[];
   history: HistorySource;
-  /** Re-sends delivery `id` to the app; undefined when there is nowhere to send it (no --forward-to). */
-  replay?: (id: number) => Promise<{ status: number; body: unknown }>;
-  /** What the page says of this listen (its URL, the app it forwards to). */
+  /** Re-sends delivery `id` to the app (with `body` in place of its own, when edited); undefined when there is nowhere to send it (no --forward-to). */
+  replay?: (id: number, body?: Buffer) => Promise<{ status: number; body: unknown }>;
+  /** Commands that send delivery `id` again (curl with fresh signature headers, `wxhooks send`): verified deliveries only. */
+  commands?: (id: number) => Promise<{ status: number; body: unknown }>;
+  /** What the page says of this listen (its URL, the app it forwards to, the hours a run should have). */
   about: Record<string, unknown>;
+  /** The session's token: given (kept from an earlier listen, so that an open page can reconnect to a restarted one), else made now. */
+  token?: string;
 }
 
 export interface RunningInspector {
@@ -80,8 +84,30 @@ function hostsFor(host: string, port: number, names: string[]): Set<string> {
   return new Set(hosts.map((h) => `${h.includes(':') && !h.startsWith('[') ? `[${h}]` : h}:${port}`.toLowerCase()));
 }
 
+/** The most bytes an edited body for a replay may have. */
+const EDITED_BODY_MAX = 25 * 1024 * 1024;
+
+/** A request's body, whole, up to `max` bytes (more: undefined). */
+function readSmall(req: IncomingMessage, max: number): Promise<Buffer | undefined> {
+  return new Promise((resolve) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on('data', (c: Buffer) => {
+      size += c.length;
+      if (size > max) {
+        req.destroy();
+        resolve(undefined);
+      } else chunks.push(c);
+    });
+    req.on('end', () => resolve(Buffer.concat(chunks)));
+    req.on('error', () => resolve(undefined));
+  });
+}
+
 export async function startInspector(o: InspectorOptions): Promise<RunningInspector> {
-  const token = randomBytes(24).toString('base64url');
+  const token = o.token ?? randomBytes(24).toString('base64url');
+  /** This listen's run: a page that sees another knows listen restarted (its ids begin again). */
+  const session = randomBytes(6).toString('hex');
   const { js, css } = assets();
   const streams = new Set<ServerResponse>();
   let allowedHosts: Set<string>;
@@ -145,7 +171,7 @@ export async function startInspector(o: InspectorOptions): Promise<RunningInspec
     }
     const given = (req.headers['x-wxhooks-token'] as string | undefined) ?? u.searchParams.get('token') ?? '';
     const allowed = same(given, token);
-    if (req.method === 'GET' && path === '/') return allowed ? html(res, 200, page(o.about)) : html(res, 401, KNOCK);
+    if (req.method === 'GET' && path === '/') return allowed ? html(res, 200, page({ ...o.about, session })) : html(res, 401, KNOCK);
     if (!path.startsWith('/api/')) return refuse(res, 404, 'not found');
     if (!allowed) return refuse(res, 403, 'a session token is needed: open the link that listen printed', { restarted: given !== '' });
 
@@ -154,7 +180,7 @@ export async function startInspector(o: InspectorOptions): Promise<RunningInspec
       // the page's own reconnects say where they were: what they missed comes first
       const after = Number(req.headers['last-event-id'] ?? u.searchParams.get('after') ?? 0) || 0;
       const missed = await o.history.since(after);
-      res.write(`id: ${missed.at(-1)?.id ?? after}\nevent: ready\ndata: ${JSON.stringify({ rows: missed.map((r) => listedRow(r, r.id, r.replay_of)) })}\n\n`);
+      res.write(`id: ${missed.at(-1)?.id ?? after}\nevent: ready\ndata: ${JSON.stringify({ session, rows: missed.map((r) => listedRow(r, r.id, r.replay_of)) })}\n\n`);
       streams.add(res);
       req.on('close', () => streams.delete(res));
       return;
@@ -163,14 +189,23 @@ export async function startInspector(o: InspectorOptions): Promise<RunningInspec
       const records = await o.history.since(Number(u.searchParams.get('after') ?? 0) || 0);
       return json(res, 200, { records: records.map((r) => fromRow(listedRow(r, r.id, r.replay_of))) });
     }
-    if (req.method === 'GET' && path === '/api/runs') return json(res, 200, { runs: await o.history.runs() });
-    const one = /^\/api\/deliveries\/(\d+)(\/replay)?$/.exec(path);
+    if (req.method === 'GET' && path === '/api/runs') return json(res, 200, { ...(await o.history.runs()), expect_hours: o.about.expect_hours ?? null });
+    if (req.method === 'GET' && path === '/api/search') {
+      const q = (u.searchParams.get('q') ?? '').trim();
+      return json(res, 200, { ids: q ? await o.history.search(q, 5000) : [] });
+    }
+    const one = /^\/api\/deliveries\/(\d+)(\/replay|\/commands)?$/.exec(path);
+    if (one && one[2] === '/commands' && req.method === 'GET') {
+      if (!o.commands) return refuse(res, 409, 'no commands here');
+      const r = await o.commands(Number(one[1]));
+      return json(res, r.status, r.body);
+    }
     if (one && !one[2] && req.method === 'GET') {
       const record = await o.history.get(Number(one[1]));
       if (!record) return refuse(res, 404, 'that delivery is no longer kept (see --history)');
       return json(res, 200, { record, attempts: await o.history.attemptsOf(record.id) });
     }
-    if (one && one[2]) {
+    if (one && one[2] === '/replay') {
       if (req.method !== 'POST') return refuse(res, 405, 'replay is a POST');
       // cross-site requests are refused: a page elsewhere could guess nothing, but should not even try
       const site = req.headers['sec-fetch-site'];
@@ -183,8 +218,18 @@ export async function startInspector(o: InspectorOptions): Promise<RunningInspec
       if (!record) return refuse(res, 404, 'that delivery is no longer kept (see --history)');
       // what did not verify is never signed with the webhook's secret: it would make an attacker's bytes authentic
       if (!verified(record)) return refuse(res, 409, `request ${record.id} did not verify (${record.message ?? record.outcome}): only verified deliveries are replayed`);
-      req.resume();
-      o.replay(record.id).then(
+      // with changes: the page sends the edited body (JSON: {"body": "..."}); it is marked as edited
+      const sent = await readSmall(req, EDITED_BODY_MAX + 1024);
+      let edited: Buffer | undefined;
+      if (sent?.length) {
+        try {
+          const given = (JSON.parse(sent.toString('utf8')) as { body?: unknown }).body;
+          if (typeof given === 'string') edited = Buffer.from(given, 'utf8');
+        } catch {
+          return refuse(res, 400, 'a replay with changes is sent as {"body": "..."}');
+        }
+      }
+      o.replay(record.id, edited).then(
         (r) => json(res, r.status, r.body),
         (err: Error) => refuse(res, 500, err.message),
       );

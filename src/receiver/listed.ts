@@ -17,6 +17,8 @@ export interface Listed {
   webhook_id?: string;
   model?: string;
   forecast_hour?: number;
+  /** A test delivery (a ping). */
+  test?: boolean;
   message?: string;
   replay_of?: number;
 }
@@ -34,6 +36,7 @@ export const LISTED: readonly (keyof Listed)[] = [
   'webhook_id',
   'model',
   'forecast_hour',
+  'test',
   'message',
   'replay_of',
 ];

@@ -27,6 +27,8 @@ export async function replayDelivery(options: {
   to: string;
   timeoutMs: number;
   dispatcher: Dispatcher;
+  /** The body is not the one that arrived, but edited by the person replaying it: `X-Wxhooks-Replay: edited`. */
+  edited?: boolean;
 }): Promise<ForwardResult & { trigger_id: string }> {
   const triggerId = options.headers['trigger-id'] ?? 'trg_replay';
   const layout: Layout = layoutNamed(options.layout ?? 'standard') ?? layoutNamed('standard')!;
@@ -34,7 +36,7 @@ export async function replayDelivery(options: {
   for (const [name, value] of Object.entries(options.headers)) if (!SIGNATURE_HEADERS.has(name.toLowerCase())) headers[name] = value;
   const signed = signDelivery({ secret: options.secret, body: options.body, triggerId, layout });
   const result = await forwardDelivery(options.to, { ...headers, 'trigger-id': signed['Trigger-Id'], 'webhook-timestamp': signed['Webhook-Timestamp'], 'webhook-signature': signed['Webhook-Signature'] }, options.body, options.timeoutMs, options.dispatcher, {
-    [REPLAY_HEADER]: '1',
+    [REPLAY_HEADER]: options.edited ? 'edited' : '1',
   });
   return { ...result, trigger_id: triggerId };
 }
@@ -52,7 +54,7 @@ export type HistoryReplay =
 export async function replayFromHistory(
   history: HistorySource,
   id: number,
-  o: { secret: string; to: string; timeoutMs: number; clock: Clock },
+  o: { secret: string; to: string; timeoutMs: number; clock: Clock; edited?: Buffer },
 ): Promise<HistoryReplay> {
   const record = await history.get(id);
   const kept = await history.bodyOf(id);
@@ -60,19 +62,41 @@ export async function replayFromHistory(
   if (!verified(record)) return { ok: false, status: 409, error: `request ${id} did not verify: only verified deliveries are replayed` };
   if (!kept) return { ok: false, status: 409, error: 'no body of this delivery is kept any more (see --history-size)' };
   let body = kept.body;
-  if (!kept.whole) {
+  if (o.edited) body = o.edited;
+  else if (!kept.whole) {
     if (!record.saved_to) return { ok: false, status: 409, error: `only the first ${kept.body.length} bytes of this body are kept (see --history-size): run listen with --save-dir to replay it whole` };
     body = savedBody(JSON.parse(readFileSync(record.saved_to, 'utf8')) as SavedDelivery);
   }
   const { Agent } = await import('undici');
   const agent = new Agent();
   try {
-    const result = await replayDelivery({ headers: record.headers, body, secret: o.secret, layout: record.layout, to: o.to, timeoutMs: o.timeoutMs, dispatcher: agent });
-    const { id: _id, ms: _ms, replay_of: _of, headers: _h, body: _b, body_base64: _b64, body_kept: _k, ...rest } = record;
-    const event: ReceiverEvent = { ...rest, time: isoMillis(o.clock.now()), outcome: 'replayed', status: result.status ?? 0, forward: result };
-    history.add(event, { headers: record.headers, body, received: o.clock.now(), ms: result.ms }, id);
+    const full = await replayDelivery({ headers: record.headers, body, secret: o.secret, layout: record.layout, to: o.to, timeoutMs: o.timeoutMs, dispatcher: agent, edited: Boolean(o.edited) });
+    const { answer, ...result } = full;
+    const { id: _id, ms: _ms, replay_of: _of, headers: _h, body: _b, body_base64: _b64, body_kept: _k, peer: _p, app_answer: _a, ...rest } = record;
+    const event: ReceiverEvent = { ...rest, time: isoMillis(o.clock.now()), outcome: 'replayed', status: result.status ?? 0, size: body.length, forward: result };
+    if (o.edited) event.replay_edited = true;
+    history.add(event, { headers: record.headers, body, received: o.clock.now(), ms: result.ms, answer }, id);
     return { ok: true, result, event };
   } finally {
     await agent.close();
   }
+}
+
+/** A shell word: single-quoted, with any single quote in it closed, escaped and reopened. */
+const shellWord = (text: string) => `'${text.replace(/'/g, `'\\''`)}'`;
+
+/**
+ * Commands that send a verified delivery again, for a person to copy: curl with the delivery's headers
+ * and signature headers made now (valid for the tolerance, 5 minutes by default), and `wxhooks send`,
+ * which signs it itself with the webhook's secret (from `--webhook ID`, which the person gives).
+ */
+export function replayCommands(record: { headers: Record<string, string>; layout?: string }, body: Buffer, secret: string, to: string, webhook?: string): { curl: string; send: string } {
+  const layout: Layout = layoutNamed(record.layout ?? 'standard') ?? layoutNamed('standard')!;
+  const triggerId = record.headers['trigger-id'] ?? 'trg_replay';
+  const signed = signDelivery({ secret, body, triggerId, layout });
+  const headers = { 'content-type': record.headers['content-type'] ?? 'application/json', ...signed, [REPLAY_HEADER]: '1' };
+  const text = body.toString('utf8');
+  const curl = ['curl', '-sS', '-X', 'POST', shellWord(to), ...Object.entries(headers).flatMap(([k, v]) => ['-H', shellWord(`${k}: ${v}`)]), '--data-binary', shellWord(text)].join(' ');
+  const send = `printf '%s' ${shellWord(text)} | wxhooks send --to ${shellWord(to)} --body - ${webhook ? `--webhook ${webhook}` : '--secret-env WX_WEBHOOK_SECRET'} --trigger-id ${shellWord(triggerId)}`;
+  return { curl, send };
 }

@@ -1,6 +1,7 @@
 import { mkdir, readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { UsageError } from '../errors.js';
+import type { ReceiverEvent } from './event.js';
 import { parseBodyObject } from '../signing/json-body.js';
 import { idText, textOrBase64 } from '../util/bytes.js';
 import { createNewFile, fsReason, readInputFile as read } from '../util/files.js';
@@ -16,6 +17,8 @@ export interface SavedDelivery {
   body?: string;
   /** Otherwise the exact bytes, in base64. */
   body_base64?: string;
+  /** The signature layout that verified it (files saved before session 6 have none: they were verified too). */
+  layout?: string;
 }
 
 /** Headers as one text each (several values joined as HTTP joins them). */
@@ -25,8 +28,8 @@ export function flatHeaders(headers: Record<string, string | string[] | undefine
   return out;
 }
 
-export function toSaved(receivedAt: string, method: string, path: string, headers: Record<string, string | string[] | undefined>, body: Buffer): SavedDelivery {
-  return { wxhooks_delivery: 1, received_at: receivedAt, method, path, headers: flatHeaders(headers), ...textOrBase64(body) };
+export function toSaved(receivedAt: string, method: string, path: string, headers: Record<string, string | string[] | undefined>, body: Buffer, layout?: string): SavedDelivery {
+  return { wxhooks_delivery: 1, received_at: receivedAt, method, path, headers: flatHeaders(headers), ...textOrBase64(body), ...(layout ? { layout } : {}) };
 }
 
 export function savedBody(saved: SavedDelivery): Buffer {
@@ -132,5 +135,32 @@ export function runFactsOf(payload: Record<string, unknown> | undefined): { type
     model: idText(data.model),
     initialization_time: idText(data.initialization_time),
     forecast_hour: typeof data.forecast_hour === 'number' ? data.forecast_hour : undefined,
+  };
+}
+
+/**
+ * A saved delivery as the report `listen` made of it (a verified delivery, accepted): so that a restarted
+ * `listen --inspect --save-dir` shows what it received before.
+ */
+export function savedAsEvent(d: SavedFile): ReceiverEvent {
+  const facts = runFactsOf(d.payload);
+  const p = d.payload;
+  return {
+    time: d.saved.received_at,
+    outcome: 'accepted',
+    status: 200,
+    method: d.saved.method,
+    path: d.saved.path,
+    size: savedBody(d.saved).length,
+    type: facts.type,
+    webhook_id: idText(p?.webhook_id),
+    subscription_id: idText(p?.subscription_id),
+    trigger_id: idText(p?.trigger_id) ?? d.saved.headers['trigger-id'],
+    model: facts.model,
+    initialization_time: facts.initialization_time,
+    forecast_hour: facts.forecast_hour,
+    layout: d.saved.layout ?? 'standard',
+    saved_to: d.file,
+    ...(p?.test === true ? { test: true as const } : {}),
   };
 }

@@ -35,6 +35,8 @@ export interface ReceiverOptions {
   /** Headers must arrive within this, and the whole request within six times it (slow-client guard). */
   readTimeoutMs?: number;
   clock?: Clock;
+  /** Whether `onEvent` is given what arrived (headers, body, peer, your app's answer): for a history. */
+  keepsRaw?: boolean;
   /** On close, how long open connections may finish their requests before they are cut (default 2 s). */
   closeGraceMs?: number;
   /**
@@ -52,6 +54,10 @@ export interface RawDelivery {
   /** When the request began (the wall clock, ms), and how long it took to answer, in ms. */
   received: number;
   ms: number;
+  /** Who sent it: the address and port of the connection. */
+  peer?: string;
+  /** Your app's answer as it came (its headers and the start of its body), when it was forwarded: the report keeps only its status and first line. */
+  answer?: { headers: Record<string, string>; body: string };
 }
 
 export interface RunningReceiver {
@@ -122,6 +128,8 @@ export async function startReceiver(options: ReceiverOptions): Promise<RunningRe
   const cutOff = new WeakMap<Socket, number>();
   /** The requests being worked on: close() waits for them, so that no pair of a processed delivery is left unstored. */
   let working = 0;
+  /** The app's answers, by the report of the delivery they answered, until the history is given them. */
+  const answers = new WeakMap<ReceiverEvent, NonNullable<RawDelivery['answer']>>();
   /** Called when the last request being worked on is done (close() waits for it). */
   let idle: (() => void) | undefined;
 
@@ -172,7 +180,15 @@ export async function startReceiver(options: ReceiverOptions): Promise<RunningRe
     }
     const body = read.body;
     const v = o.verifier.verify(headersOf(req), body, now);
-    const raw = (): RawDelivery => ({ headers: req.headers, body, received: now, ms: Math.round(clock.monotonic() - began) });
+    // what arrived, for a listener that keeps it (a history): made only then
+    const raw = (answer?: RawDelivery['answer']): RawDelivery | undefined => o.keepsRaw ? ({
+      headers: req.headers,
+      body,
+      received: now,
+      ms: Math.round(clock.monotonic() - began),
+      peer: `${req.socket.remoteAddress ?? '?'}:${req.socket.remotePort ?? '?'}`,
+      answer,
+    }) : undefined;
     if (!v.ok) {
       // refused: answered now, and nothing more is done with it
       budget.give(read.held);
@@ -193,7 +209,7 @@ export async function startReceiver(options: ReceiverOptions): Promise<RunningRe
     settle(req, res, event, pair, body, { verification: VERIFIED }).then(
       (event) => {
         done();
-        report(event, raw());
+        report(event, raw(answers.get(event)));
       },
       (err: Error) => {
         done();
@@ -218,8 +234,13 @@ export async function startReceiver(options: ReceiverOptions): Promise<RunningRe
           }
           break;
         case 'process':
-          facts.processed = o.saveDir || agent ? await processDelivery(req, body, time, pair.trigger, pair.subscription) : {};
-          if (facts.processed.forward) event.forward = facts.processed.forward;
+          facts.processed = o.saveDir || agent ? await processDelivery(req, body, time, pair.trigger, pair.subscription, event.layout) : {};
+          if (facts.processed.forward) {
+            // the report (a line, NDJSON) keeps the app's status and first line; the history its whole answer
+            const { answer, ...forward } = facts.processed.forward;
+            event.forward = forward;
+            if (answer && o.keepsRaw) answers.set(event, answer);
+          }
           if (facts.processed.savedTo) event.saved_to = facts.processed.savedTo;
           break;
         case 'store':
@@ -248,11 +269,11 @@ export async function startReceiver(options: ReceiverOptions): Promise<RunningRe
     return event;
   }
 
-  async function processDelivery(req: IncomingMessage, body: Buffer, time: string, trigger: string, subscription: string): Promise<Processed> {
+  async function processDelivery(req: IncomingMessage, body: Buffer, time: string, trigger: string, subscription: string, layout?: string): Promise<Processed> {
     const processed: Processed = {};
     if (o.saveDir) {
       try {
-        processed.savedTo = await saveDelivery(o.saveDir, toSaved(time, req.method ?? 'POST', req.url ?? '/', req.headers, body), `${trigger}-${subscription}`);
+        processed.savedTo = await saveDelivery(o.saveDir, toSaved(time, req.method ?? 'POST', req.url ?? '/', req.headers, body, layout), `${trigger}-${subscription}`);
       } catch (err) {
         processed.saveError = (err as Error).message;
         return processed;

@@ -571,8 +571,12 @@ export class PgStore implements PairStore {
    * the verified forecast deliveries (test deliveries aside), the forecast hours that came and whether
    * the run's initialization_time.available did.
    */
-  async historyRuns(): Promise<{ model: string; initialization_time: string; hours: number[]; init_event: boolean }[]> {
-    return this.run(
+  async historyRuns(): Promise<{ runs: { model: string; initialization_time: string; hours: number[]; init_event: boolean }[]; tests: number }> {
+    const tests = await this.run<{ n: number }>(
+      `SELECT count(*)::int AS n FROM ${this.s}.deliveries WHERE outcome IN ('accepted', 'duplicate') AND ${VERIFIED} AND coalesce((record->>'test')::boolean, false)`,
+      [],
+    );
+    const runs = await this.run<{ model: string; initialization_time: string; hours: number[]; init_event: boolean }>(
       `SELECT record->>'model' AS model, record->>'initialization_time' AS initialization_time,
               coalesce(array_agg(DISTINCT (record->>'forecast_hour')::int) FILTER (WHERE type = 'forecast_hour.available' AND jsonb_typeof(record->'forecast_hour') = 'number'), '{}') AS hours,
               bool_or(type = 'initialization_time.available') AS init_event
@@ -582,6 +586,17 @@ export class PgStore implements PairStore {
        GROUP BY 1, 2`,
       [],
     );
+    return { runs, tests: tests[0]?.n ?? 0 };
+  }
+
+  /** The ids of the history rows whose record or body holds `text` (any case), newest first. */
+  async historySearch(text: string, limit: number): Promise<number[]> {
+    const like = `%${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+    const rows = await this.run<{ id: number }>(
+      `SELECT id::int FROM ${this.s}.deliveries WHERE record::text ILIKE $1 OR encode(body, 'escape') ILIKE $1 ORDER BY id DESC LIMIT $2`,
+      [like, limit],
+    );
+    return rows.map((r) => r.id);
   }
 
   /** The newest history id (0 if none). */

@@ -1,11 +1,16 @@
 import { UsageError } from '../errors.js';
 import { jsonProblem, readInputFile } from './files.js';
 
-/** All of standard input, as text. */
-export async function readStdin(stdin: NodeJS.ReadableStream): Promise<string> {
+/** All of standard input, byte for byte. */
+export async function readStdinBytes(stdin: NodeJS.ReadableStream): Promise<Buffer> {
   const chunks: Buffer[] = [];
   for await (const chunk of stdin) chunks.push(Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk as string));
-  return Buffer.concat(chunks).toString('utf8');
+  return Buffer.concat(chunks);
+}
+
+/** All of standard input, as text. */
+export async function readStdin(stdin: NodeJS.ReadableStream): Promise<string> {
+  return (await readStdinBytes(stdin)).toString('utf8');
 }
 
 /** A file's text, or standard input for `-`. */

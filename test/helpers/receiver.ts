@@ -46,6 +46,7 @@ export async function startTestReceiver(o: TestReceiverOptions = {}): Promise<Te
     maxInflight: 256 * 1024 * 1024,
     forwardTimeoutMs: 10_000,
     readTimeoutMs: 10_000,
+    keepsRaw: true,
     ...o,
     clock,
     verifier: new Verifier({ secret: o.secret ?? TEST_SECRET, diagnosePerMinute: o.diagnosePerMinute }),
