@@ -130,6 +130,7 @@ describe('the stream rows (listed.ts)', () => {
       test: true,
       message: 'bad signature',
       replay_of: 4,
+      replay_edited: true,
     };
     const { id, replay_of, ...rest } = r;
     const row = listedRow(rest, id, replay_of);

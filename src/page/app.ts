@@ -29,7 +29,6 @@ interface Rec extends Listed {
   ms?: number;
   saved_to?: string;
   answer_sent?: false;
-  replay_edited?: true;
   path?: string;
 }
 
@@ -716,7 +715,9 @@ function drawResponse(response: Record<string, unknown>): HTMLElement {
 function drawInto(box: HTMLElement, type: string, response: Record<string, unknown>): void {
   const width = Math.min(560, Math.max(260, detail.clientWidth - 40));
   if (type === 'gridded') {
-    box.append(drawGridded(response));
+    const grid = drawGridded(response);
+    box.append(grid);
+    if (grid.dataset.note) box.append(el('div', 'hint', grid.dataset.note));
     let n = 0;
     for (const row of response.values as unknown[][]) n += row.length;
     box.dataset.cells = String(n);

@@ -94,6 +94,7 @@ export function drawGridded(r: Record<string, unknown>): HTMLCanvasElement {
   c.dataset.min = String(min);
   c.dataset.max = String(max);
   c.dataset.step = String(step);
+  if (notes) c.dataset.note = `Drawn ${notes}.`;
   return c;
 }
 

@@ -433,7 +433,10 @@ export class PgHistory implements HistorySource {
 
   async since(after: number): Promise<DeliveryRecord[]> {
     const newest = await this.store.historyNewest();
-    return (await this.store.historySince(Math.max(after, newest - SHOWN), SHOWN)).map(PgHistory.record);
+    const rows = (await this.store.historySince(Math.max(after, newest - SHOWN), SHOWN)).map(PgHistory.record);
+    // the first page's stream goes on from what it read here: nothing after it may be skipped by the poll
+    if (this.last < 0) this.last = Math.max(newest, rows.at(-1)?.id ?? 0);
+    return rows;
   }
 
   async get(id: number): Promise<FullRecord | undefined> {
@@ -491,8 +494,10 @@ export class PgHistory implements HistorySource {
     this.polling = true;
     try {
       if (this.last < 0) {
-        // what is there now is what the page reads first: only what comes after is streamed
-        this.last = await this.store.historyNewest();
+        // what is there now is what the page reads first: only what comes after is streamed (unless a
+        // page's first read, in since(), said where the stream begins while this one was asked)
+        const newest = await this.store.historyNewest();
+        if (this.last < 0) this.last = newest;
         return;
       }
       const now = Date.now();

@@ -21,6 +21,8 @@ export interface Listed {
   test?: boolean;
   message?: string;
   replay_of?: number;
+  /** A replay whose body was edited first. */
+  replay_edited?: boolean;
 }
 
 /** Their order in a row. (Every field of Listed, once: the test of the round trip checks it.) */
@@ -39,6 +41,7 @@ export const LISTED: readonly (keyof Listed)[] = [
   'test',
   'message',
   'replay_of',
+  'replay_edited',
 ];
 
 /**
