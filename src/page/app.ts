@@ -813,7 +813,7 @@ async function showRuns(): Promise<void> {
   runsView.replaceChildren(
     el('p', 'hint', expected ? `A run is complete when it has ${compress(expected)} and its initialization_time.available (as listen --until-run counts it).` : 'The hours a run should have are not known here: start listen with --until-run … --expect-hours 0-240/6 to have them checked. Each run shows the hours that came.'),
   );
-  if (tests) runsView.append(el('p', 'hint', `${tests} test deliver${tests === 1 ? 'y' : 'ies'} (pings) are left out of the runs.`));
+  if (tests) runsView.append(el('p', 'hint', tests === 1 ? '1 test delivery (a ping) is left out of the runs.' : `${tests} test deliveries (pings) are left out of the runs.`));
   if (!runs.length) runsView.append(el('div', 'empty', 'No model run yet: runs appear as forecast_hour.available deliveries arrive.'));
   for (const run of runs) {
     const have = new Set(run.hours);
