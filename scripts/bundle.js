@@ -43,6 +43,18 @@ writeFileSync(
   readFileSync(new URL('../node_modules/uplot/dist/uPlot.min.css', import.meta.url), 'utf8') + readFileSync(new URL('../src/page/app.css', import.meta.url), 'utf8'),
 );
 
+// wxhooks/web: the handler library for any runtime with Web Crypto, one file, no Node module (esbuild's
+// neutral platform fails the build on a node: import). Its size is measured by `npm run bench`.
+await build({
+  entryPoints: [new URL('../src/handler/web.ts', import.meta.url).pathname],
+  outfile: new URL('../dist/web.js', import.meta.url).pathname,
+  bundle: true,
+  format: 'esm',
+  platform: 'neutral',
+  target: 'es2022',
+  logLevel: 'warning',
+});
+
 // Every command's help, rendered once here, so `--help` needs no commander at run time.
 const { renderAllHelp } = await import(new URL('../dist/bin/help.js', import.meta.url).href);
 writeFileSync(new URL('../dist/bin/help.json', import.meta.url), JSON.stringify(await renderAllHelp()));

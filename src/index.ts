@@ -33,3 +33,6 @@ export {
   type SignOptions,
   type SignedHeaders,
 } from './signing/index.js';
+export { Webhooks, createNodeMiddleware, openStore, type NodeMiddlewareOptions, type OpenStoreOptions } from './handler/node.js';
+export { MemoryStore, WebhookHandlerError, type HandlerStore, type MemoryStoreOptions, type Receipt, type RawBody, type WebhooksOptions } from './handler/core.js';
+export type * from './handler/types.js';

@@ -2,7 +2,10 @@ import { createHash } from 'node:crypto';
 import type { SessionVerifyResult, VerifyFailure, VerifySuccess } from '../signing/verify.js';
 import { idText } from '../util/bytes.js';
 import type { Claim } from '../store/pair-store.js';
-import type { DedupeSource, Outcome, ReceiverEvent } from './event.js';
+import type { Outcome, ReceiverEvent } from './event.js';
+import { DUPLICATE_BODY, IN_PROGRESS_BODY, OK_BODY, errorBody, hashedPair, pairFrom, statusForFailure, type Pair } from './common.js';
+
+export { OK_BODY, statusForFailure, type Pair };
 import type { ForwardResult } from './forward.js';
 
 /**
@@ -57,19 +60,10 @@ export type Step =
   | { do: 'release'; answer: Answer }
   | { do: 'answer'; answer: Answer };
 
-export const OK_BODY = '{"ok":true}';
 export const VERIFIED = { ok: true } as const;
-const DUPLICATE: Answer = { status: 200, outcome: 'duplicate', body: '{"ok":true,"duplicate":true}' };
-const IN_PROGRESS: Answer = { status: 409, outcome: 'in_progress', body: '{"error":"this notification is being processed; try again later"}' };
-const errorBody = (message: string) => JSON.stringify({ error: message });
+const DUPLICATE: Answer = { status: 200, outcome: 'duplicate', body: DUPLICATE_BODY };
+const IN_PROGRESS: Answer = { status: 409, outcome: 'in_progress', body: IN_PROGRESS_BODY };
 const isSuccess = (status: number) => status >= 200 && status < 300;
-
-/** What each verification failure is answered with: 400 for what is not a delivery, 401 for what is not authentic. */
-export function statusForFailure(f: VerifyFailure): number {
-  if (f.reason === 'not_json_object') return 400;
-  if (f.reason === 'missing_header') return f.header === 'Webhook-Signature' ? 401 : 400;
-  return 401;
-}
 
 /** The next step for one request, from what is known of it. */
 export function decide(facts: Facts, options: DecideOptions = {}): Step {
@@ -100,30 +94,11 @@ export function decide(facts: Facts, options: DecideOptions = {}): Step {
   return { do: 'answer', answer: { status, outcome: 'accepted', body: OK_BODY } };
 }
 
-/** The pair a verified delivery is deduplicated by. */
-export interface Pair {
-  trigger: string;
-  subscription: string;
-  source: DedupeSource;
-}
-
-
-/**
- * The (trigger, subscription) pair of a verified delivery. The trigger is the body's `trigger_id`,
- * else the Trigger-Id header. When the matched layout does not sign the Trigger-Id, the header could
- * have been changed by anyone: then it is the body's `trigger_id` or, failing that, a hash of what the
- * layout signs (timestamp and body), so a captured delivery re-sent under a new Trigger-Id is a duplicate.
- */
+/** The (trigger, subscription) pair of a verified delivery (the rule: src/receiver/pair.ts), hashed with Node's crypto when it must be. */
 export function pairOf(v: VerifySuccess, body: Buffer): Pair {
-  const p = v.payload;
-  const nested = typeof p.subscription === 'object' && p.subscription !== null ? (p.subscription as Record<string, unknown>).id : undefined;
-  const subscription = idText(p.subscription_id) ?? idText(nested) ?? '';
-  const fromBody = idText(p.trigger_id);
-  if (fromBody !== undefined) return { trigger: fromBody, subscription, source: 'body' };
-  if (v.signs.triggerId) return { trigger: v.triggerId, subscription, source: 'header' };
-  const hash = createHash('sha256');
-  if (v.signs.timestamp) hash.update(`${v.timestamp}.`);
-  return { trigger: `sha256:${hash.update(body).digest('base64url')}`, subscription, source: 'hash' };
+  const p = pairFrom(v);
+  if ('trigger' in p) return p;
+  return hashedPair(p.subscription, createHash('sha256').update(p.hashPrefix).update(body).digest());
 }
 
 /** The report of a verified delivery: its ids, its model run, its size, the layout that matched. */

@@ -5,6 +5,7 @@ import type { HeaderSource, Verifier } from '../signing/verify.js';
 import type { PairStore } from '../store/pair-store.js';
 import { isoMillis, systemClock, type Clock } from '../util/clock.js';
 import { listenOn } from '../util/net.js';
+import { MAX_BODY, MAX_INFLIGHT } from './common.js';
 import { decide, deliveryEvent, failureEvent, OK_BODY, pairOf, statusForFailure, VERIFIED, type Answer, type Facts, type Pair, type Processed } from './decide.js';
 import type { ReceiverEvent } from './event.js';
 import { forwardDelivery } from './forward.js';
@@ -13,8 +14,8 @@ import { saveDelivery, toSaved } from './saved.js';
 
 /** The receiver's limits unless told otherwise: `listen`'s flags default to these, and `doctor`'s receiver uses them. */
 export const RECEIVER_DEFAULTS = {
-  maxBody: 25 * 1024 * 1024,
-  maxInflight: 256 * 1024 * 1024,
+  maxBody: MAX_BODY,
+  maxInflight: MAX_INFLIGHT,
   forwardTimeoutMs: 30_000,
   readTimeoutMs: 10_000,
 } as const;

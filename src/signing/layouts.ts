@@ -1,8 +1,13 @@
-import { createHmac } from 'node:crypto';
+import { fromBase64, fromHex, toBase64, toHex, utf8 } from './encoding.js';
+
+/**
+ * The table of layouts: runtime-neutral (no Node module, no Node Buffer), shared by the Node entry and
+ * `wxhooks/web`; each entry computes the HMAC with its own crypto (src/signing/hmac.ts, Web Crypto).
+ */
 
 /** What a signature header holds for one layout: the signatures, and for `stripe` its own `t=`. */
 export interface ParsedHeader {
-  signatures: Buffer[];
+  signatures: Uint8Array[];
   timestamp?: string;
   /** Entries that looked like this layout but were broken (`v1,` with no value, bad base64...). */
   problems: string[];
@@ -20,13 +25,13 @@ export interface Layout {
   /** Whether the Trigger-Id is covered: if not, `listen` does not trust the header as a dedupe key. */
   signsTriggerId: boolean;
   /** The candidate keys a secret gives for this layout. */
-  keys(secret: string): Buffer[];
+  keys(secret: string): Uint8Array[];
   /** What is signed before the body (the signed bytes are this text's UTF-8, then the body's bytes). */
   prefix(triggerId: string, timestamp: string): string;
   /** The header's signatures for this layout; none when the header is not of this layout. */
   parse(header: string): ParsedHeader;
   /** The header value for one signature. */
-  format(signature: Buffer, timestamp: string): string;
+  format(signature: Uint8Array, timestamp: string): string;
 }
 
 const SHA256_BYTES = 32;
@@ -37,15 +42,15 @@ const BASE64 = /^[A-Za-z0-9+/]+={0,2}$/;
 export const isBase64 = (text: string) => BASE64.test(text);
 
 /** `whsec_` + base64 is decoded; any other secret is used as its UTF-8 bytes. */
-export function standardKey(secret: string): Buffer {
+export function standardKey(secret: string): Uint8Array {
   if (secret.startsWith('whsec_')) {
     const b64 = secret.slice(6);
-    if (isBase64(b64)) return Buffer.from(b64, 'base64');
+    if (isBase64(b64)) return fromBase64(b64);
   }
-  return Buffer.from(secret, 'utf8');
+  return utf8(secret);
 }
 
-const utf8Key = (secret: string) => Buffer.from(secret, 'utf8');
+const utf8Key = (secret: string) => utf8(secret);
 /** A `whsec_` secret may have been used decoded or whole by a sender that writes hex: both are tried. */
 const bothKeys = (secret: string) => (secret.startsWith('whsec_') ? [standardKey(secret), utf8Key(secret)] : [utf8Key(secret)]);
 
@@ -56,7 +61,7 @@ function hexSignatures(header: string): ParsedHeader {
     const value = raw.startsWith('sha256=') ? raw.slice(7) : raw;
     if (!HEX.test(value)) return { signatures: [], problems: [] }; // not this layout
     if (value.length !== SHA256_BYTES * 2) out.problems.push(`a hex signature of ${value.length / 2} bytes, not ${SHA256_BYTES} (truncated?)`);
-    else out.signatures.push(Buffer.from(value, 'hex'));
+    else out.signatures.push(fromHex(value));
   }
   return out;
 }
@@ -90,14 +95,14 @@ export const LAYOUTS = [
         if (!value) out.problems.push('"v1," has no signature after it');
         else if (!isBase64(value)) out.problems.push('a v1 signature that is not base64');
         else {
-          const sig = Buffer.from(value, 'base64');
+          const sig = fromBase64(value);
           if (sig.length !== SHA256_BYTES) out.problems.push(`a v1 signature of ${sig.length} bytes, not ${SHA256_BYTES} (truncated?)`);
           else out.signatures.push(sig);
         }
       }
       return out;
     },
-    format: (sig) => `v1,${sig.toString('base64')}`,
+    format: (sig) => `v1,${toBase64(sig)}`,
   }),
   row({
     name: 'stripe',
@@ -116,12 +121,12 @@ export const LAYOUTS = [
         if (key === 't') out.timestamp = value;
         else if (key === 'v1') {
           if (!HEX.test(value) || value.length !== SHA256_BYTES * 2) out.problems.push('a v1= signature that is not 64 hex digits (truncated?)');
-          else out.signatures.push(Buffer.from(value, 'hex'));
+          else out.signatures.push(fromHex(value));
         }
       }
       return out;
     },
-    format: (sig, ts) => `t=${ts},v1=${sig.toString('hex')}`,
+    format: (sig, ts) => `t=${ts},v1=${toHex(sig)}`,
   }),
   row({
     name: 'hex-timestamp',
@@ -130,7 +135,7 @@ export const LAYOUTS = [
     keys: bothKeys,
     prefix: (_id, ts) => `${ts}.`,
     parse: hexSignatures,
-    format: (sig) => `sha256=${sig.toString('hex')}`,
+    format: (sig) => `sha256=${toHex(sig)}`,
   }),
   row({
     name: 'hex-body',
@@ -139,7 +144,7 @@ export const LAYOUTS = [
     keys: bothKeys,
     prefix: () => '',
     parse: hexSignatures,
-    format: (sig) => `sha256=${sig.toString('hex')}`,
+    format: (sig) => `sha256=${toHex(sig)}`,
   }),
 ] as const;
 
@@ -154,11 +159,4 @@ export const SCHEMES: readonly Scheme[] = ['auto', ...LAYOUT_NAMES];
 /** The row of that name in a table (the built-in one unless told), or undefined. */
 export function layoutNamed(name: string, table: readonly Layout[] = LAYOUTS): Layout | undefined {
   return table.find((l) => l.name === name);
-}
-
-/** HMAC-SHA256 over `prefix` (as UTF-8) and then `body`. */
-export function hmac(key: Buffer, prefix: string, body: Buffer): Buffer {
-  const h = createHmac('sha256', key);
-  if (prefix) h.update(prefix);
-  return h.update(body).digest();
 }

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { hmac, layoutNamed, type Layout, type LayoutName } from './layouts.js';
+import { hmac } from './hmac.js';
+import { layoutNamed, type Layout, type LayoutName } from './layouts.js';
 
 export interface SignOptions {
   secret: string;

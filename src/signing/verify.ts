@@ -1,10 +1,28 @@
 import { timingSafeEqual } from 'node:crypto';
-import { LAYOUTS, hmac, layoutNamed, type Layout, type Scheme } from './layouts.js';
+import { hmac } from './hmac.js';
+import { LAYOUTS, type Layout, type Scheme } from './layouts.js';
 import { LARGE_BODY, parseBodyObject } from './json-body.js';
-import { parseTimestamp } from './timestamp.js';
+import {
+  DEFAULT_TOLERANCE,
+  REFORMAT_DIAGNOSIS_MAX,
+  examine,
+  failures,
+  pinnedHint,
+  reformattings,
+  rowsFor,
+  secretsOf,
+  success,
+  undiagnosed,
+  unsignedCandidates,
+  type HeaderSource,
+  type VerifyFailure,
+  type VerifyResult,
+  type VerifySuccess,
+} from './rules.js';
 
-export type HeaderSource = Record<string, string | string[] | undefined> | { get(name: string): string | null };
-
+// The rules and their words live in rules.ts (shared with the web entry); this is their Node driver.
+export { MAX_SIGNATURE_HEADER, REFORMAT_DIAGNOSIS_MAX } from './rules.js';
+export type { HeaderSource, VerifyFailure, VerifyFailureReason, VerifyResult, VerifySuccess } from './rules.js';
 export type { Scheme };
 
 export interface VerifyOptions {
@@ -29,85 +47,13 @@ export interface VerifyOptions {
   diagnose?: boolean;
 }
 
-export type VerifyFailureReason =
-  | 'missing_header'
-  | 'invalid_timestamp'
-  | 'timestamp_out_of_window'
-  | 'malformed_signature'
-  | 'no_match'
-  | 'body_reformatted'
-  | 'not_json_object';
-
-export interface VerifySuccess {
-  ok: true;
-  /** The name of the layout whose signature matched. */
-  layout: string;
-  /** What that layout's signature covers besides the body. */
-  signs: { timestamp: boolean; triggerId: boolean };
-  triggerId: string;
-  /** Seconds since the epoch. */
-  timestamp: number;
-  /**
-   * The body, parsed: always a JSON object. Above 1 MiB it holds only the
-   * members under 64 KiB (and those of `data`): parse the raw body yourself
-   * if you need all of a large one.
-   */
-  payload: Record<string, unknown>;
-  /** Which of the secrets matched (0 for a single secret). */
-  secretIndex: number;
-  /** Set when the layout does not protect against replays (`hex-body`). */
-  warning?: string;
-}
-
-export interface VerifyFailure {
-  ok: false;
-  reason: VerifyFailureReason;
-  /** What went wrong, in words a person can act on. */
-  message: string;
-  /** What to do about it. */
-  hint?: string;
-  /** The header at fault, when one is. */
-  header?: string;
-  /** For `timestamp_out_of_window`: local clock minus the timestamp, in seconds. */
-  skewSeconds?: number;
-  /** Set when no signature matched and the further look for why was not taken (`diagnose` off, or its budget spent). */
-  diagnosisSkipped?: true;
-}
-
-export type VerifyResult = VerifySuccess | VerifyFailure;
-
 /** A session's result (`Verifier`): on the first match in auto mode, `pinnedNow` says its layout is now pinned. */
 export type SessionVerifyResult = (VerifySuccess & { pinnedNow?: true }) | VerifyFailure;
 
-export const MAX_SIGNATURE_HEADER = 4096;
-/** Bodies up to this size are re-serialised, after a failure, to tell "re-formatted on the way" from "wrong secret". */
-export const REFORMAT_DIAGNOSIS_MAX = 64 * 1024;
-
-/**
- * A header by its lower-case name first (as Node gives them), then by any casing. Several values are
- * joined with `join` (`, ` as HTTP does; a space for Webhook-Signature, whose entries are space-separated,
- * so that two signature headers are one list whatever their order).
- */
-function lookup(headers: HeaderSource, lower: string, name: string, join = ', '): string | undefined {
-  if (typeof (headers as { get?: unknown }).get === 'function') {
-    return (headers as { get(n: string): string | null }).get(name) ?? undefined;
-  }
-  const record = headers as Record<string, string | string[] | undefined>;
-  let v = record[lower] ?? record[name];
-  if (v === undefined) {
-    for (const k in record) if (k.toLowerCase() === lower) v = record[k];
-  }
-  return typeof v === 'string' || v === undefined ? v : v.join(join);
-}
-
-function fail(reason: VerifyFailureReason, message: string, extra: Partial<VerifyFailure> = {}): VerifyFailure {
-  return { ok: false, reason, message, ...extra };
-}
-
 /** The keys a layout derives from each secret (Verifier keeps them; verifyDelivery derives them per call). */
-type KeysFor = (row: Layout) => Buffer[][];
+type KeysFor = (row: Layout) => Uint8Array[][];
 
-function matches(row: Layout, keysFor: KeysFor, signatures: Buffer[], id: string, ts: string, body: Buffer): number {
+function matches(row: Layout, keysFor: KeysFor, signatures: Uint8Array[], id: string, ts: string, body: Buffer): number {
   const keys = keysFor(row);
   const prefix = row.prefix(id, ts);
   for (let i = 0; i < keys.length; i++) {
@@ -118,33 +64,6 @@ function matches(row: Layout, keysFor: KeysFor, signatures: Buffer[], id: string
     }
   }
   return -1;
-}
-
-/** Other ways the same JSON might have been written before something re-serialised it. */
-function reformattings(body: Buffer): Buffer[] {
-  if (body.length > REFORMAT_DIAGNOSIS_MAX) return []; // an unauthenticated request must not buy much CPU with a large body
-  try {
-    const parsed = JSON.parse(body.toString('utf8')) as unknown;
-    return [JSON.stringify(parsed), JSON.stringify(parsed, null, 2), JSON.stringify(parsed, null, 4)]
-      .map((t) => Buffer.from(t, 'utf8'))
-      .filter((b) => !b.equals(body));
-  } catch {
-    return [];
-  }
-}
-
-/** The rows a scheme tries: `auto`, every row that signs the timestamp; a name, that row alone. */
-function rowsFor(scheme: Scheme | string, table: readonly Layout[]): Layout[] {
-  if (scheme === 'auto') return table.filter((l) => l.signsTimestamp);
-  const row = layoutNamed(scheme, table);
-  if (!row) throw new TypeError(`unknown signature scheme "${scheme}"`);
-  return [row];
-}
-
-function secretsOf(secret: string | readonly string[], who: string): string[] {
-  const secrets = (typeof secret === 'string' ? [secret] : [...secret]).filter((s) => s.length > 0);
-  if (!secrets.length) throw new TypeError(`${who} needs a non-empty secret`);
-  return secrets;
 }
 
 /**
@@ -159,18 +78,10 @@ export function verifyDelivery(options: VerifyOptions): VerifyResult {
   const nowMs = options.now === undefined ? Date.now() : +options.now;
   const body = typeof options.body === 'string' ? Buffer.from(options.body, 'utf8') : Buffer.from(options.body.buffer, options.body.byteOffset, options.body.byteLength);
   const keysFor: KeysFor = (row) => secrets.map((secret) => row.keys(secret));
-  const rules: Rules = { keysFor, secrets, rows, table, tolerance: options.tolerance ?? 300, diagnose: () => options.diagnose !== false, shallowAbove: LARGE_BODY };
+  const rules: Rules = { keysFor, secrets, rows, table, tolerance: options.tolerance ?? DEFAULT_TOLERANCE, diagnose: () => options.diagnose !== false, shallowAbove: LARGE_BODY };
   return check(rules, nowMs, options.headers, body);
 }
 
-function missing(name: string, value: string | undefined): VerifyFailure {
-  return fail('missing_header', `The ${name} header is ${value === undefined ? 'missing' : 'empty'}.`, {
-    header: name,
-    hint: 'Every delivery of the service carries Trigger-Id, Webhook-Timestamp and Webhook-Signature; a proxy in between may have dropped it.',
-  });
-}
-
-/** The checks themselves, on normalised inputs (so a session's Verifier pays for normalising once). */
 /** What one verification runs with, besides the request: the secrets and their keys, the rows tried, and the rules. */
 interface Rules {
   keysFor: KeysFor;
@@ -185,114 +96,33 @@ interface Rules {
 }
 
 function check(rules: Rules, nowMs: number, headers: HeaderSource, body: Buffer): VerifyResult {
-  const { keysFor, secrets, rows, table, tolerance, diagnose } = rules;
-  const id = lookup(headers, 'trigger-id', 'Trigger-Id');
-  if (id === undefined || id.trim() === '') return missing('Trigger-Id', id);
-  const ts = lookup(headers, 'webhook-timestamp', 'Webhook-Timestamp');
-  if (ts === undefined || ts.trim() === '') return missing('Webhook-Timestamp', ts);
-  const sigHeader = lookup(headers, 'webhook-signature', 'Webhook-Signature', ' ');
-  if (sigHeader === undefined || sigHeader.trim() === '') return missing('Webhook-Signature', sigHeader);
-
-  const seconds = parseTimestamp(ts);
-  if (seconds === undefined) {
-    return fail('invalid_timestamp', `Webhook-Timestamp "${ts.slice(0, 40)}" is not a Unix time (10 to 13 ASCII digits, nothing else).`, {
-      header: 'Webhook-Timestamp',
-    });
+  const { keysFor, secrets, rows, table } = rules;
+  const found = examine(headers, nowMs, rules.tolerance, rows);
+  if (!found.ok) return found;
+  const { id, ts, candidates } = found;
+  for (const { row, signatures } of candidates) {
+    const index = matches(row, keysFor, signatures, id, ts, body);
+    if (index === -1) continue;
+    const payload = parseBodyObject(body, rules.shallowAbove);
+    return payload ? success(row, id, found.seconds, payload, index) : failures.notJsonObject();
   }
-  const skew = Math.floor(nowMs / 1000) - seconds;
-  if (Math.abs(skew) > tolerance) {
-    const off = skew > 0 ? `${skew} s old` : `${-skew} s in the future`;
-    return fail('timestamp_out_of_window', `The timestamp is ${off}; at most ${tolerance} s either way is accepted.`, {
-      header: 'Webhook-Timestamp',
-      skewSeconds: skew,
-      hint:
-        Math.abs(skew) < 3600
-          ? "A replayed or long-delayed delivery, or a clock that is off: check this machine's clock (and the sender's)."
-          : 'Far outside the window: a replayed capture, or a timestamp in the wrong unit.',
-    });
-  }
-
-  if (sigHeader.length > MAX_SIGNATURE_HEADER) {
-    return fail('malformed_signature', `The Webhook-Signature header is ${sigHeader.length} bytes long (at most ${MAX_SIGNATURE_HEADER} are read).`, {
-      header: 'Webhook-Signature',
-    });
-  }
-
-  const problems: string[] = [];
-  const parsedRows: { row: Layout; signatures: Buffer[] }[] = [];
-  for (const row of rows) {
-    const parsed = row.parse(sigHeader);
-    if (parsed.problems.length) problems.push(...parsed.problems);
-    if (!parsed.signatures.length) continue;
-    if (parsed.timestamp !== undefined && parsed.timestamp !== ts) {
-      problems.push(`its t=${parsed.timestamp.slice(0, 20)} is not the Webhook-Timestamp`);
-      continue;
-    }
-    const index = matches(row, keysFor, parsed.signatures, id, ts, body);
-    if (index !== -1) return accept(row, id, seconds, body, index, rules.shallowAbove);
-    parsedRows.push({ row, signatures: parsed.signatures });
-  }
-
-  // A row that was not tried because it does not sign the timestamp (hex-body) may match: say so, rather than "wrong secret".
-  const unsigned = () => {
-    for (const row of table) {
-      if (rows.includes(row) || row.signsTimestamp) continue;
-      const parsed = row.parse(sigHeader);
-      if (parsed.signatures.length && matches(row, keysFor, parsed.signatures, id, ts, body) !== -1) {
-        return fail('no_match', `The signature is in the ${row.name} layout, which does not sign the timestamp or Trigger-Id, so a captured delivery could be replayed.`, {
-          hint: `wxhooks accepts it only when pinned: --scheme ${row.name}.`,
-        });
-      }
-    }
-    return undefined;
-  };
-  const malformed = () =>
-    fail('malformed_signature', `The Webhook-Signature header is malformed: ${problems[0] ?? `it is not in the ${rows.map((r) => r.name).join(', ')} layout${rows.length > 1 ? 's' : ''}`}.`, {
-      header: 'Webhook-Signature',
-      hint: 'The service writes it as "v1,<base64>" (several separated by spaces during a key rotation).',
-    });
-  const whitespace = secrets.some((s) => s !== s.trim());
-  const noMatch = () =>
-    fail('no_match', `No signature matched with ${secrets.length > 1 ? 'these secrets' : 'this secret'} (tried ${parsedRows.map((p) => p.row.name).join(', ')}).`, {
-      header: 'Webhook-Signature',
-      hint: whitespace
-        ? 'The secret has leading or trailing whitespace; remove it.'
-        : "Is it the secret of the webhook that sent this (wxhooks secret show ID)? A re-created webhook has a new secret. Or the body, the timestamp or the Trigger-Id was changed on the way.",
-    });
   // The further look for why costs several verifications (a parse, three serialisations, their HMACs):
   // taken only when asked, so that a refused request costs no more than a verified one.
-  if (!diagnose()) {
-    const f = parsedRows.length ? noMatch() : malformed();
-    f.diagnosisSkipped = true;
-    return f;
-  }
-  if (!parsedRows.length) return unsigned() ?? malformed();
-  for (const candidate of reformattings(body)) {
-    for (const { row, signatures } of parsedRows) {
-      if (matches(row, keysFor, signatures, id, ts, candidate) !== -1) {
-        return fail('body_reformatted', 'The signature matches the same JSON written differently: something between the service and here parsed the body and re-serialised it.', {
-          hint: 'Verify the raw bytes as received: a framework\'s JSON body parser (or a forwarder) must not touch the body before verification.',
-        });
-      }
+  if (!rules.diagnose()) return undiagnosed(found, secrets, rows);
+  // A row that was not tried because it does not sign the timestamp (hex-body) may match: say so, rather than "wrong secret".
+  const unsigned = () => {
+    for (const c of unsignedCandidates(table, rows, found.sigHeader)) if (matches(c.row, keysFor, c.signatures, id, ts, body) !== -1) return failures.unsignedLayout(c.row);
+    return undefined;
+  };
+  if (!candidates.length) return unsigned() ?? failures.malformed(found.problems, rows);
+  if (body.length <= REFORMAT_DIAGNOSIS_MAX) {
+    // an unauthenticated request must not buy much CPU with a large body
+    for (const text of reformattings(body.toString('utf8'))) {
+      const candidate = Buffer.from(text, 'utf8');
+      for (const { row, signatures } of candidates) if (matches(row, keysFor, signatures, id, ts, candidate) !== -1) return failures.reformatted();
     }
   }
-  return unsigned() ?? noMatch();
-}
-
-function accept(row: Layout, triggerId: string, timestamp: number, body: Buffer, secretIndex: number, shallowAbove: number): VerifyResult {
-  const payload = parseBodyObject(body, shallowAbove);
-  if (!payload) return fail('not_json_object', 'The signature is valid, but the body is not a JSON object.');
-  const result: VerifySuccess = {
-    ok: true,
-    layout: row.name,
-    signs: { timestamp: row.signsTimestamp, triggerId: row.signsTriggerId },
-    triggerId,
-    timestamp,
-    payload,
-    secretIndex,
-  };
-  if (!row.signsTimestamp) result.warning = `layout ${row.name} does not sign the timestamp or Trigger-Id: a captured delivery can be replayed.`;
-  return result;
+  return unsigned() ?? failures.noMatch(secrets, candidates);
 }
 
 /**
@@ -310,21 +140,24 @@ export class Verifier {
   private readonly perMinute: number;
   /** The time of the verification under way. */
   private now = 0;
+  /** Whether the first layout that matches is pinned (`listen`: yes; a handler in an app: `pin: false`, every call like verifyDelivery). */
+  private readonly pins: boolean;
 
   /**
    * `diagnosePerMinute`: how many further looks for why a request failed are taken a minute (default: every
    * time). `shallowAbove`: bodies larger than this are parsed for their small members only (default
    * 1 MiB): a receiver that needs only a delivery's ids keeps the payload of a large forecast small.
    */
-  constructor(options: Omit<VerifyOptions, 'headers' | 'body' | 'now' | 'diagnose'> & { diagnosePerMinute?: number; shallowAbove?: number }) {
+  constructor(options: Omit<VerifyOptions, 'headers' | 'body' | 'now' | 'diagnose'> & { diagnosePerMinute?: number; shallowAbove?: number; pin?: boolean }) {
     const secrets = secretsOf(options.secret, 'Verifier');
+    this.pins = options.pin !== false;
     this.perMinute = options.diagnosePerMinute ?? Infinity;
     this.diagnoses = this.perMinute;
     this.scheme = options.scheme ?? 'auto';
     if (this.scheme !== 'auto') this.pinned = this.scheme;
     const table = options.layouts ?? LAYOUTS;
     // derived keys, per layout: a session keeps one list of secrets, so it derives them once
-    const keys = new Map<Layout, Buffer[][]>();
+    const keys = new Map<Layout, Uint8Array[][]>();
     this.rules = {
       keysFor: (row) => {
         let k = keys.get(row);
@@ -334,7 +167,7 @@ export class Verifier {
       secrets,
       rows: rowsFor(this.scheme, table),
       table,
-      tolerance: options.tolerance ?? 300,
+      tolerance: options.tolerance ?? DEFAULT_TOLERANCE,
       diagnose: () => this.mayDiagnose(this.now),
       shallowAbove: options.shallowAbove ?? LARGE_BODY,
     };
@@ -353,13 +186,13 @@ export class Verifier {
   verify(headers: HeaderSource, body: Buffer, now = Date.now()): SessionVerifyResult {
     this.now = now;
     const result = check(this.rules, now, headers, body);
-    if (result.ok && !this.pinned) {
+    if (result.ok && !this.pinned && this.pins) {
       this.pinned = result.layout;
       this.rules.rows = rowsFor(result.layout, this.rules.table);
       return { ...result, pinnedNow: true };
     }
     if (!result.ok && this.pinned && this.scheme === 'auto' && (result.reason === 'malformed_signature' || result.reason === 'no_match')) {
-      return { ...result, hint: `${result.hint ? `${result.hint} ` : ''}This session is pinned to the ${this.pinned} layout, which the first verified delivery used.` };
+      return { ...result, hint: pinnedHint(result.hint, this.pinned) };
     }
     return result;
   }

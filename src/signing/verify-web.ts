@@ -1,0 +1,140 @@
+import { equalBytes, utf8 } from './encoding.js';
+import { LAYOUTS, type Layout, type Scheme } from './layouts.js';
+import {
+  DEFAULT_TOLERANCE,
+  REFORMAT_DIAGNOSIS_MAX,
+  examine,
+  failures,
+  reformattings,
+  rowsFor,
+  secretsOf,
+  success,
+  undiagnosed,
+  unsignedCandidates,
+  type HeaderSource,
+  type VerifyResult,
+} from './rules.js';
+
+/**
+ * Verification with Web Crypto (`crypto.subtle`), for any runtime that has it: Node 20, Deno, Bun,
+ * Cloudflare Workers, browsers. No Node module. The rules and their words are those of `verifyDelivery`
+ * (src/signing/rules.ts); only the HMAC differs, and it is asynchronous.
+ */
+export interface WebVerifierOptions {
+  /** The webhook's secret, or several during a rotation (any one may match). */
+  secret: string | readonly string[];
+  /** `auto` (default) tries every layout that signs the timestamp; a name pins one. */
+  scheme?: Scheme;
+  /** Seconds a timestamp may be off the clock, past or future (default 300). */
+  tolerance?: number;
+  /** The layout table (default: the built-in one). */
+  layouts?: readonly Layout[];
+  /** How many further looks for why a request failed are taken a minute (default 5): each costs several verifications. */
+  diagnosePerMinute?: number;
+}
+
+const decoder = new TextDecoder();
+/** Web Crypto's own types, as this runtime declares them (no DOM library in this build). */
+type Key = Awaited<ReturnType<typeof crypto.subtle.importKey>>;
+type Bytes = Parameters<typeof crypto.subtle.sign>[2];
+
+/** The body as a JSON object, or undefined: what is parsed is what was signed. */
+function parseObject(body: Uint8Array): Record<string, unknown> | undefined {
+  try {
+    const value = JSON.parse(decoder.decode(body)) as unknown;
+    return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+export class WebVerifier {
+  private readonly secrets: string[];
+  private readonly table: readonly Layout[];
+  private readonly rows: Layout[];
+  private readonly tolerance: number;
+  /** The imported keys, per layout and secret: importing costs more than an HMAC, so it is done once. */
+  private readonly keys = new Map<Layout, Promise<Key[][]>>();
+  private readonly perMinute: number;
+  private diagnoses: number;
+  private filledAt = 0;
+
+  constructor(options: WebVerifierOptions) {
+    this.secrets = secretsOf(options.secret, 'WebVerifier');
+    this.table = options.layouts ?? LAYOUTS;
+    this.rows = rowsFor(options.scheme ?? 'auto', this.table);
+    this.tolerance = options.tolerance ?? DEFAULT_TOLERANCE;
+    this.perMinute = options.diagnosePerMinute ?? 5;
+    this.diagnoses = this.perMinute;
+  }
+
+  private keysFor(row: Layout): Promise<Key[][]> {
+    let k = this.keys.get(row);
+    if (!k) {
+      k = Promise.all(
+        this.secrets.map((secret) =>
+          Promise.all(row.keys(secret).map((raw) => crypto.subtle.importKey('raw', raw as Bytes, { name: 'HMAC', hash: 'SHA-256' }, false, ['sign']))),
+        ),
+      );
+      this.keys.set(row, k);
+    }
+    return k;
+  }
+
+  /** Which secret's key signs `signed` as one of `signatures`, or -1. */
+  private async matches(row: Layout, signatures: Uint8Array[], signed: Uint8Array): Promise<number> {
+    const keys = await this.keysFor(row);
+    for (let i = 0; i < keys.length; i++) {
+      for (const key of keys[i]!) {
+        const expected = new Uint8Array(await crypto.subtle.sign('HMAC', key, signed as Bytes));
+        for (const s of signatures) if (equalBytes(s, expected)) return i;
+      }
+    }
+    return -1;
+  }
+
+  private mayDiagnose(now: number): boolean {
+    if (this.perMinute === Infinity) return true;
+    this.diagnoses = Math.min(this.perMinute, this.diagnoses + (Math.max(0, now - this.filledAt) / 60_000) * this.perMinute);
+    this.filledAt = now;
+    if (this.diagnoses < 1) return false;
+    this.diagnoses--;
+    return true;
+  }
+
+  /** Verifies one delivery: its headers, and its body's raw bytes (a string is taken as its UTF-8). */
+  async verify(headers: HeaderSource, body: Uint8Array | string, now = Date.now()): Promise<VerifyResult> {
+    const bytes = typeof body === 'string' ? utf8(body) : body;
+    const found = examine(headers, now, this.tolerance, this.rows);
+    if (!found.ok) return found;
+    const { id, ts, candidates } = found;
+    const signedBy = (row: Layout, what: Uint8Array) => {
+      const prefix = utf8(row.prefix(id, ts));
+      if (!prefix.length) return what;
+      const all = new Uint8Array(prefix.length + what.length);
+      all.set(prefix);
+      all.set(what, prefix.length);
+      return all;
+    };
+    for (const { row, signatures } of candidates) {
+      const index = await this.matches(row, signatures, signedBy(row, bytes));
+      if (index === -1) continue;
+      const payload = parseObject(bytes);
+      return payload ? success(row, id, found.seconds, payload, index) : failures.notJsonObject();
+    }
+    if (!this.mayDiagnose(now)) return undiagnosed(found, this.secrets, this.rows);
+    const unsigned = async () => {
+      for (const c of unsignedCandidates(this.table, this.rows, found.sigHeader)) {
+        if ((await this.matches(c.row, c.signatures, signedBy(c.row, bytes))) !== -1) return failures.unsignedLayout(c.row);
+      }
+      return undefined;
+    };
+    if (!candidates.length) return (await unsigned()) ?? failures.malformed(found.problems, this.rows);
+    if (bytes.length <= REFORMAT_DIAGNOSIS_MAX) {
+      for (const text of reformattings(decoder.decode(bytes))) {
+        for (const { row, signatures } of candidates) if ((await this.matches(row, signatures, signedBy(row, utf8(text)))) !== -1) return failures.reformatted();
+      }
+    }
+    return (await unsigned()) ?? failures.noMatch(this.secrets, candidates);
+  }
+}

@@ -1,0 +1,273 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import express from 'express';
+import Fastify from 'fastify';
+import { afterAll, beforeAll, describe, expect, expectTypeOf, it } from 'vitest';
+import { startPostgres, type Postgres } from '../scripts/harness.js';
+import { MemoryStore, Webhooks, WebhookHandlerError, createNodeMiddleware, openStore, type WebhookEvent } from '../src/index.js';
+import { Webhooks as WebWebhooks, createWebHandler } from '../src/handler/web.js';
+import { signDelivery } from '../src/signing/index.js';
+import { tempDir } from './helpers/cli.js';
+import { post } from './helpers/http.js';
+
+// The handler library in Node, in this process, on real sockets: node:http, Express 5 and Fastify 5,
+// the answers, exactly once, a rotation, and the stores listen uses (a file, a real PostgreSQL).
+
+const SECRET = 'whsec_' + Buffer.alloc(32, 5).toString('base64');
+const NEXT = 'whsec_' + Buffer.alloc(32, 6).toString('base64');
+
+function delivery(trigger: string, o: { secret?: string; type?: string; data?: Record<string, unknown>; subscription?: string; timestamp?: number } = {}) {
+  const body = JSON.stringify({
+    type: o.type ?? 'forecast_hour.available',
+    webhook_id: 7,
+    subscription_id: o.subscription ?? '1',
+    trigger_id: trigger,
+    created_at: '2026-11-24T06:00:00Z',
+    test: false,
+    data: o.data ?? { model: 'wm-6', initialization_time: '2026-11-24T00:00:00Z', forecast_hour: 6 },
+  });
+  return { headers: { 'content-type': 'application/json', ...(signDelivery({ secret: o.secret ?? SECRET, body, triggerId: trigger, timestamp: o.timestamp }) as Record<string, string>) }, body };
+}
+
+async function listen(server: Server): Promise<string> {
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+}
+const close = (server: Server) => new Promise<void>((resolve) => (server.closeAllConnections(), server.close(() => resolve())));
+
+/** An app as a user writes one: a handler per type, what it saw kept, and a switch to make it throw. */
+function app(options: ConstructorParameters<typeof Webhooks>[0] = { secret: SECRET }) {
+  const webhooks = new Webhooks(options);
+  const seen: string[] = [];
+  const errors: WebhookHandlerError[] = [];
+  const failFor = new Set<string>();
+  webhooks.on('forecast_hour.available', async (event) => {
+    if (failFor.delete(event.id)) throw new Error('the database is down');
+    seen.push(`${event.id} +${event.payload.data.forecast_hour}h`);
+  });
+  webhooks.onError((error) => void errors.push(error));
+  return { webhooks, seen, errors, failFor };
+}
+
+describe('createNodeMiddleware on node:http', () => {
+  const a = app({ secrets: [SECRET, NEXT] });
+  const server = createServer(createNodeMiddleware(a.webhooks, { path: '/hooks', maxBody: 4096 }));
+  let url = '';
+  beforeAll(async () => void (url = await listen(server)));
+  afterAll(() => close(server));
+
+  it('a delivery: 200, its typed handler run once; sent again: 200, a duplicate, the handler not run', async () => {
+    const d = delivery('trg_once');
+    expect(await post(`${url}/hooks`, d.headers, d.body)).toEqual({ status: 200, body: '{"ok":true}' });
+    expect(await post(`${url}/hooks?x=1`, d.headers, d.body)).toEqual({ status: 200, body: '{"ok":true,"duplicate":true}' });
+    expect(a.seen.filter((s) => s.startsWith('trg_once'))).toEqual(['trg_once +6h']);
+  });
+
+  it('a tampered body: 401 with the reason, in listen\'s words; the handler not run', async () => {
+    const d = delivery('trg_tampered');
+    const r = await post(`${url}/hooks`, d.headers, d.body.replace('wm-6', 'wm-7'));
+    expect(r.status).toBe(401);
+    expect(JSON.parse(r.body)).toMatchObject({ reason: 'no_match', error: expect.stringContaining('No signature matched') });
+    expect(a.seen.some((s) => s.startsWith('trg_tampered'))).toBe(false);
+  });
+
+  it('signed with the second of two secrets (a rotation): accepted', async () => {
+    const d = delivery('trg_rotated', { secret: NEXT });
+    expect((await post(`${url}/hooks`, d.headers, d.body)).status).toBe(200);
+    expect(a.seen).toContain('trg_rotated +6h');
+  });
+
+  it('a handler that throws: 500 (nothing of what it threw told to the sender), onError called; the retry runs it again, and then once only', async () => {
+    const d = delivery('trg_throws');
+    a.failFor.add('trg_throws');
+    const failed = await post(`${url}/hooks`, d.headers, d.body);
+    expect(failed.status).toBe(500);
+    expect(failed.body).not.toContain('database');
+    expect(a.errors.at(-1)?.message).toContain('the database is down');
+    expect(a.errors.at(-1)?.event.id).toBe('trg_throws');
+    expect((await post(`${url}/hooks`, d.headers, d.body)).status).toBe(200);
+    expect((await post(`${url}/hooks`, d.headers, d.body)).body).toContain('duplicate');
+    expect(a.seen.filter((s) => s.startsWith('trg_throws'))).toEqual(['trg_throws +6h']);
+  });
+
+  it('a body that is not a JSON object, signed: 400; missing headers: 400 or 401 as listen answers', async () => {
+    const body = '[1,2,3]';
+    const headers = signDelivery({ secret: SECRET, body, triggerId: 'trg_list' }) as Record<string, string>;
+    const r = await post(`${url}/hooks`, headers, body);
+    expect(r.status).toBe(400);
+    expect(JSON.parse(r.body)).toMatchObject({ reason: 'not_json_object' });
+    expect((await post(`${url}/hooks`, { 'Trigger-Id': 'trg_x', 'Webhook-Timestamp': String(Math.floor(Date.now() / 1000)) }, '{}')).status).toBe(401);
+    expect((await post(`${url}/hooks`, {}, '{}')).status).toBe(400);
+  });
+
+  it('another path: 404; a GET: 405; a body over maxBody: 413, unread', async () => {
+    const d = delivery('trg_path');
+    expect((await post(`${url}/other`, d.headers, d.body)).status).toBe(404);
+    expect((await fetch(`${url}/hooks`)).status).toBe(405);
+    const big = delivery('trg_big', { data: { model: 'x'.repeat(5000) } });
+    expect((await post(`${url}/hooks`, big.headers, big.body)).status).toBe(413);
+  });
+
+  it('while a delivery is being processed, its retry gets 409 (the service tries again later), not a second run', async () => {
+    const slow = new Webhooks({ secret: SECRET });
+    let release!: () => void;
+    let runs = 0;
+    slow.on('forecast_hour.available', async () => {
+      runs++;
+      await new Promise<void>((r) => (release = r));
+    });
+    const d = delivery('trg_slow');
+    const first = slow.verifyAndReceive(d);
+    await expect.poll(() => runs).toBe(1);
+    expect(await slow.verifyAndReceive(d)).toMatchObject({ status: 409, outcome: 'in_progress' });
+    release();
+    expect(await first).toMatchObject({ status: 200, outcome: 'processed' });
+    expect(runs).toBe(1);
+  });
+});
+
+describe('in the frameworks', () => {
+  it('Express 5: app.use(middleware) answers its path and passes every other to next(); express.raw() bytes are taken as they are; express.json() first is refused with why', async () => {
+    const a = app();
+    const web = express();
+    web.use(createNodeMiddleware(a.webhooks, { path: '/webhooks' }));
+    web.post('/raw', express.raw({ type: '*/*' }), createNodeMiddleware(a.webhooks, { path: '/raw' }));
+    web.post('/parsed', express.json(), createNodeMiddleware(a.webhooks, { path: '/parsed' }));
+    web.get('/health', (_req, res) => void res.send('up'));
+    const server = createServer(web);
+    const url = await listen(server);
+    try {
+      const d = delivery('trg_express');
+      expect((await post(`${url}/webhooks`, d.headers, d.body)).status).toBe(200);
+      expect(await (await fetch(`${url}/health`)).text()).toBe('up'); // next()
+      const r = delivery('trg_express_raw');
+      expect((await post(`${url}/raw`, r.headers, r.body)).status).toBe(200);
+      const p = delivery('trg_express_parsed');
+      const parsed = await post(`${url}/parsed`, p.headers, p.body);
+      expect(parsed.status).toBe(500);
+      expect(parsed.body).toContain('parsed before wxhooks could verify it');
+      expect(a.seen).toEqual(['trg_express +6h', 'trg_express_raw +6h']);
+    } finally {
+      await close(server);
+    }
+  });
+
+  it('Fastify 5: the body read as a Buffer, then verifyAndReceive; its receipt is the answer', async () => {
+    const a = app();
+    const fastify = Fastify();
+    fastify.addContentTypeParser('application/json', { parseAs: 'buffer' }, (_req, body, done) => done(null, body));
+    fastify.post('/webhooks', async (request, reply) => {
+      const receipt = await a.webhooks.verifyAndReceive({ headers: request.headers, body: request.body as Buffer });
+      return reply.code(receipt.status).type('application/json').send(receipt.body);
+    });
+    const url = await fastify.listen({ port: 0, host: '127.0.0.1' });
+    try {
+      const d = delivery('trg_fastify');
+      expect((await post(`${url}/webhooks`, d.headers, d.body)).status).toBe(200);
+      expect((await post(`${url}/webhooks`, d.headers, d.body)).body).toContain('duplicate');
+      const t = await post(`${url}/webhooks`, d.headers, d.body.replace('wm-6', 'wm-9'));
+      expect(t.status).toBe(401);
+      expect(a.seen).toEqual(['trg_fastify +6h']);
+    } finally {
+      await fastify.close();
+    }
+  });
+
+  it("wxhooks/web's handler in Node (Web Crypto, a Request in, a Response out) answers as the Node entry does", async () => {
+    const webhooks = new WebWebhooks({ secret: SECRET });
+    const seen: string[] = [];
+    webhooks.on('forecast_hour.available', (e) => void seen.push(e.id));
+    const handler = createWebHandler(webhooks, { path: '/webhooks' });
+    const d = delivery('trg_web_in_node');
+    const send = (body: string) => handler(new Request('http://app.example/webhooks', { method: 'POST', headers: d.headers, body }));
+    expect((await send(d.body)).status).toBe(200);
+    expect(await (await send(d.body)).text()).toContain('duplicate');
+    expect((await send(d.body.replace('wm-6', 'wm-8'))).status).toBe(401);
+    expect((await handler(new Request('http://app.example/elsewhere', { method: 'POST', body: d.body }))).status).toBe(404);
+    expect(seen).toEqual(['trg_web_in_node']);
+  });
+});
+
+describe('the dedupe key and the stores', () => {
+  it("the key is listen's: the Trigger-Id when signed, with the subscription; the same trigger for another subscription is another delivery", async () => {
+    const a = app();
+    for (const sub of ['1', '2', '1']) {
+      const d = delivery('trg_subs', { subscription: sub });
+      await a.webhooks.verifyAndReceive(d);
+    }
+    expect(a.seen.filter((s) => s.startsWith('trg_subs'))).toHaveLength(2);
+  });
+
+  it('a layout that does not sign the Trigger-Id (stripe): the body\'s trigger_id, so a new Trigger-Id header is still a duplicate', async () => {
+    const a = app();
+    const body = delivery('trg_body_id').body;
+    for (const header of ['trg_one', 'trg_two']) {
+      const headers = signDelivery({ secret: SECRET, body, triggerId: header, layout: 'stripe' }) as Record<string, string>;
+      expect((await a.webhooks.verifyAndReceive({ headers, body })).status).toBe(200);
+    }
+    expect(a.seen).toEqual(['trg_body_id +6h']);
+  });
+
+  it('MemoryStore forgets a pair after its TTL, on the clock it is given', async () => {
+    let now = 1_000_000;
+    const store = new MemoryStore({ ttlMs: 60_000, now: () => now });
+    expect(await store.claim('t', 's')).toBe('won');
+    expect(await store.claim('t', 's')).toBe('held');
+    await store.complete('t', 's');
+    expect(await store.claim('t', 's')).toBe('done');
+    now += 60_001;
+    expect(await store.claim('t', 's')).toBe('won');
+  });
+
+  it("openStore('file'): processed pairs kept across a restart of the app", async () => {
+    const dir = tempDir();
+    const d = delivery('trg_file');
+    for (let restart = 0; restart < 2; restart++) {
+      const store = await openStore('file', { dir });
+      const a = app({ secret: SECRET, store });
+      expect((await a.webhooks.verifyAndReceive(d)).outcome).toBe(restart === 0 ? 'processed' : 'duplicate');
+      await store.close();
+    }
+  });
+
+  describe('openStore(postgres://): two instances of an app on one database', () => {
+    let pg: Postgres;
+    beforeAll(async () => void (pg = await startPostgres()), 60_000);
+    afterAll(() => pg?.remove());
+
+    it('a delivery sent to both, at once and again, is processed once', async () => {
+      const stores = [await openStore(pg.url, { schema: 'handler_test' }), await openStore(pg.url, { schema: 'handler_test' })];
+      try {
+        const apps = stores.map((store) => app({ secret: SECRET, store }));
+        const triggers = Array.from({ length: 20 }, (_, i) => `trg_pg_${i}`);
+        const receipts = await Promise.all(triggers.flatMap((t) => apps.map((a) => a.webhooks.verifyAndReceive(delivery(t)))));
+        // at once: one of the two processes it, the other finds it done or still held (409: the service retries)
+        expect(receipts.filter((r) => r.outcome === 'processed')).toHaveLength(20);
+        const again = await Promise.all(triggers.map((t) => apps[1]!.webhooks.verifyAndReceive(delivery(t))));
+        expect(again.every((r) => r.outcome === 'duplicate')).toBe(true);
+        expect([...apps[0]!.seen, ...apps[1]!.seen].sort()).toEqual(triggers.map((t) => `${t} +6h`).sort());
+      } finally {
+        for (const s of stores) await s.close();
+      }
+    }, 60_000);
+  });
+});
+
+describe('types', () => {
+  it('event.type narrows the payload; a response narrows by its type', () => {
+    const webhooks = new Webhooks({ secret: SECRET });
+    webhooks.on('forecast_hour.available', (event) => {
+      expectTypeOf(event.payload.data.forecast_hour).toEqualTypeOf<number>();
+      const response = event.payload.data.response;
+      if (response?.type === 'gridded') expectTypeOf(response.values).toEqualTypeOf<(number | null)[][]>();
+      if (response?.type === 'degree_days') expectTypeOf(response.days[0]!.heating_degree_days).toEqualTypeOf<number>();
+    });
+    webhooks.on('events.available', (event) => expectTypeOf(event.payload.data.event_type).toEqualTypeOf<string>());
+    webhooks.onAny((event: WebhookEvent) => {
+      if (event.type === 'forecast_hour.available') expectTypeOf(event.payload.data.forecast_hour).toEqualTypeOf<number>();
+    });
+    // @ts-expect-error: not a delivery type of the service
+    webhooks.on('forecast_hour.availble', () => undefined);
+    expect(() => new Webhooks({})).toThrow(/needs the webhook's secret/);
+  });
+});
