@@ -392,6 +392,45 @@ function verification() {
   }
 }
 
+// ---------------------------------------------------------------- the handler library: wxhooks/web against the Node entry
+async function handlerLibrary() {
+  const { Webhooks: NodeWebhooks } = await import('../dist/index.js');
+  const { Webhooks: WebWebhooks } = await import('../dist/web.js');
+  const secret = generateSecret();
+  for (const [label, size, iterations] of [
+    ['1 KB', 1024, QUICK ? 2000 : 20000],
+    ['1 MB', 1024 * 1024, QUICK ? 20 : 100],
+  ]) {
+    log(`handler: verifications of ${label} × ${iterations}, each entry`);
+    const [d] = deliveries(secret, 1, size - 200);
+    const headers = Object.fromEntries(Object.entries(d.headers).map(([k, v]) => [k.toLowerCase(), v]));
+    const body = new Uint8Array(d.body);
+    const node = new NodeWebhooks({ secret });
+    const web = new WebWebhooks({ secret });
+    // verify() alone: what differs between the entries is the crypto (the rules are one module)
+    const time = async (hooks) => {
+      const rounds = [];
+      for (let r = 0; r < 5; r++) {
+        const t = process.hrtime.bigint();
+        for (let i = 0; i < iterations; i++) if (!(await hooks.verify({ headers, body })).ok) throw new Error('did not verify');
+        rounds.push(iterations / (Number(process.hrtime.bigint() - t) / 1e9));
+      }
+      return median(rounds);
+    };
+    await time(web); // warm both before measuring
+    await time(node);
+    const w = await time(web);
+    const n = await time(node);
+    const per = (x) => `${Math.round(x)}/s`;
+    row('handler', `verifications a second, ${label}: \`wxhooks/web\` (Web Crypto)`, per(w), `${per(n)} (the Node entry)`, w / n);
+  }
+  const { buildSync } = await import('esbuild');
+  const { gzipSync } = await import('node:zlib');
+  const min = buildSync({ entryPoints: [join(ROOT, 'dist', 'web.js')], bundle: true, minify: true, format: 'esm', platform: 'neutral', write: false }).outputFiles[0].contents;
+  const gz = gzipSync(min, { level: 9 }).length;
+  row('handler', '`wxhooks/web`, minified and gzipped', `${(gz / 1024).toFixed(1)} KB`, '8 KB', gz / 8192, within(1.0));
+}
+
 // ---------------------------------------------------------------- memory
 async function memory() {
   log('memory: one 20 MB delivery through listen');
@@ -619,7 +658,7 @@ function table() {
 }
 
 const started = Date.now();
-const SECTIONS = { startup, listen: listenThroughput, refused, store: sharedStore, verify: verification, memory, fanout };
+const SECTIONS = { startup, listen: listenThroughput, refused, store: sharedStore, verify: verification, handler: handlerLibrary, memory, fanout };
 const only = process.argv.slice(2).filter((a) => !a.startsWith('--'));
 for (const name of only) if (!(name in SECTIONS)) throw new Error(`unknown section ${name}; known: ${Object.keys(SECTIONS).join(', ')}`);
 try {
