@@ -70,7 +70,9 @@ export const DEFAULT_TOLERANCE = 300;
  */
 export function lookup(headers: HeaderSource, lower: string, name: string, join = ', '): string | undefined {
   if (typeof (headers as { get?: unknown }).get === 'function') {
-    return (headers as { get(n: string): string | null }).get(name) ?? undefined;
+    // a Headers object joins repeated headers with ", " itself: for Webhook-Signature, make that the space its entries are separated by
+    const v = (headers as { get(n: string): string | null }).get(name);
+    return v === null ? undefined : join === ', ' ? v : v.split(', ').join(join);
   }
   const record = headers as Record<string, string | string[] | undefined>;
   let v = record[lower] ?? record[name];
