@@ -2,7 +2,6 @@ import { createHash } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { MAX_BODY, MAX_INFLIGHT, errorBody } from '../receiver/common.js';
 import { Verifier } from '../signing/verify.js';
-import { openPairStore } from '../store/open.js';
 import { systemClock } from '../util/clock.js';
 import { InflightBudget, readBody } from '../util/read-body.js';
 import { WebhooksCore, secretsFrom, type HandlerStore, type WebhooksOptions } from './core.js';
@@ -119,6 +118,8 @@ export interface OpenStoreOptions {
  */
 export async function openStore(url: string, options: OpenStoreOptions = {}): Promise<HandlerStore & { close(): Promise<void> }> {
   if (url === 'file' && !options.dir) throw new TypeError("openStore('file') needs { dir }: the folder the processed pairs are kept in");
+  // loaded only when asked for: an app with the default store never loads the file or database code
+  const { openPairStore } = await import('../store/open.js');
   const opened = await openPairStore({
     url,
     dir: options.dir ?? '',
