@@ -1,4 +1,5 @@
 import { DUPLICATE_BODY, IN_PROGRESS_BODY, OK_BODY, errorBody, hashedPair, pairFrom, statusForFailure, type Pair } from '../receiver/common.js';
+import type { Scheme } from '../signing/layouts.js';
 import type { HeaderSource, VerifyFailureReason, VerifyResult } from '../signing/rules.js';
 import type { Claim } from '../store/pair-store.js';
 import type { DeliveryType, WebhookEvent, WebhookEventOf } from './types.js';
@@ -80,6 +81,8 @@ export interface WebhooksOptions {
   secrets?: readonly string[];
   /** Seconds a timestamp may be off the clock, either way (default 300). */
   tolerance?: number;
+  /** `auto` (default) tries every layout that signs the timestamp; a name pins one (`hex-body` only so). */
+  scheme?: Scheme;
   /** Where processed pairs are kept (default: a MemoryStore). */
   store?: HandlerStore;
   /** The clock, in milliseconds (default `Date.now`): a test passes its own. */

@@ -16,7 +16,7 @@ import { WebhooksCore, secretsFrom, type HandlerStore, type WebhooksOptions } fr
 const DIAGNOSES_PER_MINUTE = 5;
 
 export class Webhooks extends WebhooksCore {
-  constructor(options: WebhooksOptions & { scheme?: ConstructorParameters<typeof Verifier>[0]['scheme'] }) {
+  constructor(options: WebhooksOptions) {
     // every call verified on its own (a handler serves whoever is configured to send to it: nothing is pinned)
     const verifier = new Verifier({ secret: secretsFrom(options), scheme: options.scheme, tolerance: options.tolerance, pin: false, diagnosePerMinute: DIAGNOSES_PER_MINUTE });
     super(

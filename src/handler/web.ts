@@ -1,6 +1,5 @@
 import { MAX_BODY, errorBody } from '../receiver/common.js';
 import { utf8 } from '../signing/encoding.js';
-import type { Scheme } from '../signing/layouts.js';
 import { WebVerifier } from '../signing/verify-web.js';
 import { WebhooksCore, secretsFrom, type WebhooksOptions } from './core.js';
 
@@ -18,7 +17,7 @@ export type { VerifyResult, VerifySuccess, VerifyFailure, VerifyFailureReason, H
 type Digestible = Parameters<typeof crypto.subtle.digest>[1];
 
 export class Webhooks extends WebhooksCore {
-  constructor(options: WebhooksOptions & { scheme?: Scheme }) {
+  constructor(options: WebhooksOptions) {
     const verifier = new WebVerifier({ secret: secretsFrom(options), scheme: options.scheme, tolerance: options.tolerance });
     super(
       {
