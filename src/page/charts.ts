@@ -78,8 +78,10 @@ export function drawGridded(r: Record<string, unknown>): HTMLCanvasElement {
   const everyCol = Math.max(1, Math.ceil(40 / cell));
   for (let j = 0; j < shownCols; j += everyCol) g.fillText(lons ? degrees(lons[j * step]!, 'E', 'W') : String(j * step), left + j * cell + cell / 2, top + shownRows * cell + 4);
   g.textAlign = 'left';
-  const notes = [step > 1 ? `every ${step}th point of ${rowsN} × ${colsN}` : '', lats && lons ? '' : 'no latitudes or longitudes: rows and columns numbered'].filter(Boolean).join('; ');
-  g.fillText(`${String(r.variable ?? '')} (${String(r.units ?? '')})${notes ? `  ${notes}` : ''}`, left, 4);
+  const nth = step === 2 ? 'every 2nd' : step === 3 ? 'every 3rd' : `every ${step}th`;
+  const notes = [step > 1 ? `drawn with ${nth} row and column of ${rowsN} × ${colsN}` : '', lats && lons ? '' : 'no latitudes or longitudes: rows and columns numbered'].filter(Boolean).join('; ');
+  const title = [r.variable, r.units === undefined ? undefined : `(${String(r.units)})`].filter((x) => x !== undefined && x !== '').map(String).join(' ');
+  g.fillText([title, notes].filter(Boolean).join('  '), left, 4);
   // the colour scale
   const x = left + shownCols * cell + 20;
   const h = shownRows * cell;
@@ -94,7 +96,7 @@ export function drawGridded(r: Record<string, unknown>): HTMLCanvasElement {
   c.dataset.min = String(min);
   c.dataset.max = String(max);
   c.dataset.step = String(step);
-  if (notes) c.dataset.note = `Drawn ${notes}.`;
+  if (notes) c.dataset.note = `${notes.charAt(0).toUpperCase()}${notes.slice(1)}.`;
   return c;
 }
 
