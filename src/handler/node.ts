@@ -8,8 +8,9 @@ import { WebhooksCore, secretsFrom, type HandlerStore, type WebhooksOptions } fr
 
 /**
  * The handler library's Node entry (`import { Webhooks, createNodeMiddleware } from 'wxhooks'`):
- * verification with Node's crypto, the same as `listen`'s, and a middleware for node:http, Express and
- * Fastify. `wxhooks/web` (src/handler/web.ts) is the same library for any runtime with Web Crypto.
+ * verification with Node's crypto, the same as `listen`'s, and a middleware for node:http and Express
+ * (Fastify reads the body as a Buffer and answers with `verifyAndReceive`'s receipt: README). `wxhooks/web`
+ * (src/handler/web.ts) is the same library for any runtime with Web Crypto.
  */
 
 /** How many further looks for why a request failed are taken a minute: each costs several verifications, and a handler faces the internet. */
@@ -39,7 +40,7 @@ export interface NodeMiddlewareOptions {
 }
 
 type Next = (error?: unknown) => void;
-/** A request that a framework may already have read: Express's `express.raw()` or a Fastify content parser leave the bytes in `body`. */
+/** A request that a framework may already have read: Express's `express.raw()` leaves the bytes in `body`. */
 type NodeRequest = IncomingMessage & { body?: unknown };
 
 const answer = (res: ServerResponse, status: number, body: string, headers: Record<string, string> = {}) => {
@@ -48,10 +49,9 @@ const answer = (res: ServerResponse, status: number, body: string, headers: Reco
 };
 
 /**
- * A middleware for node:http (`http.createServer(middleware)`), Express 5 (`app.use(middleware)`), and
- * Fastify (give it `request.raw` and `reply.raw`, the body read as a Buffer). It reads the raw body
- * itself, or takes the bytes a framework left in `req.body`; a body a JSON parser already parsed cannot
- * be verified, and is answered 500 with why.
+ * A middleware for node:http (`http.createServer(middleware)`) and Express 5 (`app.use(middleware)`). It
+ * reads the raw body itself, or takes the bytes a framework left in `req.body` (`express.raw()`); a body
+ * a JSON parser already parsed cannot be verified, and is answered 500 with why.
  */
 export function createNodeMiddleware(webhooks: WebhooksCore, options: NodeMiddlewareOptions = {}) {
   const path = options.path ?? '/webhooks';
