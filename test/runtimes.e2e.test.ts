@@ -108,11 +108,12 @@ async function startApp(rt: Runtime): Promise<App> {
       ]),
   };
   running = app;
-  // ready when it answers at all (a GET of the webhook path: 404 or 405): each try waits for an answer or a refusal, not a clock
+  // ready when it answers at all (a GET of the webhook path: 404 or 405); a refused try is tried again
+  // 10 ms later, so as not to spin beside a runtime that is starting (nothing here depends on the pause)
   for (;;) {
     const answered = await Promise.race([exited, fetch(app.url).then(() => true, () => false)]);
     if (answered) return app;
-    await new Promise((r) => setImmediate(r));
+    await new Promise((r) => setTimeout(r, 10));
   }
 }
 
