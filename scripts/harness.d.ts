@@ -11,3 +11,4 @@ export interface Postgres {
   remove(): Promise<void>;
 }
 export function startPostgres(): Promise<Postgres>;
+export function launchBrowser(): Promise<import('playwright-core').Browser>;

@@ -108,3 +108,24 @@ export async function startPostgres() {
     },
   };
 }
+
+/**
+ * A headless Chromium, for the browser tests and the benchmark: CHROMIUM_PATH, else Debian's
+ * /usr/bin/chromium (which .ci/run installs when it is missing). Never skipped: if none can start, it
+ * throws and says why. playwright-core is loaded only here.
+ */
+export async function launchBrowser() {
+  const { chromium } = await import('playwright-core');
+  const { existsSync } = await import('node:fs');
+  const tried = [];
+  const args = ['--headless=new', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+  const paths = [process.env.CHROMIUM_PATH, existsSync('/usr/bin/chromium') ? '/usr/bin/chromium' : undefined].filter(Boolean);
+  for (const executablePath of paths) {
+    try {
+      return await chromium.launch({ executablePath, args, headless: true });
+    } catch (err) {
+      tried.push(err.message.split('\n')[0]);
+    }
+  }
+  throw new Error(`no Chromium could be started (set CHROMIUM_PATH, or install Debian's chromium, as .ci/run does): ${tried.join('; ') || 'none found'}`);
+}
