@@ -152,7 +152,7 @@ describe('in the frameworks', () => {
     }
   });
 
-  it('Fastify 5: the body read as a Buffer, then verifyAndReceive; its receipt is the answer', async () => {
+  it('Fastify 5: the body read as a Buffer, then verifyAndReceive, its receipt the answer; or the middleware given the raw request and that Buffer', async () => {
     const a = app();
     const fastify = Fastify();
     fastify.addContentTypeParser('application/json', { parseAs: 'buffer' }, (_req, body, done) => done(null, body));
@@ -160,8 +160,18 @@ describe('in the frameworks', () => {
       const receipt = await a.webhooks.verifyAndReceive({ headers: request.headers, body: request.body as Buffer });
       return reply.code(receipt.status).type('application/json').send(receipt.body);
     });
+    // or the middleware itself, given Fastify's raw request with the Buffer as its body
+    const middleware = createNodeMiddleware(a.webhooks, { path: '/middleware' });
+    fastify.post('/middleware', (request, reply) => {
+      reply.hijack();
+      middleware(Object.assign(request.raw, { body: request.body }), reply.raw);
+    });
     const url = await fastify.listen({ port: 0, host: '127.0.0.1' });
     try {
+      const m = delivery('trg_fastify_middleware');
+      expect(await post(`${url}/middleware`, m.headers, m.body)).toEqual({ status: 200, body: '{"ok":true}' });
+      expect((await post(`${url}/middleware`, m.headers, m.body.replace('wm-6', 'wm-1'))).status).toBe(401);
+      a.seen.length = 0;
       const d = delivery('trg_fastify');
       expect((await post(`${url}/webhooks`, d.headers, d.body)).status).toBe(200);
       expect((await post(`${url}/webhooks`, d.headers, d.body)).body).toContain('duplicate');

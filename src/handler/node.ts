@@ -9,7 +9,8 @@ import { WebhooksCore, secretsFrom, type HandlerStore, type WebhooksOptions } fr
 /**
  * The handler library's Node entry (`import { Webhooks, createNodeMiddleware } from 'wxhooks'`):
  * verification with Node's crypto, the same as `listen`'s, and a middleware for node:http and Express
- * (Fastify reads the body as a Buffer and answers with `verifyAndReceive`'s receipt: README). `wxhooks/web`
+ * (Fastify: the body read as a Buffer, then `verifyAndReceive`'s receipt, or this middleware given the raw
+ * request with that Buffer as its body: README). `wxhooks/web`
  * (src/handler/web.ts) is the same library for any runtime with Web Crypto.
  */
 
