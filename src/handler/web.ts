@@ -65,7 +65,10 @@ async function readAtMost(request: Request, max: number): Promise<Uint8Array | u
   if (chunks.length === 1) return chunks[0]!;
   const body = new Uint8Array(size);
   let at = 0;
-  for (const c of chunks) (body.set(c, at), (at += c.length));
+  for (const c of chunks) {
+    body.set(c, at);
+    at += c.length;
+  }
   return body;
 }
 
