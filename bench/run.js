@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { request } from 'undici';
 import { Webhook } from 'standardwebhooks';
 import { signDelivery, verifyDelivery, generateSecret } from '../dist/index.js';
-import { eachLine, freePort, launchBrowser, startPostgres } from '../scripts/harness.js';
+import { clickToDetail, eachLine, freePort, launchBrowser, startPostgres } from '../scripts/harness.js';
 
 const ROOT = new URL('..', import.meta.url).pathname;
 const BIN = join(ROOT, 'bin/wxhooks.js');
@@ -460,23 +460,7 @@ async function page() {
       return request(l.url, { method: 'POST', headers: { 'content-type': 'application/json', ...signDelivery({ secret, body, triggerId: trigger }) }, body }).then(async (r) => (await r.body.dump(), r.statusCode));
     };
     // one click, timed in the page: from the click to the delivery's verdict on show
-    const click = () =>
-      tab.evaluate(async () => {
-        const target = document.querySelectorAll('.row')[1];
-        if (!target) return undefined;
-        const id = target.dataset.id;
-        const detail = document.getElementById('detail');
-        const started = performance.now();
-        const shown = new Promise((resolve) => {
-          const seen = new MutationObserver(() => {
-            if (detail.dataset.id === id && detail.querySelector('.verdict')) (seen.disconnect(), resolve());
-          });
-          seen.observe(detail, { childList: true, subtree: true, attributes: true });
-        });
-        target.click();
-        await shown;
-        return performance.now() - started;
-      });
+    const click = () => tab.evaluate(clickToDetail);
     const clicks = QUICK ? 10 : 25;
     log(`page: ${clicks} clicks on an idle listen, then ${clicks} at 1,000 deliveries a second`);
     await Promise.all(Array.from({ length: 50 }, (_, i) => send(`trg_page_idle_${i}`, { model: 'wm-6', forecast_hour: i % 48 })));
@@ -492,8 +476,9 @@ async function page() {
       await new Promise((r) => setTimeout(r, Math.max(0, started + 100 - Date.now())));
     }
     if ((await Promise.all(sent)).some((status) => status !== 200)) throw new Error('a delivery was not answered 200');
-    const p95 = pct(busy.filter(Boolean), 95);
-    row('page', `click to the delivery's detail, p95, at 1,000 deliveries/s (median ${ms(median(busy.filter(Boolean)))})`, ms(p95), `${ms(pct(idle.filter(Boolean), 95))} (idle)`, p95 / pct(idle.filter(Boolean), 95), { text: '≤ 100 ms', check: () => p95 <= 100 });
+    if ([...idle, ...busy].includes(0)) throw new Error('a click found no row to open');
+    const p95 = pct(busy, 95);
+    row('page', `click to the delivery's detail, p95, at 1,000 deliveries/s (median ${ms(median(busy))})`, ms(p95), `${ms(pct(idle, 95))} (idle)`, p95 / pct(idle, 95), { text: '≤ 100 ms', check: () => p95 <= 100 });
 
     log('page: a 4 × 4 grid and a 400 × 400 grid drawn, 5 times each');
     const grid = (n) => {

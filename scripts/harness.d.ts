@@ -12,3 +12,4 @@ export interface Postgres {
 }
 export function startPostgres(): Promise<Postgres>;
 export function launchBrowser(): Promise<import('playwright-core').Browser>;
+export function clickToDetail(): Promise<number>;

@@ -129,3 +129,25 @@ export async function launchBrowser() {
   }
   throw new Error(`no Chromium could be started (set CHROMIUM_PATH, or install Debian's chromium, as .ci/run does): ${tried.join('; ') || 'none found'}`);
 }
+
+/**
+ * Run in the inspector page (`page.evaluate(clickToDetail)`): clicks the list's second row and resolves
+ * with the milliseconds until the detail shows that delivery's verdict; 0 when there is no such row.
+ * Shared by the inspector's test and the benchmark's `page` section.
+ */
+export async function clickToDetail() {
+  const target = document.querySelectorAll('.row')[1];
+  if (!target) return 0;
+  const id = target.dataset.id;
+  const detail = document.getElementById('detail');
+  const started = performance.now();
+  const shown = new Promise((resolve) => {
+    const seen = new MutationObserver(() => {
+      if (detail.dataset.id === id && detail.querySelector('.verdict')) (seen.disconnect(), resolve());
+    });
+    seen.observe(detail, { childList: true, subtree: true, attributes: true });
+  });
+  target.click();
+  await shown;
+  return performance.now() - started;
+}

@@ -5,7 +5,7 @@ import { createRequire } from 'node:module';
 import { promisify } from 'node:util';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort } from '../scripts/harness.js';
+import { clickToDetail, freePort } from '../scripts/harness.js';
 import { verifyDelivery } from '../src/signing/index.js';
 import { artifact, launchBrowser } from './helpers/browser.js';
 import { runCli, tempDir } from './helpers/cli.js';
@@ -474,24 +474,7 @@ describe('the inspector page under load', () => {
       for (let i = tick * 100; i < (tick + 1) * 100; i++) sent.push(deliverSigned(listenUrl, agent, secret, `trg_flood_${i}`, { model: 'flood', forecast_hour: i % 48 }));
       if (tick >= 5) {
         // while the flood goes on, 25 times: the time from a click to its delivery's detail, measured in the page
-        clicks.push(
-          await page.evaluate(async () => {
-            const target = document.querySelectorAll<HTMLElement>('.row')[1];
-            if (!target) return 0;
-            const id = target.dataset.id;
-            const detail = document.getElementById('detail')!;
-            const started = performance.now();
-            const shown = new Promise<void>((resolve) => {
-              const seen = new MutationObserver(() => {
-                if (detail.dataset.id === id && detail.querySelector('.verdict')) (seen.disconnect(), resolve());
-              });
-              seen.observe(detail, { childList: true, subtree: true, attributes: true });
-            });
-            target.click();
-            await shown;
-            return performance.now() - started;
-          }),
-        );
+        clicks.push(await page.evaluate(clickToDetail));
       }
       await new Promise((r) => setTimeout(r, Math.max(0, tickStarted + 100 - performance.now()))); // the pace: 100 every 100 ms, the click's time included
     }

@@ -20,6 +20,7 @@ import { readSavedDir, savedAsEvent, savedBody, type SavedDelivery } from '../re
 import { compressHours, parseRunName, RunTracker } from '../receiver/runs.js';
 import { RECEIVER_DEFAULTS, startReceiver, type RunningReceiver } from '../receiver/server.js';
 import type { Scheme } from '../signing/layouts.js';
+import { DIAGNOSES_PER_MINUTE } from '../signing/rules.js';
 import { Verifier } from '../signing/verify.js';
 import { HISTORY_DEFAULTS, type HistoryLimits } from '../store/history-limits.js';
 import { openPairStore } from '../store/open.js';
@@ -37,8 +38,6 @@ import { isKnownType, SUBSCRIPTION_TYPES, suggestion } from '../vocabulary.js';
 import { portOption, schemeOption, toleranceOption, valued } from './options.js';
 import { resolveSecrets, secretSourceOptions, serviceFor } from './shared.js';
 
-/** How many refusals a minute `listen` looks into further (a re-formatted body? another layout?): each costs several verifications. */
-export const DIAGNOSES_PER_MINUTE = 5;
 /**
  * Bodies over this are parsed for their small members only (what the report shows): a 450 KB gridded
  * forecast parsed whole leaves ~1.2 MB of strings and numbers per delivery for the garbage collector, and

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { MAX_BODY, MAX_INFLIGHT, errorBody } from '../receiver/common.js';
+import { DIAGNOSES_PER_MINUTE } from '../signing/rules.js';
 import { Verifier } from '../signing/verify.js';
 import { systemClock } from '../util/clock.js';
 import { InflightBudget, readBody } from '../util/read-body.js';
@@ -13,9 +14,6 @@ import { WebhooksCore, secretsFrom, type HandlerStore, type WebhooksOptions } fr
  * request with that Buffer as its body: README). `wxhooks/web`
  * (src/handler/web.ts) is the same library for any runtime with Web Crypto.
  */
-
-/** How many further looks for why a request failed are taken a minute: each costs several verifications, and a handler faces the internet. */
-const DIAGNOSES_PER_MINUTE = 5;
 
 export class Webhooks extends WebhooksCore {
   constructor(options: WebhooksOptions) {

@@ -62,6 +62,32 @@ export const MAX_SIGNATURE_HEADER = 4096;
 export const REFORMAT_DIAGNOSIS_MAX = 64 * 1024;
 /** Seconds a timestamp may be off the clock, either way, unless told. */
 export const DEFAULT_TOLERANCE = 300;
+/** How many further looks for why a request failed a receiver facing anonymous senders takes a minute (`listen`, the handlers). */
+export const DIAGNOSES_PER_MINUTE = 5;
+
+/**
+ * The further looks for why a request failed still allowed: a bucket that fills at `perMinute` a minute
+ * (Infinity: every time). Each look costs several verifications, so a receiver facing anonymous senders
+ * rations them.
+ */
+export class DiagnosisBudget {
+  private left: number;
+  private filledAt = 0;
+
+  constructor(private readonly perMinute: number) {
+    this.left = perMinute;
+  }
+
+  /** Whether a look may be taken at `now` (ms); takes it if so. */
+  take(now: number): boolean {
+    if (this.perMinute === Infinity) return true;
+    this.left = Math.min(this.perMinute, this.left + (Math.max(0, now - this.filledAt) / 60_000) * this.perMinute);
+    this.filledAt = now;
+    if (this.left < 1) return false;
+    this.left--;
+    return true;
+  }
+}
 
 /**
  * A header by its lower-case name first (as Node gives them), then by any casing. Several values are

@@ -2,6 +2,8 @@ import { equalBytes, utf8 } from './encoding.js';
 import { LAYOUTS, type Layout, type Scheme } from './layouts.js';
 import {
   DEFAULT_TOLERANCE,
+  DIAGNOSES_PER_MINUTE,
+  DiagnosisBudget,
   REFORMAT_DIAGNOSIS_MAX,
   examine,
   failures,
@@ -55,17 +57,14 @@ export class WebVerifier {
   private readonly tolerance: number;
   /** The imported keys, per layout and secret: importing costs more than an HMAC, so it is done once. */
   private readonly keys = new Map<Layout, Promise<Key[][]>>();
-  private readonly perMinute: number;
-  private diagnoses: number;
-  private filledAt = 0;
+  private readonly diagnoses: DiagnosisBudget;
 
   constructor(options: WebVerifierOptions) {
     this.secrets = secretsOf(options.secret, 'WebVerifier');
     this.table = options.layouts ?? LAYOUTS;
     this.rows = rowsFor(options.scheme ?? 'auto', this.table);
     this.tolerance = options.tolerance ?? DEFAULT_TOLERANCE;
-    this.perMinute = options.diagnosePerMinute ?? 5;
-    this.diagnoses = this.perMinute;
+    this.diagnoses = new DiagnosisBudget(options.diagnosePerMinute ?? DIAGNOSES_PER_MINUTE);
   }
 
   private keysFor(row: Layout): Promise<Key[][]> {
@@ -93,15 +92,6 @@ export class WebVerifier {
     return -1;
   }
 
-  private mayDiagnose(now: number): boolean {
-    if (this.perMinute === Infinity) return true;
-    this.diagnoses = Math.min(this.perMinute, this.diagnoses + (Math.max(0, now - this.filledAt) / 60_000) * this.perMinute);
-    this.filledAt = now;
-    if (this.diagnoses < 1) return false;
-    this.diagnoses--;
-    return true;
-  }
-
   /** Verifies one delivery: its headers, and its body's raw bytes (a string is taken as its UTF-8). */
   async verify(headers: HeaderSource, body: Uint8Array | string, now = Date.now()): Promise<VerifyResult> {
     const bytes = typeof body === 'string' ? utf8(body) : body;
@@ -122,7 +112,7 @@ export class WebVerifier {
       const payload = parseObject(bytes);
       return payload ? success(row, id, found.seconds, payload, index) : failures.notJsonObject();
     }
-    if (!this.mayDiagnose(now)) return undiagnosed(found, this.secrets, this.rows);
+    if (!this.diagnoses.take(now)) return undiagnosed(found, this.secrets, this.rows);
     const unsigned = async () => {
       for (const c of unsignedCandidates(this.table, this.rows, found.sigHeader)) {
         if ((await this.matches(c.row, c.signatures, signedBy(c.row, bytes))) !== -1) return failures.unsignedLayout(c.row);

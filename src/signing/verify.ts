@@ -4,6 +4,7 @@ import { LAYOUTS, type Layout, type Scheme } from './layouts.js';
 import { LARGE_BODY, parseBodyObject } from './json-body.js';
 import {
   DEFAULT_TOLERANCE,
+  DiagnosisBudget,
   REFORMAT_DIAGNOSIS_MAX,
   examine,
   failures,
@@ -134,10 +135,8 @@ export class Verifier {
   readonly scheme: Scheme | string;
   /** What every verification of the session runs with (its rows change once, when a layout is pinned). */
   private readonly rules: Rules;
-  /** Further looks for why a request failed still allowed now (a bucket that fills at `diagnosePerMinute` a minute), and when last filled. */
-  private diagnoses: number;
-  private filledAt = 0;
-  private readonly perMinute: number;
+  /** Further looks for why a request failed still allowed now. */
+  private readonly diagnoses: DiagnosisBudget;
   /** The time of the verification under way. */
   private now = 0;
   /** Whether the first layout that matches is pinned (`listen`: yes; a handler in an app: `pin: false`, every call like verifyDelivery). */
@@ -151,8 +150,7 @@ export class Verifier {
   constructor(options: Omit<VerifyOptions, 'headers' | 'body' | 'now' | 'diagnose'> & { diagnosePerMinute?: number; shallowAbove?: number; pin?: boolean }) {
     const secrets = secretsOf(options.secret, 'Verifier');
     this.pins = options.pin !== false;
-    this.perMinute = options.diagnosePerMinute ?? Infinity;
-    this.diagnoses = this.perMinute;
+    this.diagnoses = new DiagnosisBudget(options.diagnosePerMinute ?? Infinity);
     this.scheme = options.scheme ?? 'auto';
     if (this.scheme !== 'auto') this.pinned = this.scheme;
     const table = options.layouts ?? LAYOUTS;
@@ -168,19 +166,9 @@ export class Verifier {
       rows: rowsFor(this.scheme, table),
       table,
       tolerance: options.tolerance ?? DEFAULT_TOLERANCE,
-      diagnose: () => this.mayDiagnose(this.now),
+      diagnose: () => this.diagnoses.take(this.now),
       shallowAbove: options.shallowAbove ?? LARGE_BODY,
     };
-  }
-
-  /** Whether a further look for why a request failed may be taken now: at most `diagnosePerMinute` a minute. */
-  private mayDiagnose(now: number): boolean {
-    if (this.perMinute === Infinity) return true;
-    this.diagnoses = Math.min(this.perMinute, this.diagnoses + (Math.max(0, now - this.filledAt) / 60_000) * this.perMinute);
-    this.filledAt = now;
-    if (this.diagnoses < 1) return false;
-    this.diagnoses--;
-    return true;
   }
 
   verify(headers: HeaderSource, body: Buffer, now = Date.now()): SessionVerifyResult {
