@@ -15,7 +15,7 @@ import { History, PgHistory, type HistorySource } from '../receiver/history.js';
 import { startInspector, type RunningInspector } from '../receiver/inspector.js';
 import { verified, type ReceiverEvent } from '../receiver/event.js';
 import { replayCommands, replayFromHistory } from '../receiver/replay.js';
-import { openSaveDir, readProvenBody, readSavedDir, readSaveKey, savedAsEvent, savedBody } from '../receiver/saved.js';
+import { openSaveDir, readProvenBody, readSavedDir, saveKeyOf, savedAsEvent, savedBody } from '../receiver/saved.js';
 import { compressHours, parseRunName, RunTracker } from '../receiver/runs.js';
 import { RECEIVER_DEFAULTS, startReceiver, type RunningReceiver } from '../receiver/server.js';
 import type { Scheme } from '../signing/layouts.js';
@@ -216,7 +216,8 @@ interface Listening {
 export async function runListen(ctx: Context, o: ListenOptions): Promise<void> {
   checkOptions(ctx, o);
   const runs = runTarget(o);
-  if (o.saveDir !== undefined) await openSaveDir(o.saveDir, configDir(ctx.env)); // writable, and its files marked as verified (#32.9)
+  const saveWarning = o.saveDir === undefined ? undefined : await openSaveDir(o.saveDir, configDir(ctx.env)); // writable; its files marked as verified (#32.9)
+  if (saveWarning) line(ctx.stderr, `warning: ${saveWarning}`);
   const json = ctx.global.json;
   const style = styleFor(ctx, ctx.stdout);
   const styleErr = styleFor(ctx, ctx.stderr);
@@ -329,7 +330,7 @@ async function startPage(ctx: Context, o: ListenOptions, history: HistorySource,
   const { keptValue } = await import('../store/kept.js');
   const token = await keptValue(configDir(ctx.env), 'inspector-token.json', () => randomBytes(24).toString('base64url'));
   if (token.warning) line(ctx.stderr, `warning: ${token.warning}`);
-  const saveKey = o.saveDir ? await readSaveKey(configDir(ctx.env)) : undefined;
+  const saveKey = o.saveDir ? saveKeyOf(o.saveDir) : undefined; // the key openSaveDir took from the store folder
   if (o.saveDir && history instanceof History) {
     // what was saved before: accepted if it shows it verified (the store's mark, or its signature), else listed as not verified
     const { deliveries } = await readSavedDir(o.saveDir, saveKey);

@@ -7,7 +7,6 @@ import { parseBodyObject } from '../signing/json-body.js';
 import { LAYOUT_NAMES, type LayoutName } from '../signing/layouts.js';
 import { verifyDelivery } from '../signing/verify.js';
 import { keptValue, readKept } from '../store/kept.js';
-import { STORE_HINT } from '../store/paths.js';
 import { idText, textOrBase64 } from '../util/bytes.js';
 import { createNewFile, ensureWritableDir, FileRefusedError, fsReason, readInputFile as read, readRegularFile } from '../util/files.js';
 
@@ -125,17 +124,23 @@ const markKeys = new Map<string, Buffer>();
 
 /**
  * Readies a `--save-dir` for listen: writable (else a usage error, exit 2), and the key that marks what
- * is saved there taken from the store folder (made the first time). saveDelivery marks every file it
- * writes into `dir` with it; without it, files are saved unmarked (never taken as verified).
+ * is saved there taken from the store folder (made the first time; another user's is refused, exit 2).
+ * saveDelivery marks every file it writes into `dir` with it. If the key cannot be kept (a read-only
+ * store folder: listen may not need it otherwise, with a postgres store), it is used for this session
+ * only, and the warning returned says what that means.
  */
-export async function openSaveDir(dir: string, storeDir: string): Promise<void> {
+export async function openSaveDir(dir: string, storeDir: string): Promise<string | undefined> {
   await ensureWritableDir(dir, '--save-dir');
   const kept = await keptValue(storeDir, SAVE_KEY_FILE, () => randomBytes(32).toString('base64url'));
-  if (!kept.kept) {
-    throw new UsageError(`The key that marks what --save-dir keeps as verified could not be kept in ${storeDir}: ${kept.problem}`, { hint: STORE_HINT });
-  }
   markKeys.set(resolve(dir), Buffer.from(kept.value, 'base64url'));
+  if (!kept.kept) {
+    return `the key that marks what --save-dir saves as verified could not be kept in ${storeDir} (${kept.problem}): once listen stops, its files show they verified only by their signature (give --webhook or --secret-env to deliveries and runs).`;
+  }
+  return kept.warning;
 }
+
+/** The key what listen saves into `dir` is marked with (openSaveDir), if the folder was opened so. */
+export const saveKeyOf = (dir: string): Buffer | undefined => markKeys.get(resolve(dir));
 
 /** The key of the store folder `storeDir` that marks saved deliveries, or undefined if it has none yet. */
 export async function readSaveKey(storeDir: string): Promise<Buffer | undefined> {
@@ -151,7 +156,7 @@ export async function readSaveKey(storeDir: string): Promise<Buffer | undefined>
  */
 export async function saveDelivery(dir: string, saved: SavedDelivery, name: string): Promise<string> {
   await mkdir(dir, { recursive: true });
-  const key = markKeys.get(resolve(dir));
+  const key = saveKeyOf(dir);
   const marked: SavedDelivery = key ? { ...saved, verified_mark: markOf(saved, key) } : saved;
   const safe = name.replace(/[^A-Za-z0-9._-]/g, '_').slice(0, 120);
   return createNewFile(dir, `${saved.received_at.replace(/[:.]/g, '-')}-${safe}`, '.json', JSON.stringify(marked, null, 2), { sync: false });
