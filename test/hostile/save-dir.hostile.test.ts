@@ -155,7 +155,7 @@ describe('#32.9 a file planted in a --save-dir is never signed with the real sec
     } finally {
       await listen.stop();
     }
-  });
+  }, 60_000);
 });
 
 describe('#32.17 reading a save-dir: regular files only, their size checked before they are read', () => {
