@@ -149,11 +149,11 @@ describe('end to end with the emulator', () => {
     await trigger(['--hours', '0-24/6', '--skip-hours', '12']);
     await runCli(['trigger', 'run', '--model', 'wm-9', '--init-time', INIT, '--hours', '0'], { env });
     await proc.exited;
-    const r = await runCli(['runs', '--dir', saveDir, '--expect-hours', '0-24/6', '--json']);
+    const r = await runCli(['runs', '--dir', saveDir, '--expect-hours', '0-24/6', '--json'], { env }); // the store folder of the listen that saved them: its mark
     expect(r.code).toBe(0);
     const runs = (JSON.parse(r.stdout) as { runs: Record<string, unknown>[] }).runs;
     expect(runs).toContainEqual({ model: 'wm-6', initialization_time: INIT, hours: [0, 6, 18, 24], init_event: true, missing: [12], complete: false });
-    const text = await runCli(['runs', '--dir', saveDir, '--expect-hours', '0-24/6']);
+    const text = await runCli(['runs', '--dir', saveDir, '--expect-hours', '0-24/6'], { env });
     expect(text.stdout.split('\n')[0]).toMatch(/^MODEL\tINITIALISED\tHOURS\tMISSING\tINIT EVENT$/);
     expect(text.stdout).toContain(`wm-6\t${INIT}\t+0h, +6h, +18h, +24h\t+12h\tyes`);
   });

@@ -1,5 +1,4 @@
 import { randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { Option, type Command } from 'commander';
 import { NGROK_API, ngrokPublicUrl } from '../api/ngrok.js';
@@ -16,7 +15,7 @@ import { History, PgHistory, type HistorySource } from '../receiver/history.js';
 import { startInspector, type RunningInspector } from '../receiver/inspector.js';
 import { verified, type ReceiverEvent } from '../receiver/event.js';
 import { replayCommands, replayFromHistory } from '../receiver/replay.js';
-import { readSavedDir, savedAsEvent, savedBody, type SavedDelivery } from '../receiver/saved.js';
+import { openSaveDir, readProvenBody, readSavedDir, saveKeyOf, savedAsEvent, savedBody } from '../receiver/saved.js';
 import { compressHours, parseRunName, RunTracker } from '../receiver/runs.js';
 import { RECEIVER_DEFAULTS, startReceiver, type RunningReceiver } from '../receiver/server.js';
 import type { Scheme } from '../signing/layouts.js';
@@ -28,7 +27,6 @@ import type { PairStore } from '../store/pair-store.js';
 import { configDir } from '../store/paths.js';
 import { storeKind } from '../store/store-url.js';
 import { formatDuration } from '../util/duration.js';
-import { ensureWritableDir } from '../util/files.js';
 import type { LineBuffer } from '../util/line-buffer.js';
 import { isLoopback } from '../util/net.js';
 import { collect, duration, hostPort, hours, integer, isoTime, size, timeLimit, url, type HostPort } from '../util/parse.js';
@@ -218,7 +216,8 @@ interface Listening {
 export async function runListen(ctx: Context, o: ListenOptions): Promise<void> {
   checkOptions(ctx, o);
   const runs = runTarget(o);
-  if (o.saveDir !== undefined) await ensureWritableDir(o.saveDir, '--save-dir');
+  const saveWarning = o.saveDir === undefined ? undefined : await openSaveDir(o.saveDir, configDir(ctx.env)); // writable; its files marked as verified (#32.9)
+  if (saveWarning) line(ctx.stderr, `warning: ${saveWarning}`);
   const json = ctx.global.json;
   const style = styleFor(ctx, ctx.stdout);
   const styleErr = styleFor(ctx, ctx.stderr);
@@ -330,16 +329,21 @@ export async function runListen(ctx: Context, o: ListenOptions): Promise<void> {
 async function startPage(ctx: Context, o: ListenOptions, history: HistorySource, receiver: RunningReceiver, l: Listening, reportReplay: (event: ReceiverEvent, id: number) => void): Promise<RunningInspector> {
   const { keptValue } = await import('../store/kept.js');
   const token = await keptValue(configDir(ctx.env), 'inspector-token.json', () => randomBytes(24).toString('base64url'));
+  if (token.warning) line(ctx.stderr, `warning: ${token.warning}`);
+  const saveKey = o.saveDir ? saveKeyOf(o.saveDir) : undefined; // the key openSaveDir took from the store folder
   if (o.saveDir && history instanceof History) {
-    const { deliveries } = await readSavedDir(o.saveDir);
-    for (const d of deliveries.slice(-history.limits.rows)) history.add(savedAsEvent(d), { headers: d.saved.headers, body: savedBody(d.saved), received: Date.parse(d.saved.received_at), ms: 0 });
+    // what was saved before: accepted if it shows it verified (the store's mark, or its signature), else listed as not verified
+    const { deliveries } = await readSavedDir(o.saveDir, saveKey);
+    for (const d of deliveries.slice(-history.limits.rows)) history.add(savedAsEvent(d, saveKey, l.secrets), { headers: d.saved.headers, body: savedBody(d.saved), received: Date.parse(d.saved.received_at), ms: 0 });
   }
   const secret = l.secrets[0]!;
   const bodyOf = async (id: number) => {
     const record = await history.get(id);
     const kept = await history.bodyOf(id);
     if (!record || !kept) return undefined;
-    return { record, body: !kept.whole && record.saved_to ? savedBody(JSON.parse(readFileSync(record.saved_to, 'utf8')) as SavedDelivery) : kept.body };
+    if (kept.whole || !record.saved_to) return { record, body: kept.body };
+    const whole = await readProvenBody(record.saved_to, saveKey, l.secrets);
+    return 'error' in whole ? { record, error: whole.error } : { record, body: whole.body };
   };
   return startInspector({
     ...o.inspect!,
@@ -349,7 +353,7 @@ async function startPage(ctx: Context, o: ListenOptions, history: HistorySource,
     about: { url: receiver.url, forward_to: o.forwardTo ?? null, keep: o.history, expect_hours: o.expectHours ?? null, webhook_id: l.temporary?.hook.id ?? o.webhook ?? null },
     replay: o.forwardTo
       ? async (id, edited) => {
-          const r = await replayFromHistory(history, id, { secret, to: o.forwardTo!, timeoutMs: o.forwardTimeout, clock: ctx.clock, edited });
+          const r = await replayFromHistory(history, id, { secret, to: o.forwardTo!, timeoutMs: o.forwardTimeout, clock: ctx.clock, edited, saveKey });
           if (!r.ok) return { status: r.status, body: { error: r.error } };
           reportReplay(r.event, id);
           return { status: 200, body: r.result };
@@ -359,6 +363,7 @@ async function startPage(ctx: Context, o: ListenOptions, history: HistorySource,
       const found = await bodyOf(id);
       if (!found) return { status: 404, body: { error: 'that delivery is no longer kept (see --history)' } };
       if (!verified(found.record)) return { status: 409, body: { error: 'only a verified delivery is signed again' } };
+      if (found.body === undefined) return { status: 409, body: { error: `only part of this body is kept, and ${found.error}` } };
       return { status: 200, body: replayCommands(found.record, found.body, secret, o.forwardTo ?? receiver.url, l.temporary ? undefined : o.webhook) };
     },
   });

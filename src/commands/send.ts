@@ -1,13 +1,14 @@
 import { Option, type Command } from 'commander';
 import { type Act, type Context } from '../context.js';
-import { DeliveryFailedError, UnreachableError, UsageError } from '../errors.js';
+import { DeliveryFailedError, NotVerifiedError, UnreachableError, UsageError } from '../errors.js';
 import { printable } from '../util/printable.js';
 import { emit } from '../output/render.js';
 import { styleFor } from '../output/style.js';
-import { readCaptured } from '../receiver/saved.js';
+import { provenLayout, readCaptured, readSaveKey, unprovenError, type SavedDelivery } from '../receiver/saved.js';
 import { LAYOUT_NAMES, type LayoutName } from '../signing/layouts.js';
 import { buildPayload } from '../signing/payload.js';
 import { signDelivery } from '../signing/sign.js';
+import { configDir } from '../store/paths.js';
 import { readInputFile } from '../util/files.js';
 import { readStdinBytes } from '../util/input.js';
 import { networkReason, readStart } from '../util/net.js';
@@ -32,7 +33,9 @@ export function register(cmd: Command, act: Act): void {
     .addHelpText(
       'after',
       `
-Exit 0 when the receiver answers 2xx, 7 when it answers anything else, 6 when it cannot be reached.
+Exit 0 when the receiver answers 2xx, 7 when it answers anything else, 6 when it cannot be reached. A saved
+delivery is signed again only if it shows it verified (exit 9 otherwise): the mark of the listen that saved
+it with this store folder, or its own signature, checked with the secret given.
 
 Examples:
   $ wxhooks send --to http://localhost:3000/webhooks --secret-env WX_WEBHOOK_SECRET --type initialization_time.available
@@ -59,9 +62,11 @@ export interface SendOptions {
 export async function runSend(ctx: Context, saved: string | undefined, o: SendOptions): Promise<void> {
   let body: Buffer;
   let triggerId = o.triggerId;
+  let fromFile: SavedDelivery | undefined;
   if (saved !== undefined) {
     if (o.body !== undefined) throw new UsageError('Give a saved delivery or --body, not both.');
     const captured = await readCaptured(saved);
+    fromFile = captured.saved;
     body = captured.body;
     triggerId ??= captured.headers['trigger-id']; // both sources keep header names in lower case
   } else if (o.body !== undefined) {
@@ -74,6 +79,11 @@ export async function runSend(ctx: Context, saved: string | undefined, o: SendOp
   }
   triggerId ??= newTriggerId();
   const { secrets } = await resolveSecrets(ctx, { webhook: o.webhook, secretEnv: o.secretEnv, command: 'send' });
+  // a saved delivery is signed again only if it shows it verified (a body of your own goes with --body)
+  if (fromFile && provenLayout(fromFile, await readSaveKey(configDir(ctx.env)), secrets) === undefined) {
+    const { message, hint } = unprovenError(saved!, true);
+    throw new NotVerifiedError(message, { hint: `${hint} To sign a body of your own, give it with --body FILE.` });
+  }
   const headers = signDelivery({ secret: secrets[0]!, body, triggerId, layout: o.layout, timestamp: o.timestamp });
 
   const { request } = await import('undici');
