@@ -396,15 +396,30 @@ describe('starting and stopping', () => {
     expect((await linked.call('status')).value.attached.where).toBe(inspectorUrl.replace(/\?.*/, ''));
   });
 
-  it('the running listen records itself while it runs, and removes the record when it stops', async () => {
+  it('the running listen records itself while it runs, removes the record when it stops, and a restarted one is followed', async () => {
     const other = tempDir();
-    const l = startCli(['listen', '--port', '0', '--json', '--secret-env', 'S', '--inspect', '127.0.0.1:0'], { S: OTHER_SECRET, WXHOOKS_CONFIG_DIR: other });
-    await l.waitFor<{ event?: string }>((v) => v.event === 'inspector');
+    const start = () => startCli(['listen', '--port', '0', '--json', '--secret-env', 'S', '--inspect', '127.0.0.1:0'], { S: OTHER_SECRET, WXHOOKS_CONFIG_DIR: other });
+    const l = start();
+    const link = (await l.waitFor<{ event?: string; url: string }>((v) => v.event === 'inspector')).url;
     const record = join(other, 'running', `listen-${l.child.pid}.json`);
-    expect(JSON.parse(readFileSync(record, 'utf8'))).toMatchObject({ pid: l.child.pid, forward_to: null, webhook_id: null });
-    expect(readFileSync(record, 'utf8')).not.toContain(new URL((await l.waitFor<{ event?: string; url: string }>((v) => v.event === 'inspector')).url).searchParams.get('token')!);
+    expect(JSON.parse(readFileSync(record, 'utf8'))).toMatchObject({ pid: l.child.pid, inspector: link.replace(/\?.*/, ''), forward_to: null, webhook_id: null });
+    expect(readFileSync(record, 'utf8')).not.toContain(new URL(link).searchParams.get('token')!);
+    const s = await mcp([], { WXHOOKS_CONFIG_DIR: other });
+    expect((await s.call('status')).value.attached.listen.pid).toBe(l.child.pid);
     expect(await l.stop()).toBe(130);
     expect(existsSync(record)).toBe(false);
+    // started again, on other ports: the server follows it through the store folder
+    const again = start();
+    await again.waitFor<{ event?: string }>((v) => v.event === 'inspector');
+    try {
+      expect((await s.call('list_deliveries')).value).toMatchObject({ deliveries: [], newest_id: 0 });
+      expect((await s.call('status')).value.attached.listen.pid).toBe(again.child.pid);
+    } finally {
+      await again.stop();
+    }
+    const { ok, value } = await s.call('list_deliveries');
+    expect(ok).toBe(false);
+    expect(value).toMatchObject({ error: 'unreachable', exit_code: 6 });
   });
 });
 

@@ -83,9 +83,17 @@ export async function attach(ctx: Context, o: AttachOptions): Promise<Attachment
 async function attachRunning(ctx: Context, dir: string, running: RunningListen[], o: AttachOptions): Promise<Attachment> {
   if (o.forwardTo !== undefined) throw new UsageError('--forward-to is for a kept history (--store, --save-dir): a running listen replays to its own --forward-to.');
   const token = await keptToken(dir);
+  // a listen that went away may have been started again, elsewhere: the newest recorded one that answers
+  const findAgain = async () => {
+    for (const record of await runningListens(dir)) {
+      const live = new LiveListen(record.inspector, token, listenAbout(record.inspector, record), ctx.global.timeoutMs);
+      if (await live.check().then(() => true, () => false)) return { inspector: record.inspector, about: live.about };
+    }
+    return undefined;
+  };
   let failure: WxError | undefined;
   for (const record of running) {
-    const live = new LiveListen(record.inspector, token, listenAbout(record.inspector, record), ctx.global.timeoutMs);
+    const live = new LiveListen(record.inspector, token, listenAbout(record.inspector, record), ctx.global.timeoutMs, findAgain);
     try {
       await live.check();
       return live;

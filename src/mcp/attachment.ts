@@ -25,6 +25,7 @@ export interface Replayed {
  * history kept elsewhere (a shared PostgreSQL store, a `--save-dir` folder). The tools know only this.
  */
 export interface Attachment {
+  /** (It may change: a listen found through the store folder that restarted elsewhere is followed.) */
   readonly about: Attached;
   /** Every record the source keeps (its own limits bound them), oldest first, as the inspector's list has them. */
   records(): Promise<Listed[]>;

@@ -3,7 +3,7 @@ import { verified } from '../receiver/event.js';
 import type { ForwardResult } from '../receiver/forward.js';
 import type { FullRecord, RunsView } from '../receiver/history.js';
 import { fromRow, type Listed } from '../receiver/listed.js';
-import { networkReason } from '../util/net.js';
+import { isTimeout, networkReason } from '../util/net.js';
 import type { Attached, Attachment, Replayed } from './attachment.js';
 
 /** How long a stream to the inspector waits before it connects again, when the listen went away. */
@@ -23,14 +23,19 @@ export class LiveListen implements Attachment {
 
   constructor(
     /** The inspector's address, without its token, ending in `/`. */
-    private readonly base: string,
+    private base: string,
     private readonly token: string,
-    readonly about: Attached,
+    public about: Attached,
     private readonly timeoutMs: number,
+    /** Where a listen found through the store folder is now, when it went away (restarted elsewhere): the newest one running that answers. */
+    private readonly findAgain?: () => Promise<{ inspector: string; about: Attached } | undefined>,
   ) {}
 
-  /** One request to the inspector's API: its status and its JSON. A token refused is a credentials error; a listen away, unreachable. */
-  private async api<T>(method: 'GET' | 'POST', path: string, body?: unknown): Promise<{ status: number; data: T }> {
+  /**
+   * One request to the inspector's API: its status and its JSON. A token refused is a credentials error;
+   * a listen away, unreachable, unless one found again through the store folder answers in its place.
+   */
+  private async api<T>(method: 'GET' | 'POST', path: string, body?: unknown, again = true): Promise<{ status: number; data: T }> {
     let res: Response;
     try {
       res = await fetch(new URL(path, this.base), {
@@ -40,8 +45,11 @@ export class LiveListen implements Attachment {
         signal: AbortSignal.timeout(this.timeoutMs),
       });
     } catch (err) {
+      if (again && !isTimeout(err) && (await this.followed())) return this.api(method, path, body, false);
       throw new UnreachableError(`The listen whose inspector is at ${this.about.where} does not answer: ${networkReason(err, this.timeoutMs)}.`, {
-        hint: 'Is it still running? Start `wxhooks listen --inspect` again; this server finds it again by itself when it runs with the same store folder.',
+        hint: this.findAgain
+          ? 'Is it still running? Start `wxhooks listen --inspect` again (with the same store folder): this server finds it by itself.'
+          : 'Is it still running? Start it again, and give its new address with --listen.',
         cause: err,
       });
     }
@@ -59,6 +67,15 @@ export class LiveListen implements Attachment {
       });
     }
     return { status: res.status, data: data as T };
+  }
+
+  /** Whether the listen, gone away, was found again elsewhere through the store folder (and is followed from now on). */
+  private async followed(): Promise<boolean> {
+    const moved = await this.findAgain?.().catch(() => undefined);
+    if (!moved || moved.inspector === this.base) return false;
+    this.base = moved.inspector;
+    this.about = moved.about;
+    return true;
   }
 
   /** Checks that the inspector answers, and takes this server's token. */
@@ -134,6 +151,7 @@ export class LiveListen implements Attachment {
         // the listen went away, or no one watches any more
       }
       if (!this.listeners.size || this.closed) break;
+      if (await this.followed()) continue; // restarted elsewhere: its ids begin again (its `ready` says so)
       await new Promise((resolve) => setTimeout(resolve, RECONNECT_MS).unref());
     }
   }

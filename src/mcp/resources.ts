@@ -8,6 +8,8 @@ import { wholeDelivery } from './deliveries.js';
 import type { McpContext } from './tool.js';
 
 const LIST_URI = 'wxhooks://deliveries';
+/** The most often a subscriber is told of changes (a busy listen takes thousands of deliveries a second). */
+const NOTIFY_MS = 250;
 const deliveryUri = (id: number) => `${LIST_URI}/${id}`;
 
 const json = (uri: string, value: unknown) => ({ contents: [{ uri, mimeType: 'application/json', text: redact(JSON.stringify(value)) }] });
@@ -58,10 +60,19 @@ export function registerResources(server: McpServer, m: McpContext, source: Atta
   let stop: (() => void) | undefined;
   /** Each delivery subscribed to, by the Trigger-Id its attempts share. */
   const triggers = new Map<string, string>();
+  // what changed is told once per NOTIFY_MS at most, whatever the rate of deliveries
+  const changed = new Set<string>();
+  let flush: NodeJS.Timeout | undefined;
   const arrived = (r: Listed) => {
-    const updated = [LIST_URI, ...(r.replay_of !== undefined ? [deliveryUri(r.replay_of)] : []), ...(r.trigger_id && triggers.has(r.trigger_id) ? [triggers.get(r.trigger_id)!] : [])];
-    for (const uri of new Set(updated)) if (subscribed.has(uri)) void server.server.sendResourceUpdated({ uri }).catch(() => undefined);
-    if (subscribed.has(LIST_URI)) server.sendResourceListChanged();
+    for (const uri of [LIST_URI, ...(r.replay_of !== undefined ? [deliveryUri(r.replay_of)] : []), ...(r.trigger_id && triggers.has(r.trigger_id) ? [triggers.get(r.trigger_id)!] : [])]) {
+      if (subscribed.has(uri)) changed.add(uri);
+    }
+    flush ??= setTimeout(() => {
+      flush = undefined;
+      for (const uri of changed) void server.server.sendResourceUpdated({ uri }).catch(() => undefined);
+      if (changed.has(LIST_URI)) server.sendResourceListChanged();
+      changed.clear();
+    }, NOTIFY_MS);
   };
   server.server.registerCapabilities({ resources: { subscribe: true, listChanged: true } });
   server.server.setRequestHandler(SubscribeRequestSchema, async (request) => {
