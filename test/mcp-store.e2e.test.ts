@@ -37,7 +37,7 @@ beforeAll(async () => {
   expect(await deliver('trg_store_forged', 12, OTHER)).toBe(401);
   s = await startMcp(['--store', pg.url, '--store-schema', SCHEMA, '--forward-to', `${app.url}/hooks`, '--secret-env', 'S'], { S: TEST_SECRET, WXHOOKS_CONFIG_DIR: tempDir() });
   sessions.push(s);
-}, 90_000);
+}, 120_000);
 
 afterAll(async () => {
   for (const x of sessions) await x.close().catch(() => undefined);
@@ -60,7 +60,8 @@ describe('wxhooks mcp --store postgres://…', () => {
     const { value: ok } = await s.call('list_deliveries', { trigger_id: 'trg_store_6' });
     const { value: whole } = await s.call('get_delivery', { id: ok.deliveries[0].id });
     expect(whole).toMatchObject({ trigger_id: 'trg_store_6', verification: { verified: true }, app: { ok: true, status: 200 } });
-  });
+    expect((await s.call('verify_delivery', { id: ok.deliveries[0].id })).value).toMatchObject({ verified: true, layout: 'standard' });
+  }, 120_000);
 
   it('waits for what another instance receives, and for a run: what is missing', async () => {
     const { value: now } = await s.call('list_deliveries', { limit: 1 });
@@ -70,7 +71,7 @@ describe('wxhooks mcp --store postgres://…', () => {
     const { value: run } = await s.call('wait_for_run', { model: 'wm-6', expect_hours: '0-18/6', init_event: false, timeout_seconds: 0.5 });
     expect(run).toMatchObject({ complete: false, run: { initialization_time: INIT, have: [0, 6, 12], missing: [18] }, missing_hours: '+18h' });
     expect((await s.call('list_runs', { expect_hours: '0-12/6' })).value.runs[0]).toMatchObject({ model: 'wm-6', hours: '+0h-+12h/6', init_event: false, complete: false });
-  });
+  }, 120_000);
 
   it('replays to --forward-to, signed with --secret-env, edited or not, and nothing is written to the store', async () => {
     const { value: ok } = await s.call('list_deliveries', { trigger_id: 'trg_store_0' });
@@ -82,7 +83,7 @@ describe('wxhooks mcp --store postgres://…', () => {
     expect(got.headers['x-wxhooks-replay']).toBe('edited');
     expect(verifyDelivery({ secret: TEST_SECRET, headers: got.headers, body: got.body }).ok).toBe(true);
     expect((await s.call('list_deliveries')).value.matching).toBe(4);
-  });
+  }, 120_000);
 
   it('is found from WXHOOKS_STORE_URL when no listen runs; a store it cannot use is said, without its password', async () => {
     const fromEnv = await startMcp(['--store-schema', SCHEMA], { WXHOOKS_STORE_URL: pg.url, WXHOOKS_CONFIG_DIR: tempDir() });
@@ -91,8 +92,8 @@ describe('wxhooks mcp --store postgres://…', () => {
     expect((await fromEnv.call('list_deliveries')).value.matching).toBe(4);
     const wrong = pg.url.replace(pg.password, `${pg.password}x`);
     const [refused, noHistory] = await Promise.all([
-      spawnCli(['mcp', '--store', wrong], { env: { WXHOOKS_CONFIG_DIR: tempDir() } }),
-      spawnCli(['mcp', '--store', pg.url, '--store-schema', 'nothing_here'], { env: { WXHOOKS_CONFIG_DIR: tempDir() } }),
+      spawnCli(['mcp', '--store', wrong], { env: { WXHOOKS_CONFIG_DIR: tempDir() }, timeoutMs: 90_000 }),
+      spawnCli(['mcp', '--store', pg.url, '--store-schema', 'nothing_here'], { env: { WXHOOKS_CONFIG_DIR: tempDir() }, timeoutMs: 90_000 }),
     ]);
     expect(refused.code).toBe(6);
     expect(refused.stderr).toContain('password authentication failed');
@@ -102,7 +103,7 @@ describe('wxhooks mcp --store postgres://…', () => {
       expect(text).not.toContain(pg.password);
       expect(text).toContain('127.0.0.1');
     }
-  });
+  }, 120_000);
 
   it('no answer, error or log holds the database password or the webhook secret', () => {
     const said = sessions.flatMap((x) => [...x.answers, x.stderr()]);

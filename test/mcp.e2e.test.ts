@@ -68,7 +68,7 @@ beforeAll(async () => {
   token = new URL(inspectorUrl).searchParams.get('token')!;
   secrets.push(info.api_key, secret, token);
   agent = await mcp();
-}, 60_000);
+}, 120_000);
 
 afterAll(async () => {
   for (const s of sessions) await s.close().catch(() => undefined);
@@ -89,7 +89,7 @@ describe('wxhooks mcp beside a running listen --inspect', () => {
     });
     expect(value.write_tools).toBe(false);
     expect(agent.stderr()).toContain(`attached to listen ${listen.child.pid}`);
-  });
+  }, 120_000);
 
   let accepted: number;
   it("an agent's session: a delivery it waited for; a refused one and why; a replay with an edit and the app's new answer beside the old", async () => {
@@ -144,7 +144,7 @@ describe('wxhooks mcp beside a running listen --inspect', () => {
     const { ok: no, value: never } = await agent.call('replay_delivery', { id: refused.deliveries[1].id });
     expect(no).toBe(false);
     expect(never).toMatchObject({ error: 'not verified', exit_code: 9 });
-  });
+  }, 120_000);
 
   it('waits for a whole run: complete when every hour came, and when one is missing, it says which', async () => {
     const init = '2026-11-20T06:00:00Z';
@@ -164,7 +164,7 @@ describe('wxhooks mcp beside a running listen --inspect', () => {
     const waiting = agent.call('wait_for_run', { model: 'wm-6', initialization_time: init, timeout_seconds: 30 });
     await publish({ type: 'forecast_hour.available', model: 'wm-6', initialization_time: init, forecast_hour: 18 });
     expect((await waiting).value).toMatchObject({ complete: true, run: { have: [0, 6, 12, 18], missing: [] } });
-  });
+  }, 120_000);
 
   it('deliveries are resources: read one whole, and a subscriber is told when a new one arrives', async () => {
     const listed = await agent.client.listResources();
@@ -189,7 +189,7 @@ describe('wxhooks mcp beside a running listen --inspect', () => {
     expect(list.deliveries[0]).toMatchObject({ type: 'initialization_time.available' });
     await agent.client.unsubscribeResource({ uri: 'wxhooks://deliveries' });
     await expect(agent.client.readResource({ uri: 'wxhooks://deliveries/999999' })).rejects.toThrow(/No delivery 999999 is kept/);
-  });
+  }, 120_000);
 
   it('verifies a delivery offline (kept, saved, or given), and sends a signed one: the receiver\'s answer, 2xx or not', async () => {
     expect((await agent.call('verify_delivery', { id: accepted })).value).toMatchObject({ verified: true, layout: 'standard', type: 'forecast_hour.available', webhook_id: webhookId });
@@ -232,7 +232,7 @@ describe('wxhooks mcp beside a running listen --inspect', () => {
     expect(doctor.webhooks.map((h: { id: string }) => h.id)).toContain(webhookId);
     const { value: chain } = await agent.call('doctor', { webhook_id: webhookId });
     expect(chain.checks.find((c: { name: string }) => c.name === 'secret')).toMatchObject({ ok: true });
-  });
+  }, 120_000);
 
   it('errors keep their meaning: not found, refused, credentials, unreachable', async () => {
     expect((await agent.call('get_webhook', { webhook_id: '987654' })).value).toMatchObject({ error: 'not found', exit_code: 4, status: 404 });
@@ -249,7 +249,7 @@ describe('wxhooks mcp beside a running listen --inspect', () => {
     expect(value.message).toContain('connection refused');
     // --service-only offers no delivery tools at all
     expect((await away.client.listTools()).tools.map((t) => t.name)).not.toContain('list_deliveries');
-  });
+  }, 120_000);
 
   it('bad arguments: an unknown one is refused, not ignored, and every error names the argument', async () => {
     const unknown = await agent.call('list_deliveries', { limt: 5 });
@@ -267,7 +267,7 @@ describe('wxhooks mcp beside a running listen --inspect', () => {
     expect((await agent.call('send_delivery', { to: `${app.url}/hooks`, body: '{}', type: 'x' })).value.message).toContain('type is for a body made here');
     expect((await agent.call('send_delivery', { to: 'localhost:3000' })).value.message).toContain('to has no scheme');
     expect((await agent.call('get_webhook', { webhook_id: '../all' })).value.message).toContain('webhook_id');
-  });
+  }, 120_000);
 });
 
 describe('write tools', () => {
@@ -277,7 +277,7 @@ describe('write tools', () => {
     const r = await agent.call('create_webhook', { url: 'http://127.0.0.1:9/' });
     expect(r.ok).toBe(false);
     expect(r.text).toContain('Tool create_webhook not found');
-  });
+  }, 120_000);
 
   it('with --allow-write, each is planned with dry_run (the exact requests, what would change, nothing sent), then done', async () => {
     const w = await mcp(['--allow-write']);
@@ -323,6 +323,8 @@ describe('write tools', () => {
     const change = await w.call('update_subscription', { webhook_id: id, subscription_id: added.id, event_types: ['coldwave'], response: 'event_context', dry_run: true });
     expect(change.value.changes[0].fields).toEqual({ filters: { from: { event_type: ['heatwave'] }, to: { event_type: ['coldwave'] } }, response_options: { from: null, to: { type: 'event_context' } } });
     expect((await w.call('update_subscription', { webhook_id: id, subscription_id: added.id, event_types: ['coldwave'], response: 'event_context' })).value.updated).toMatchObject({ filters: { event_type: ['coldwave'] }, response_options: { type: 'event_context' } });
+    expect((await w.call('update_subscription', { webhook_id: id, subscription_id: added.id, response_options: { coordinates: '1,2' }, dry_run: true })).value.message).toBe('response_options go with response: the options belong to a response type.');
+    expect((await w.call('update_subscription', { webhook_id: id, subscription_id: added.id })).value.message).toMatch(/^Nothing to update: give models, hours/);
     const cut = await w.call('remove_subscription', { webhook_id: id, subscription_id: added.id, dry_run: true });
     expect(cut.value.requests).toEqual([{ method: 'DELETE', url: `${env.WX_BASE_URL}/webhooks/v1/${id}/subscriptions/${added.id}` }]);
     expect((await w.call('get_webhook', { webhook_id: id })).value.webhook.subscriptions).toHaveLength(2);
@@ -335,7 +337,7 @@ describe('write tools', () => {
     expect((await w.call('get_webhook', { webhook_id: id })).value).toMatchObject({ error: 'not found' });
     expect((await runCli(['secret', 'show', id], { env })).code).toBe(4);
     expect((await w.call('update_webhook', { webhook_id: id, dry_run: true })).value.message).toBe('Nothing to update: give url, name, note or active.');
-  });
+  }, 120_000);
 });
 
 describe('a kept history: a --save-dir folder', () => {
@@ -356,14 +358,14 @@ describe('a kept history: a --save-dir folder', () => {
     expect(replay).toMatchObject({ replayed: came.delivery.id, edited: false, now: { ok: true, status: 200 }, before: null });
     expect(app.requests[before]!.headers['x-wxhooks-replay']).toBe('1');
     expect(verifyDelivery({ secret, headers: app.requests[before]!.headers, body: app.requests[before]!.body }).ok).toBe(true);
-  });
+  }, 120_000);
 });
 
 describe('starting and stopping', () => {
   it('exits 0 when its client closes stdin, and says so on stderr', async () => {
     expect(await agent.close()).toEqual({ code: 0, signal: null });
     expect(agent.stderr()).toContain('the client closed stdin: stopped');
-  });
+  }, 120_000);
 
   it('with nothing to attach to, says why on stderr and exits 4; a dead listen\'s record is passed over', async () => {
     const empty = tempDir();
@@ -373,7 +375,7 @@ describe('starting and stopping', () => {
     mkdirSync(join(empty, 'running'), { recursive: true });
     const stale = join(empty, 'running', `listen-${dead.pid}.json`);
     writeFileSync(stale, JSON.stringify({ pid: dead.pid, inspector: inspectorUrl.replace(/\?.*/, ''), receiver: listenUrl, forward_to: null, webhook_id: null, started: new Date().toISOString() }));
-    const r = await spawnCli(['mcp'], { env: { ...env, WXHOOKS_CONFIG_DIR: empty } });
+    const r = await spawnCli(['mcp'], { env: { ...env, WXHOOKS_CONFIG_DIR: empty }, timeoutMs: 90_000 });
     expect(r.code).toBe(4);
     expect(r.stdout).toBe('');
     expect(r.stderr).toContain('No running `wxhooks listen --inspect` was found');
@@ -384,8 +386,8 @@ describe('starting and stopping', () => {
   it('--listen: a listen that does not answer is exit 6, a token it refuses exit 3; the link it printed works from any store folder', async () => {
     const port = await freePort();
     const [away, refused, linked] = await Promise.all([
-      spawnCli(['mcp', '--listen', `http://127.0.0.1:${port}/`], { env }),
-      spawnCli(['mcp', '--listen', `${inspectorUrl.replace(/\?.*/, '')}?token=not-the-token`], { env: { ...env, WXHOOKS_CONFIG_DIR: tempDir() } }),
+      spawnCli(['mcp', '--listen', `http://127.0.0.1:${port}/`], { env, timeoutMs: 90_000 }),
+      spawnCli(['mcp', '--listen', `${inspectorUrl.replace(/\?.*/, '')}?token=not-the-token`], { env: { ...env, WXHOOKS_CONFIG_DIR: tempDir() }, timeoutMs: 90_000 }),
       mcp(['--listen', inspectorUrl], { WXHOOKS_CONFIG_DIR: tempDir() }),
     ]);
     expect(away.code).toBe(6);
@@ -394,7 +396,7 @@ describe('starting and stopping', () => {
     expect(refused.stderr).toContain('refused this server (403)');
     expect((await linked.call('list_deliveries', { limit: 1 })).value.newest_id).toBeGreaterThan(0);
     expect((await linked.call('status')).value.attached.where).toBe(inspectorUrl.replace(/\?.*/, ''));
-  });
+  }, 120_000);
 
   it('the running listen records itself while it runs, removes the record when it stops, and a restarted one is followed', async () => {
     const other = tempDir();
@@ -420,7 +422,7 @@ describe('starting and stopping', () => {
     const { ok, value } = await s.call('list_deliveries');
     expect(ok).toBe(false);
     expect(value).toMatchObject({ error: 'unreachable', exit_code: 6 });
-  });
+  }, 120_000);
 });
 
 describe('secrets', () => {

@@ -23,10 +23,11 @@ export function register(cmd: Command, act: Act): void {
       `
 An MCP server over stdio, for a coding agent (Claude Code, Claude Desktop, VS Code, Cursor...): what
 \`listen --inspect\` shows a person (every delivery, why one was refused, your app's answer, replay with an
-edit, model runs), and the service's tools. Stdout is the protocol; logs go to stderr. It stops (exit 0)
-when its client closes stdin. --webhook or --secret-env: what replays from --store or --save-dir are
-signed with, and what verify and send use unless told otherwise (else the attached listen's webhook). When there is nothing to attach to, it says why and exits 4 (a listen that
-does not answer: 6; its token refused: 3; bad flags: 2).
+edit, model runs), and the service's tools. Stdout is the protocol; logs go to stderr. --webhook or
+--secret-env: what replays from --store or --save-dir are signed with, and what verify and send use
+unless told otherwise (else the attached listen's webhook's stored secret).
+It stops (exit 0) when its client closes stdin. When there is nothing to attach to, it says why and
+exits 4 (a listen that does not answer: 6; its token refused: 3; bad flags: 2).
 
 Examples:
   $ wxhooks listen --webhook 7 --forward-to http://localhost:3000/hooks --inspect &

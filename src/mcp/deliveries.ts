@@ -274,8 +274,7 @@ export function registerDeliveryTools(server: McpServer, m: McpContext): void {
       const target = { model: a.model, init };
       let last: RunProgress | undefined;
       const after = (await source.records()).at(-1)?.id ?? 0;
-      const done = await until(m, extra, ms, after, async (record) => {
-        if (record && record.type !== 'forecast_hour.available' && record.type !== 'initialization_time.available') return undefined;
+      const done = await until(m, extra, ms, after, async () => {
         const { runs } = await source.runs();
         // the newest run that fits, then that one run for the rest of the wait
         const run = runs.filter((r) => (target.model === undefined || r.model === target.model) && (target.init === undefined || r.initialization_time === target.init)).at(-1);

@@ -1,4 +1,4 @@
-import { AuthError, NotFoundError, NotVerifiedError, RefusedError, UnreachableError } from '../errors.js';
+import { AuthError, NotFoundError, NotVerifiedError, RefusedError, UnreachableError, UsageError } from '../errors.js';
 import { verified } from '../receiver/event.js';
 import type { ForwardResult } from '../receiver/forward.js';
 import type { FullRecord, RunsView } from '../receiver/history.js';
@@ -60,7 +60,10 @@ export class LiveListen implements Attachment {
     } catch {
       data = { error: text.slice(0, 200) };
     }
-    if (res.status === 401 || res.status === 403 || res.status === 421) {
+    if (res.status === 421) {
+      throw new UsageError(`The inspector at ${this.about.where} answers only at its own address (421).`, { hint: 'Give --listen the address the listen printed (or localhost), with its port.' });
+    }
+    if (res.status === 401 || res.status === 403) {
       throw new AuthError(`The inspector at ${this.about.where} refused this server (${res.status}): ${(data as { error?: string }).error ?? ''}`, {
         status: res.status,
         hint: 'The token is read from the store folder (inspector-token.json): run this server with the same WXHOOKS_CONFIG_DIR as the listen, or give --listen with the link the listen printed.',

@@ -48,8 +48,14 @@ const filterArgs = {
 };
 type FilterArgs = { models?: string[]; hours?: string[]; event_types?: string[]; response?: string | null; response_options?: Record<string, string>; note?: string | null; clear_filters?: boolean };
 
-/** A tool's filter arguments as the CLI's flags, so that the same code (src/api/requests.ts) checks them and builds the body. */
+/**
+ * A tool's filter arguments as the CLI's flags, so that the same code (src/api/requests.ts) checks them
+ * and builds the body; the combinations it refuses are refused here first, in the arguments' own names.
+ */
 function flagsOf(a: FilterArgs): SubscriptionFlags {
+  const filters = a.models !== undefined || a.hours !== undefined || a.event_types !== undefined;
+  if (a.clear_filters && filters) throw new UsageError('clear_filters goes with none of models, hours and event_types (filters given replace the old ones anyway).');
+  if (a.response_options !== undefined && (a.response === undefined || a.response === null)) throw new UsageError('response_options go with response: the options belong to a response type.');
   return {
     model: a.models,
     hours: a.hours,
@@ -282,6 +288,8 @@ export function registerWriteTools(server: McpServer, m: McpContext): void {
       const id = identifier(a.webhook_id, 'webhook_id');
       const sid = identifier(a.subscription_id, 'subscription_id');
       if (a.clear_filters === false) throw new UsageError('clear_filters is true or not given.');
+      const fields = ['models', 'hours', 'event_types', 'response', 'response_options', 'note', 'clear_filters'] as const;
+      if (fields.every((f) => a[f] === undefined)) throw new UsageError(`Nothing to update: give ${fields.slice(0, -1).join(', ')} or ${fields.at(-1)}.`);
       const body = updateSubscriptionBody(flagsOf(a));
       const said = warnings([], [a.response]);
       const { service, real, planned } = await services(a.dry_run);
