@@ -355,7 +355,8 @@ describe('a kept history: a --save-dir folder', () => {
     expect(came).toMatchObject({ arrived: true, delivery: { type: 'forecast_hour.available', model: 'wm-9', forecast_hour: 12, outcome: 'accepted' } });
     const before = app.requests.length;
     const { value: replay } = await s.call('replay_delivery', { id: came.delivery.id });
-    expect(replay).toMatchObject({ replayed: came.delivery.id, edited: false, now: { ok: true, status: 200 }, before: null });
+    expect(replay).toMatchObject({ replayed: came.delivery.id, edited: false, now: { ok: true, status: 200, headers: { 'x-app': 'demo' } }, before: null });
+    expect(JSON.parse(replay.now.body)).toEqual({ stored: came.delivery.trigger_id });
     expect(app.requests[before]!.headers['x-wxhooks-replay']).toBe('1');
     expect(verifyDelivery({ secret, headers: app.requests[before]!.headers, body: app.requests[before]!.body }).ok).toBe(true);
   }, 120_000);

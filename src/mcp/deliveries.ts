@@ -88,16 +88,18 @@ export function wholeDelivery(record: FullRecord, attempts: FullRecord[], max: n
 }
 
 /**
- * Waits until `look` finds something, or `ms` pass, or the client cancels: `look` runs once the watch
- * (from `after`) has begun, then again whenever a new record arrives (once at a time; records that arrive
- * meanwhile make one more look). A client that asked for progress is told every PROGRESS_EVERY_MS.
+ * Waits until `look` finds something, or `ms` pass, or the client cancels: `look()` looks at everything,
+ * once the watch (from `after`) has begun; `look(record)` at a record as it arrives. One look at a time:
+ * records that arrive during one make one more look at everything. A client that asked for progress is
+ * told every PROGRESS_EVERY_MS.
  */
 function until<T>(m: McpContext, extra: Extra, ms: number, after: number, look: (record?: Listed) => Promise<T | undefined>): Promise<T | undefined> {
   const source = attached(m);
   return new Promise((resolve, reject) => {
     let done = false;
     let looking = false;
-    let again: Listed | undefined | null = null;
+    /** Records came while a look was under way: one more look, over everything (not only the last of them). */
+    let again = false;
     const started = m.ctx.clock.monotonic();
     const token = extra._meta?.progressToken;
     const progress =
@@ -119,7 +121,7 @@ function until<T>(m: McpContext, extra: Extra, ms: number, after: number, look: 
     const run = (record?: Listed) => {
       if (done) return;
       if (looking) {
-        again = record ?? again ?? undefined;
+        again = true;
         return;
       }
       looking = true;
@@ -127,10 +129,9 @@ function until<T>(m: McpContext, extra: Extra, ms: number, after: number, look: 
         (found) => {
           looking = false;
           if (found !== undefined) return finish(found);
-          if (again !== null) {
-            const next = again;
-            again = null;
-            run(next);
+          if (again) {
+            again = false;
+            run();
           }
         },
         (err: unknown) => finish(undefined, err),

@@ -72,9 +72,11 @@ export class KeptHistory implements Attachment {
     if (record && !verified(record)) throw new NotVerifiedError(`Delivery ${id} did not verify (${record.message ?? record.outcome}): only verified deliveries are replayed.`, { hint: "What did not verify is never signed with the webhook's secret." });
     const r = await replayFromHistory(this.history, id, { ...this.replayTo, edited: body });
     if (!r.ok) throw r.status === 404 ? new NotFoundError(`No delivery ${id} is kept in ${this.about.where}.`) : new RefusedError(`Delivery ${id} cannot be replayed: ${r.error}.`);
-    // a history in memory keeps the replay as a record of its own (the shared store is only read)
+    // a history in memory keeps the replay as a record of its own, with your app's whole answer; the
+    // shared store is only read, so of a replay from it, the answer's start is what there is
     const replay = this.history instanceof History ? (await this.history.since(id)).filter((x) => x.replay_of === id).at(-1) : undefined;
-    return { result: r.result, replay_id: replay?.id };
+    const answer = replay && (await this.history.get(replay.id))?.app_answer;
+    return { result: { ...r.result, ...(answer ? { answer } : {}) }, replay_id: replay?.id };
   }
 
   /** (A history in memory calls listeners as it adds; the shared store's streams from where its first read of records() was, so `after` is not needed.) */
