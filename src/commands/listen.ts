@@ -345,7 +345,7 @@ async function startPage(ctx: Context, o: ListenOptions, history: HistorySource,
     const whole = await readProvenBody(record.saved_to, saveKey, l.secrets);
     return 'error' in whole ? { record, error: whole.error } : { record, body: whole.body };
   };
-  return startInspector({
+  const page = await startInspector({
     ...o.inspect!,
     hostNames: o.inspectHost,
     history,
@@ -367,6 +367,9 @@ async function startPage(ctx: Context, o: ListenOptions, history: HistorySource,
       return { status: 200, body: replayCommands(found.record, found.body, secret, o.forwardTo ?? receiver.url, l.temporary ? undefined : o.webhook) };
     },
   });
+  // recorded in the store folder while it runs, for `wxhooks mcp` to find (src/store/running.ts)
+  const { recordRunning } = await import('../store/running.js');
+  return recordRunning(configDir(ctx.env), { pid: process.pid, inspector: page.url.replace(/\?token=.*$/, ''), receiver: receiver.url, forward_to: o.forwardTo ?? null, webhook_id: l.temporary?.hook.id ?? o.webhook ?? null, started: new Date(ctx.clock.now()).toISOString() }, page);
 }
 
 /** The secret to verify with: the temporary webhook's (created now), or the one given; and the webhook, looked up when it can be. */
