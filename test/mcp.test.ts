@@ -7,7 +7,7 @@ import { KeptHistory, openSavedFolder } from '../src/mcp/kept.js';
 import { toSaved } from '../src/receiver/saved.js';
 import { recordRunning, runningListens, type RunningListen } from '../src/store/running.js';
 import { tempDir } from './helpers/cli.js';
-import { signed } from './helpers/receiver.js';
+import { signed, TEST_SECRET } from './helpers/receiver.js';
 
 // The MCP server's pieces that need no process: what the binary loads at start, how a body is cut for an
 // answer, the record a running listen leaves for `wxhooks mcp`, a --save-dir folder read as a history.
@@ -110,7 +110,8 @@ describe('a --save-dir folder as a history', () => {
     const dir = tempDir();
     for (let n = 0; n < 4; n++) save(dir, n);
     writeFileSync(join(dir, '0-notes.json'), '{"not":"a delivery"}'); // passed over
-    const folder = await openSavedFolder(dir, { rows: 3 });
+    // not marked by a listen of this store: each shows it verified by its signature, with the secret given
+    const folder = await openSavedFolder(dir, { rows: 3 }, undefined, [TEST_SECRET]);
     const kept = new KeptHistory(folder.history, { kind: 'save-dir', where: dir, replay_to: null }, undefined, folder);
     expect((await kept.records()).map((r) => r.trigger_id)).toEqual(['trg_saved_1', 'trg_saved_2', 'trg_saved_3']);
     const seen: string[] = [];
@@ -127,6 +128,15 @@ describe('a --save-dir folder as a history', () => {
   });
 
   it('that cannot be read is said before the server starts', async () => {
-    await expect(openSavedFolder(join(tempDir(), 'nope'), {})).rejects.toThrow(/Cannot read the folder/);
+    await expect(openSavedFolder(join(tempDir(), 'nope'), {}, undefined, [])).rejects.toThrow(/Cannot read the folder/);
+  });
+
+  it('a file that shows no mark and no signature of the secret given is listed as not verified, never accepted', async () => {
+    const dir = tempDir();
+    save(dir, 1);
+    const folder = await openSavedFolder(dir, {}, undefined, ['whsec_' + Buffer.alloc(32, 9).toString('base64')]);
+    const kept = new KeptHistory(folder.history, { kind: 'save-dir', where: dir, replay_to: null }, undefined, folder);
+    expect((await kept.records()).map((r) => r.outcome)).toEqual(['unverified']);
+    await kept.close();
   });
 });

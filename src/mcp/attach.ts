@@ -1,7 +1,8 @@
 import type { Context } from '../context.js';
 import { AuthError, NotFoundError, UnreachableError, UsageError, WxError } from '../errors.js';
 import { HISTORY_DEFAULTS } from '../store/history-limits.js';
-import { keptValue } from '../store/kept.js';
+import { readKept } from '../store/kept.js';
+import { readSaveKey } from '../receiver/saved.js';
 import { configDir } from '../store/paths.js';
 import { runningListens, type RunningListen } from '../store/running.js';
 import { shownUrl, storeKind, storeSecrets } from '../store/store-url.js';
@@ -26,11 +27,12 @@ const TOKEN_FILE = 'inspector-token.json';
 
 /** The inspector's token, kept in the store folder by every `listen --inspect` that uses it; never made here. */
 async function keptToken(dir: string): Promise<string> {
-  const { value } = await keptValue(dir, TOKEN_FILE, () => {
+  const value = await readKept(dir, TOKEN_FILE);
+  if (!value) {
     throw new AuthError(`No inspector token is kept in ${dir}: no \`listen --inspect\` has run with this store folder.`, {
       hint: 'Run this server with the same WXHOOKS_CONFIG_DIR as the listen, or give --listen with the link the listen printed (it holds the token).',
     });
-  });
+  }
   addSensitive(value);
   return value;
 }
@@ -116,7 +118,8 @@ async function attachKept(ctx: Context, o: AttachOptions): Promise<Attachment> {
   }
   const replayAbout = { replay_to: o.forwardTo ?? null, ...(o.forwardTo ? {} : { replay_unavailable: 'a kept history replays only when this server is started with --forward-to URL (and --webhook ID or --secret-env VAR)' }) };
   if (o.saveDir !== undefined) {
-    const folder = await openSavedFolder(o.saveDir, HISTORY_DEFAULTS);
+    // a file is taken as verified when it carries this store's mark, or verifies with the secret given
+    const folder = await openSavedFolder(o.saveDir, HISTORY_DEFAULTS, await readSaveKey(configDir(ctx.env)), o.secrets ? await o.secrets() : []);
     return new KeptHistory(folder.history, { kind: 'save-dir', where: o.saveDir, ...replayAbout }, replay, folder);
   }
   const url = o.store!;

@@ -1,11 +1,11 @@
-import { readdir, readFile } from 'node:fs/promises';
+import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { NotFoundError, NotVerifiedError, RefusedError, UsageError } from '../errors.js';
 import { verified } from '../receiver/event.js';
 import { History, type FullRecord, type HistorySource, type RunsView } from '../receiver/history.js';
 import { fromRow, listedRow, type Listed } from '../receiver/listed.js';
 import { replayFromHistory } from '../receiver/replay.js';
-import { isSavedDelivery, savedAsEvent, savedBody } from '../receiver/saved.js';
+import { isMarked, readSavedFile, savedAsEvent, savedBody } from '../receiver/saved.js';
 import { parseBodyObject } from '../signing/json-body.js';
 import type { HistoryLimits } from '../store/history-limits.js';
 import type { Clock } from '../util/clock.js';
@@ -108,6 +108,9 @@ export class SavedFolder {
   constructor(
     readonly dir: string,
     limits: Partial<HistoryLimits>,
+    /** What shows a file verified (src/receiver/saved.ts): the store's save key, and the secrets given, if any. */
+    private readonly key: Buffer | undefined,
+    private readonly secrets: readonly string[],
   ) {
     this.history = new History(limits);
   }
@@ -130,23 +133,23 @@ export class SavedFolder {
     names.slice(0, skip).forEach((n) => this.seen.add(n));
     for (const name of names.slice(skip)) {
       const file = join(this.dir, name);
-      let saved: unknown;
+      let saved;
       try {
-        saved = JSON.parse(await readFile(file, 'utf8'));
+        // the save-dir's rules: a regular file, not through a link, not over the size limit
+        saved = await readSavedFile(file);
       } catch {
-        continue; // being written: read next time
+        continue; // being written, or not one we read: looked at next time (or never, if it stays so)
       }
       this.seen.add(name);
-      if (!isSavedDelivery(saved)) continue;
       const body = savedBody(saved);
-      this.history.add(savedAsEvent({ file, saved, payload: parseBodyObject(body) }), { headers: saved.headers, body, received: Date.parse(saved.received_at), ms: 0 });
+      this.history.add(savedAsEvent({ file, saved, payload: parseBodyObject(body), marked: isMarked(saved, this.key) }, this.key, this.secrets), { headers: saved.headers, body, received: Date.parse(saved.received_at), ms: 0 });
     }
   }
 }
 
 /** The folder, read now: one that cannot be read is said at once, before the server starts (an empty one is fine: a listen may be about to write to it). */
-export async function openSavedFolder(dir: string, limits: Partial<HistoryLimits>): Promise<SavedFolder> {
-  const folder = new SavedFolder(dir, limits);
+export async function openSavedFolder(dir: string, limits: Partial<HistoryLimits>, key: Buffer | undefined, secrets: readonly string[]): Promise<SavedFolder> {
+  const folder = new SavedFolder(dir, limits, key, secrets);
   await folder.refresh();
   return folder;
 }
