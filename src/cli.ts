@@ -60,6 +60,7 @@ export const GROUPS: [name: string, summary: string, load: () => Promise<{ regis
   ['verify', 'check a captured delivery offline: which signature layout matched, or why none did', () => import('./commands/verify.js')],
   ['send', 'sign and POST one delivery, as the service would, to any receiver (to test your own endpoint)', () => import('./commands/send.js')],
   ['secret', 'the local store of webhook secrets (keyed by base URL and webhook id)', () => import('./commands/secret.js')],
+  ['relay', 'a relay of your own (a Cloudflare Worker, or a small VM): the service posts to it, listen --relay takes from it', () => import('./commands/relay.js')],
   ['emulator', 'run a local copy of the service: the whole API, signed deliveries, retries', () => import('./commands/emulator.js')],
   ['trigger', 'make the emulator publish an event, or a whole model run (refuses anything but an emulator)', () => import('./commands/trigger.js')],
   ['config', 'settings kept in the store (the API key is never stored)', () => import('./commands/config.js')],
