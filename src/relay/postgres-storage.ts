@@ -167,23 +167,22 @@ export class PgRelayStorage implements RelayStorage {
   }
 
   async append(channel: string, deliveries: StoredDelivery[], nextSeq: number): Promise<void> {
-    const rows = await this.run<{ seq: string }>(
-      `WITH c AS (UPDATE ${this.s}.channels SET next_seq = GREATEST(next_seq, $7) WHERE name = $1 RETURNING name)
+    // one row of parameters per delivery: a body goes as a parameter of its own, in binary (an array of
+    // bodies would be written out in hex: 3× slower for a 1 MiB body, measured)
+    const values: unknown[] = [channel, nextSeq];
+    const rows = deliveries.map((d) => {
+      const at = values.length;
+      values.push(d.seq, d.receivedAt, JSON.stringify(d.headers), Buffer.from(d.body.buffer, d.body.byteOffset, d.body.byteLength), d.size);
+      return `($${at + 1}::bigint, $${at + 2}::bigint, $${at + 3}::jsonb, $${at + 4}::bytea, $${at + 5}::integer)`;
+    });
+    const inserted = await this.run<{ seq: string }>(
+      `WITH c AS (UPDATE ${this.s}.channels SET next_seq = GREATEST(next_seq, $2) WHERE name = $1 RETURNING name)
        INSERT INTO ${this.s}.deliveries (channel, seq, received_at, headers, body, size)
-       SELECT c.name, d.seq, d.received_at, d.headers, d.body, d.size
-       FROM c, unnest($2::bigint[], $3::bigint[], $4::jsonb[], $5::bytea[], $6::integer[]) AS d (seq, received_at, headers, body, size)
+       SELECT c.name, d.seq, d.received_at, d.headers, d.body, d.size FROM c, (VALUES ${rows.join(', ')}) AS d (seq, received_at, headers, body, size)
        RETURNING seq`,
-      [
-        channel,
-        deliveries.map((d) => d.seq),
-        deliveries.map((d) => d.receivedAt),
-        deliveries.map((d) => JSON.stringify(d.headers)),
-        deliveries.map((d) => Buffer.from(d.body.buffer, d.body.byteOffset, d.body.byteLength)),
-        deliveries.map((d) => d.size),
-        nextSeq,
-      ],
+      values,
     );
-    if (rows.length !== deliveries.length) throw new StorageError(`The relay has no channel ${channel}.`);
+    if (inserted.length !== deliveries.length) throw new StorageError(`The relay has no channel ${channel}.`);
   }
 
   async read(channel: string, afterSeq: number, limit: number, maxBytes: number): Promise<StoredDelivery[]> {

@@ -123,8 +123,19 @@ export async function nodeFileRelay(config: RelayConfig): Promise<RelayUnderTest
 export async function nodePostgresRelay(config: RelayConfig): Promise<RelayUnderTest> {
   const server: Postgres = await startPostgres();
   const schema = `relay_${randomBytes(4).toString('hex')}`;
-  const admin = new pg.Client({ connectionString: server.url });
-  await admin.connect();
+  // harness.startPostgres waits for the port: on a loaded machine the server may still say it is starting up (57P03)
+  let admin: pg.Client;
+  for (let i = 0; ; i++) {
+    admin = new pg.Client({ connectionString: server.url });
+    try {
+      await admin.connect();
+      break;
+    } catch (err) {
+      await admin.end().catch(() => undefined);
+      if ((err as { code?: string }).code !== '57P03' || i > 100) throw err;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
   return nodeRelay(
     'the Node host, PostgreSQL store',
     config,
