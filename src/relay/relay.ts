@@ -219,8 +219,9 @@ export class Relay {
   /** The bytes of the deliveries stored, and of those verified and being stored. */
   private used = 0;
   private reserved = 0;
-  /** Body bytes being read now, across every request. */
+  /** Body bytes being read now, across every request, and the most there were at once (the status says it). */
   private reading = 0;
+  private readingPeak = 0;
   private loaded: Promise<void> | undefined;
 
   constructor(
@@ -297,6 +298,7 @@ export class Relay {
       for await (const chunk of request.body()) {
         held += chunk.length;
         this.reading += chunk.length;
+        if (this.reading > this.readingPeak) this.readingPeak = this.reading;
         if (held > this.maxBody) over = answers.tooLarge(this.maxBody);
         else if (this.reading > this.maxInflight) over = answers.busy();
         if (over) break;
@@ -577,6 +579,7 @@ export class Relay {
       bytes: this.used,
       max_bytes: this.maxBytes,
       keep_seconds: Math.round(this.keepMs / 1000),
+      in_flight: { bytes: this.reading, peak: this.readingPeak, max: this.maxInflight },
     });
   }
 }

@@ -30,6 +30,8 @@ export interface WorkerdRelay {
 
 export interface WorkerdRelayOptions {
   token?: string;
+  /** The Worker's one file (default: dist/relay-worker/index.js, as npm run build makes it). */
+  bundle?: string;
   /** Vars, over relay/wrangler.toml's. */
   vars?: Record<string, string>;
 }
@@ -48,8 +50,8 @@ function wranglerConfig(): { date: string; vars: Record<string, string> } {
 export async function startWorkerdRelay(options: WorkerdRelayOptions = {}): Promise<WorkerdRelay> {
   const bin = join(ROOT, 'node_modules', '.bin', 'workerd');
   if (!existsSync(bin)) throw new Error('workerd is not installed (node_modules/.bin/workerd): npm ci installs it, from the workerd package');
-  const bundle = join(ROOT, 'dist', 'relay-worker', 'index.js');
-  if (!existsSync(bundle)) throw new Error('dist/relay-worker/index.js is missing: npm run build makes it');
+  const bundle = options.bundle ?? join(ROOT, 'dist', 'relay-worker', 'index.js');
+  if (!existsSync(bundle)) throw new Error(`${bundle} is missing: npm run build makes it`);
   const dir = tempDir('wxhooks-workerd-relay-');
   const storage = join(dir, 'do');
   mkdirSync(storage);
