@@ -78,7 +78,7 @@ describe('relay serve and relay status', () => {
 
     const text = await runInProcess(['relay', 'status', listening.url], { env: { WXHOOKS_RELAY_TOKEN: TOKEN } });
     expect(text.code).toBe(0);
-    expect(text.stdout).toMatch(/^1 channel; .* used; deliveries kept 168h/);
+    expect(text.stdout).toMatch(/^1 channel; .* used; deliveries kept 7d/);
     expect(text.stdout).toMatch(/CHANNEL\tKIND\tCONNECTED\tQUEUED\tBYTES\tOLDEST\nstatus-ch\tlasting\tno\t1\t/);
     const json = await runInProcess(['relay', 'status', listening.url, '--json'], { env: { WXHOOKS_RELAY_TOKEN: TOKEN } });
     expect(JSON.parse(json.stdout)).toMatchObject({ channels: [{ channel: 'status-ch', temporary: false, connected: false, queued: 1 }], queued: 1 });
@@ -106,7 +106,7 @@ describe('relay serve and relay status', () => {
   it('the built binary: a line to say where it listens, and SIGTERM stops it in order (143)', async () => {
     const p = startCli(['relay', 'serve', '--port', '0', '--dir', tempDir('wxhooks-relay-bin-')], { WXHOOKS_RELAY_TOKEN: TOKEN });
     const first = await p.waitFor<string>((l) => typeof l === 'string' && l.includes('wxhooks relay on'));
-    expect(first).toMatch(/● wxhooks relay on http:\/\/127\.0\.0\.1:\d+ \(deliveries in .*, kept 168h, at most 256 MB\)/);
+    expect(first).toMatch(/● wxhooks relay on http:\/\/127\.0\.0\.1:\d+ \(deliveries in .*, kept 7d, at most 256 MB\)/);
     expect(await p.stop('SIGTERM')).toBe(143);
     expect(p.lines.join('\n') + p.stderr()).not.toContain(TOKEN);
   });
@@ -157,4 +157,40 @@ describe('the Worker as wrangler deploys it', () => {
       await w.stop();
     }
   }, 60_000);
+});
+
+describe("the README's relay on a VM", () => {
+  it('its lines run as written (the port and the address swapped for the test): relay token, relay serve, relay status, whose output looks as shown', async () => {
+    const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+    const from = readme.indexOf('On a **small VM**');
+    expect(from).toBeGreaterThan(-1);
+    const [block, sample] = [...readme.slice(from).matchAll(/```(?:sh)?\n([\s\S]*?)```/g)].slice(0, 2).map((m) => m[1]!);
+    const lines = [...block!.matchAll(/wxhooks (relay [^#\n)]*)/g)].map((m) => m[1]!.trim().split(/\s+/));
+    expect(lines.map((l) => l.slice(0, 2).join(' '))).toEqual(['relay token', 'relay serve', 'relay serve', 'relay status']);
+    const [token, serve, serveStore, status] = lines;
+
+    const made = await runInProcess(token!);
+    const env = { WXHOOKS_RELAY_TOKEN: made.stdout.trim() };
+    expect((await parsed(serveStore!)).args[0]).toMatchObject({ store: 'postgres://relay:pw@db/relay', keep: 3 * 86_400_000, maxBytes: 1024 ** 3 });
+    const run = startInProcess([...serve!, '--port', '0', '--json'], { env });
+    try {
+      const { url } = await run.waitFor<{ event?: string; url: string }>((l) => l.event === 'listening');
+      const secret = generateSecret();
+      const l = listener({ url, token: env.WXHOOKS_RELAY_TOKEN, channel: 'webhook-7', secrets: [secret] });
+      await l.client.start();
+      await l.client.close();
+      const d = delivery(secret, 'trg_readme');
+      expect((await send(`${url}/in/webhook-7`, 'POST', d.headers, d.body)).status).toBe(200);
+      const shown = await runInProcess(status!.map((a) => (a.startsWith('https://') ? url : a)), { env, tty: true });
+      expect(shown.code).toBe(0);
+      const [head, columns, row] = shown.stdout.split('\n');
+      const [sampleHead, sampleColumns, sampleRow] = sample!.split('\n');
+      const shape = (line: string) => line.replace(/[\d.]+ (KB|B|MB)/g, 'N').replace(/\d{4}-\S+Z/, 'T').split(/\s+/);
+      expect(shape(head!)).toEqual(shape(sampleHead!));
+      expect(columns!.split(/\s+/)).toEqual(sampleColumns!.split(/\s+/));
+      expect(shape(row!).slice(0, 4)).toEqual(shape(sampleRow!).slice(0, 4).map((c, i) => (i === 3 ? '1' : c)));
+    } finally {
+      await run.stop('SIGINT');
+    }
+  });
 });

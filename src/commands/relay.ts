@@ -85,6 +85,9 @@ export interface RelayServeOptions {
   fsync?: boolean;
 }
 
+/** How long deliveries are kept, as --keep is written: whole days as days (`7d`, not `168h`). */
+const keptFor = (ms: number) => (ms >= 86_400_000 && ms % 86_400_000 === 0 ? `${ms / 86_400_000}d` : formatDuration(ms));
+
 /** The relay token from the environment, checked. */
 function relayToken(ctx: Context): string {
   const token = ctx.env[RELAY_TOKEN_ENV]?.trim();
@@ -149,7 +152,7 @@ export async function runRelayServe(ctx: Context, opts: RelayServeOptions): Prom
   if (ctx.global.json) {
     line(ctx.stdout, JSON.stringify({ event: 'listening', url: running.url, store: storage.where, keep_seconds: Math.round(opts.keep / 1000), max_bytes: opts.maxBytes }));
   } else {
-    line(ctx.stdout, `${style.green('●')} wxhooks relay on ${style.bold(running.url)} (deliveries in ${storage.where}, kept ${formatDuration(opts.keep)}, at most ${bytes.format(opts.maxBytes, { unitSeparator: ' ' })})`);
+    line(ctx.stdout, `${style.green('●')} wxhooks relay on ${style.bold(running.url)} (deliveries in ${storage.where}, kept ${keptFor(opts.keep)}, at most ${bytes.format(opts.maxBytes, { unitSeparator: ' ' })})`);
     line(ctx.stdout, style.dim(`  the service posts to ${running.url}/in/<channel>; listen --relay connects with ${RELAY_TOKEN_ENV}`));
   }
   if (!isLoopback(opts.host)) line(ctx.stderr, `warning: the relay is reachable from other machines on ${opts.host} over plain HTTP: put a TLS proxy in front of it.`);
@@ -186,7 +189,7 @@ export async function runRelayStatus(ctx: Context, url: string): Promise<void> {
   const channels = body.channels;
   emit(ctx, body, () => {
     const rows = channels.map((c) => [c.channel, c.temporary ? 'temporary' : 'lasting', c.connected ? 'yes' : 'no', String(c.queued), bytes.format(c.bytes, { unitSeparator: ' ' }) ?? '0 B', c.oldest_at ?? '']);
-    const head = `${channels.length} channel${channels.length === 1 ? '' : 's'}; ${bytes.format(body.bytes ?? 0, { unitSeparator: ' ' })} of ${bytes.format(body.max_bytes ?? 0, { unitSeparator: ' ' })} used; deliveries kept ${formatDuration((body.keep_seconds ?? 0) * 1000)}\n`;
+    const head = `${channels.length} channel${channels.length === 1 ? '' : 's'}; ${bytes.format(body.bytes ?? 0, { unitSeparator: ' ' })} of ${bytes.format(body.max_bytes ?? 0, { unitSeparator: ' ' })} used; deliveries kept ${keptFor((body.keep_seconds ?? 0) * 1000)}\n`;
     return head + (rows.length ? table(['CHANNEL', 'KIND', 'CONNECTED', 'QUEUED', 'BYTES', 'OLDEST'], rows, Boolean(ctx.stdout.isTTY)) : '');
   });
 }

@@ -177,14 +177,22 @@ export class FileRelayStorage implements RelayStorage {
     }
     const dir = join(this.root, channel);
     try {
-      return await Promise.all(
+      const read = await Promise.all(
         picked.map(async ([seq, item]) => {
-          const raw = await readFile(join(dir, item.file));
+          let raw: Buffer;
+          try {
+            raw = await readFile(join(dir, item.file));
+          } catch (err) {
+            // acknowledged or expired meanwhile: it is not to be sent
+            if ((err as NodeJS.ErrnoException).code === 'ENOENT' && !h.items.has(seq)) return undefined;
+            throw err;
+          }
           const length = raw.readUInt32BE(0);
           const headers = JSON.parse(raw.subarray(4, 4 + length).toString('utf8')) as [string, string][];
           return { seq, receivedAt: item.receivedAt, headers, body: raw.subarray(4 + length), size: item.size };
         }),
       );
+      return read.filter((d) => d !== undefined);
     } catch (err) {
       throw this.failed('a delivery could not be read', err);
     }

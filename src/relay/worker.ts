@@ -4,13 +4,14 @@ import { isoMillis } from '../util/clock.js';
 import type { Answer } from './answers.js';
 import { DurableObjectRelayStorage, type DurableSql } from './do-storage.js';
 import { CLOSE, PING, PONG } from './protocol.js';
-import { DEFAULT_KEEP_MS, DEFAULT_MAX_BYTES, Relay, checkHeaders, route, type RelayEvent, type RelayRequest, type RelaySocket, type Session } from './relay.js';
+import { DEFAULT_KEEP_MS, DEFAULT_MAX_BYTES, Relay, authorize, checkHeaders, route, type RelayEvent, type RelayRequest, type RelaySocket, type Session } from './relay.js';
 
 /**
  * The relay's Worker host: a Cloudflare Worker in front of one Durable Object that holds every channel
  * (bundled into one file by scripts/bundle-relay.js; relay/wrangler.toml deploys it). The Worker itself
  * refuses what needs no storage (an unknown path, a delivery whose headers alone fail: missing, stale,
- * no signature), so that floods of those never wake the Durable Object; the rest goes to the object,
+ * no signature; a connection or a status without the relay token), so that floods of those never wake
+ * the Durable Object; the rest goes to the object,
  * which runs the relay's logic (relay.ts) over its own SQLite (do-storage.ts) and holds the connections
  * of `listen` with the WebSocket Hibernation API: an idle connection costs nothing.
  *
@@ -110,7 +111,13 @@ export default {
     const path = new URL(request.url).pathname;
     const r = route(request.method, path);
     const early =
-      r.to === 'answer' ? r.answer : r.to === 'inbound' ? checkHeaders(request.headers, Date.now(), DEFAULT_TOLERANCE, setting(env, 'RELAY_MAX_BODY', MAX_BODY), declared(request)) : undefined;
+      r.to === 'answer'
+        ? r.answer
+        : r.to === 'inbound'
+          ? checkHeaders(request.headers, Date.now(), DEFAULT_TOLERANCE, setting(env, 'RELAY_MAX_BODY', MAX_BODY), declared(request))
+          : r.to === 'connect' || r.to === 'status'
+            ? await authorize(request.headers, env.WXHOOKS_RELAY_TOKEN)
+            : undefined;
     if (early) {
       log({ time: isoMillis(Date.now()), outcome: early.outcome, status: early.status, method: request.method, path, message: (JSON.parse(early.body) as { error: string }).error });
       return respond(early);
