@@ -5,14 +5,14 @@ import { fileURLToPath } from 'node:url';
 import bytes from 'bytes';
 import type { Command } from 'commander';
 import { line, type Act, type Context } from '../context.js';
-import { AuthError, InterruptedError, RefusedError, UnreachableError, UsageError } from '../errors.js';
+import { InterruptedError, UsageError } from '../errors.js';
 import { emit, table } from '../output/render.js';
 import { styleFor } from '../output/style.js';
 import type { RelayEvent } from '../relay/relay.js';
 import type { RelayStorage } from '../relay/storage.js';
 import { formatDuration } from '../util/duration.js';
 import { fsReason } from '../util/files.js';
-import { isLoopback, networkReason } from '../util/net.js';
+import { isLoopback } from '../util/net.js';
 import { size, timeLimit } from '../util/parse.js';
 import { printable } from '../util/printable.js';
 import { addSensitive, redact } from '../util/redact.js';
@@ -163,33 +163,12 @@ export async function runRelayServe(ctx: Context, opts: RelayServeOptions): Prom
 }
 
 export async function runRelayStatus(ctx: Context, url: string): Promise<void> {
-  const token = relayToken(ctx);
-  let base: URL;
-  try {
-    base = new URL(url.endsWith('/') ? url : `${url}/`);
-  } catch {
-    throw new UsageError(`"${url}" is not a URL.`, { hint: 'Give the relay\'s address whole: https://relay.example.com' });
-  }
-  if (base.protocol !== 'https:' && base.protocol !== 'http:') throw new UsageError(`The relay's address must be https:// (or http://), not ${base.protocol}//…`);
-  let res: Response;
-  try {
-    res = await fetch(new URL('status', base), { headers: { authorization: `Bearer ${token}` }, signal: AbortSignal.timeout(ctx.global.timeoutMs) });
-  } catch (err) {
-    throw new UnreachableError(`Cannot reach the relay at ${base.origin}: ${networkReason((err as { cause?: unknown }).cause ?? err, ctx.global.timeoutMs)}.`, { hint: 'Is it running, and is this its address?', cause: err });
-  }
-  const text = await res.text();
-  let body: { channels?: { channel: string; temporary: boolean; connected: boolean; queued: number; bytes: number; oldest_at: string | null }[]; error?: string; bytes?: number; max_bytes?: number; keep_seconds?: number } = {};
-  try {
-    body = JSON.parse(text) as typeof body;
-  } catch {
-    // not the relay's answer: said below
-  }
-  if (res.status === 401) throw new AuthError(`The relay refused the token: ${body.error ?? res.status}.`, { status: 401, hint: `${RELAY_TOKEN_ENV} must be the relay's own token.` });
-  if (!res.ok || !Array.isArray(body.channels)) throw new RefusedError(`The relay at ${base.origin} answered ${res.status}${body.error ? `: ${body.error}` : ''}.`, { status: res.status, hint: 'Is this the address of a wxhooks relay?' });
+  const { relayStatus } = await import('../relay/client.js');
+  const body = await relayStatus(url, relayToken(ctx), ctx.global.timeoutMs);
   const channels = body.channels;
   emit(ctx, body, () => {
     const rows = channels.map((c) => [c.channel, c.temporary ? 'temporary' : 'lasting', c.connected ? 'yes' : 'no', String(c.queued), bytes.format(c.bytes, { unitSeparator: ' ' }) ?? '0 B', c.oldest_at ?? '']);
-    const head = `${channels.length} channel${channels.length === 1 ? '' : 's'}; ${bytes.format(body.bytes ?? 0, { unitSeparator: ' ' })} of ${bytes.format(body.max_bytes ?? 0, { unitSeparator: ' ' })} used; deliveries kept ${keptFor((body.keep_seconds ?? 0) * 1000)}\n`;
+    const head = `${channels.length} channel${channels.length === 1 ? '' : 's'}; ${bytes.format(body.bytes, { unitSeparator: ' ' })} of ${bytes.format(body.max_bytes, { unitSeparator: ' ' })} used; deliveries kept ${keptFor(body.keep_seconds * 1000)}\n`;
     return head + (rows.length ? table(['CHANNEL', 'KIND', 'CONNECTED', 'QUEUED', 'BYTES', 'OLDEST'], rows, Boolean(ctx.stdout.isTTY)) : '');
   });
 }

@@ -1,6 +1,6 @@
 import type { ClientRequest, IncomingMessage } from 'node:http';
 import type WebSocket from 'ws';
-import { AuthError, RefusedError, UsageError, type WxError } from '../errors.js';
+import { AuthError, RefusedError, UnreachableError, UsageError, type WxError } from '../errors.js';
 import { systemClock, type Clock } from '../util/clock.js';
 import { networkReason } from '../util/net.js';
 import { addSensitive } from '../util/redact.js';
@@ -14,6 +14,7 @@ import {
   INBOUND_PREFIX,
   PING,
   PROTOCOL_VERSION,
+  STATUS_PATH,
   readFrame,
   type ClientMessage,
   type RelayMessage,
@@ -116,10 +117,44 @@ function httpUrl(relay: string): URL {
   return u;
 }
 
+/** What a relay's `GET /status` says (never a secret). */
+export interface RelayStatus {
+  channels: { channel: string; temporary: boolean; connected: boolean; queued: number; bytes: number; oldest_at: string | null; created_at: string; last_seen_at: string }[];
+  queued: number;
+  bytes: number;
+  max_bytes: number;
+  keep_seconds: number;
+  in_flight: { bytes: number; peak: number; max: number };
+}
+
+/**
+ * Asks a relay what it holds (`relay status`; `doctor` checks the link with it): the relay unreachable is
+ * exit 6, the token refused exit 3, an answer that is not a relay's exit 5.
+ */
+export async function relayStatus(relay: string, token: string, timeoutMs: number): Promise<RelayStatus> {
+  const base = withSlash(httpUrl(relay));
+  let res: Response;
+  try {
+    res = await fetch(new URL(STATUS_PATH.slice(1), base), { headers: { authorization: `Bearer ${token}` }, signal: AbortSignal.timeout(timeoutMs) });
+  } catch (err) {
+    throw new UnreachableError(`Cannot reach the relay at ${base.origin}: ${networkReason((err as { cause?: unknown }).cause ?? err, timeoutMs)}.`, { hint: 'Is it running, and is this its address?', cause: err });
+  }
+  const text = await res.text();
+  let body: Partial<RelayStatus> & { error?: string } = {};
+  try {
+    body = JSON.parse(text) as typeof body;
+  } catch {
+    // not a relay's answer: said below
+  }
+  if (res.status === 401) throw new AuthError(`The relay refused the token: ${body.error ?? res.status}.`, { status: 401, hint: "WXHOOKS_RELAY_TOKEN must be the relay's own token." });
+  if (!res.ok || !Array.isArray(body.channels)) throw new RefusedError(`The relay at ${base.origin} answered ${res.status}${body.error ? `: ${body.error}` : ''}.`, { status: res.status, hint: 'Is this the address of a wxhooks relay?' });
+  return body as RelayStatus;
+}
+
 const withSlash = (u: URL) => new URL(u.pathname.endsWith('/') ? u.toString() : `${u.toString()}/`);
 
 /** A delivery whose frames are not all in yet. */
-interface Partial {
+interface Assembling {
   seq: number;
   receivedAt: number;
   headers: [string, string][];
@@ -290,7 +325,7 @@ export class RelayClient {
     const generation = ++this.generation;
     this.queue = [];
     this.acks = [];
-    const partial = new Map<number, Partial>();
+    const partial = new Map<number, Assembling>();
     return new Promise<Ended>((resolve) => {
       let ready = false;
       let reason = 'the connection was closed';
@@ -388,7 +423,7 @@ export class RelayClient {
     }
   }
 
-  private frame(data: Buffer, partial: Map<number, Partial>, generation: number, ws: WebSocket): void {
+  private frame(data: Buffer, partial: Map<number, Assembling>, generation: number, ws: WebSocket): void {
     const f = readFrame(data);
     if (!f) return void ws.terminate();
     const { meta, bytes } = f;
