@@ -76,7 +76,7 @@ export interface RelayClientOptions {
   random?: () => number;
   /** A connection not open within this is given up, and tried again (default 10 s). */
   connectTimeoutMs?: number;
-  /** A keep-alive is sent this often; a connection silent for two of them is taken as dead (default 30 s). */
+  /** A keep-alive is sent this often; a connection from which nothing came for more than two of them is taken as dead (default 30 s). */
   heartbeatMs?: number;
 }
 
@@ -330,7 +330,8 @@ export class RelayClient {
       let ready = false;
       let reason = 'the connection was closed';
       let fatal: WxError | undefined;
-      let heard = true;
+      /** When the relay was last heard from (the monotonic clock). */
+      let heard = this.clock.monotonic();
       const ws = new WebSocketClass(this.connectUrl, {
         headers: { authorization: `Bearer ${this.options.token}` },
         handshakeTimeout: this.options.connectTimeoutMs ?? 10_000,
@@ -374,10 +375,11 @@ export class RelayClient {
           window: this.options.window ?? DEFAULT_WINDOW,
           windowBytes: this.options.windowBytes ?? DEFAULT_WINDOW_BYTES,
         });
-        void this.heartbeat(ws, generation, () => heard, (v) => (heard = v));
+        heard = this.clock.monotonic();
+        void this.heartbeat(ws, generation, () => heard);
       });
       ws.on('message', (data: Buffer, isBinary: boolean) => {
-        heard = true;
+        heard = this.clock.monotonic();
         if (isBinary) return this.frame(data, partial, generation, ws);
         const text = data.toString('utf8');
         if (text === 'pong') return;
@@ -411,14 +413,13 @@ export class RelayClient {
     });
   }
 
-  /** Sends a keep-alive every heartbeat; a connection that said nothing since the last one is cut (and connected again). */
-  private async heartbeat(ws: WebSocket, generation: number, heard: () => boolean, setHeard: (v: boolean) => void): Promise<void> {
+  /** Sends a keep-alive every heartbeat; a connection from which nothing came for more than two is cut (and made again). */
+  private async heartbeat(ws: WebSocket, generation: number, heard: () => number): Promise<void> {
     const every = this.options.heartbeatMs ?? 30_000;
     for (;;) {
       await this.clock.after(every);
       if (this.generation !== generation || ws.readyState !== ws.OPEN) return;
-      if (!heard()) return ws.terminate();
-      setHeard(false);
+      if (this.clock.monotonic() - heard() > 2 * every) return ws.terminate();
       ws.send(PING);
     }
   }

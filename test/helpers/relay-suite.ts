@@ -229,6 +229,42 @@ export function relaySuite(name: string, make: () => Promise<RelayUnderTest>): v
       }
     }, 60_000);
 
+    it('a connection gone silent (no close, nothing through) is found by its keep-alive, cut, and made again; the relay answers the keep-alive itself', async () => {
+      const ch = channel();
+      await made(ch);
+      const proxy = await tcpProxy(Number(new URL(relay.url).port));
+      try {
+        const l = connect(ch, { url: `http://127.0.0.1:${proxy.port}`, heartbeatMs: 30_000 });
+        await l.client.start();
+        const turn = () => new Promise((r) => setImmediate(r)); // the client's keep-alive loop takes its next turn
+        // keep-alives answered (a Durable Object's by the runtime, without waking it): the connection stays
+        for (let i = 0; i < 2; i++) {
+          const pong = proxy.forwarded();
+          l.clock.advance(30_000);
+          await pong;
+          await turn();
+        }
+        expect((await post(ch, delivery(SECRET, 'trg_alive'))).status).toBe(200);
+        await l.until(() => l.got.length === 1, 'a delivery on the kept connection');
+        expect(l.events.filter((e) => e.kind === 'disconnected')).toHaveLength(0);
+        // then silence: keep-alives go unanswered, and once nothing came for more than two of them, it is cut
+        proxy.silence(true);
+        for (let i = 0; i < 3; i++) {
+          l.clock.advance(30_000);
+          await turn();
+        }
+        await l.until(() => l.events.some((e) => e.kind === 'disconnected'), 'the silent connection cut');
+        proxy.silence(false);
+        expect((await post(ch, delivery(SECRET, 'trg_after_silence'))).status).toBe(200);
+        l.clock.advance(60_000);
+        await l.until(() => l.triggers().includes('trg_after_silence'), 'a delivery on the new connection');
+        await holds(ch, 0);
+        await l.client.close();
+      } finally {
+        await proxy.close();
+      }
+    });
+
     for (const temporary of [false, true]) {
       it(`refuses forged, stale and malformed deliveries on a ${temporary ? 'temporary' : 'lasting'} channel, and stores none of them`, async () => {
         const ch = channel(temporary ? 'tmp' : 'keep');

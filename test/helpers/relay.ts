@@ -238,9 +238,14 @@ export function listener(options: Omit<RelayClientOptions, 'onDelivery' | 'onEve
 }
 
 /** A TCP proxy to `port`: cuts its connections when told, after a number of bytes from the relay. */
-export async function tcpProxy(port: number): Promise<{ port: number; cutAfter(bytes: number): Promise<void>; cutNow(): void; close(): Promise<void> }> {
+export async function tcpProxy(port: number): Promise<{ port: number; cutAfter(bytes: number): Promise<void>; cutNow(): void; silence(on: boolean): void; forwarded(): Promise<number>; close(): Promise<void> }> {
   const pairs = new Set<[Socket, Socket]>();
   let cut: { after: number; done: () => void } | undefined;
+  /** Nothing gets through either way, and nothing is closed: a network that went away without a word. */
+  let silent = false;
+  /** Bytes passed on from the relay, and who waits for more. */
+  let fromRelay = 0;
+  const waiting = new Set<() => void>();
   const server = createServer((client) => {
     const upstream = connect(port, '127.0.0.1');
     const pair: [Socket, Socket] = [client, upstream];
@@ -250,8 +255,13 @@ export async function tcpProxy(port: number): Promise<{ port: number; cutAfter(b
     upstream.on('error', () => undefined);
     client.on('close', () => (upstream.destroy(), pairs.delete(pair)));
     upstream.on('close', () => client.destroy());
-    client.pipe(upstream);
+    client.on('data', (d: Buffer) => {
+      if (!silent) upstream.write(d);
+    });
     upstream.on('data', (d: Buffer) => {
+      if (silent) return;
+      fromRelay += d.length;
+      [...waiting].forEach((w) => w());
       seen += d.length;
       if (cut && seen >= cut.after) {
         const c = cut;
@@ -271,6 +281,21 @@ export async function tcpProxy(port: number): Promise<{ port: number; cutAfter(b
   return {
     port: (server.address() as { port: number }).port,
     cutAfter: (after) => new Promise<void>((done) => (cut = { after, done })),
+    /** Resolves with the bytes passed on from the relay so far, once more come than when it was called. */
+    forwarded: () => {
+      const now = fromRelay;
+      return new Promise<number>((resolve) => {
+        const w = () => {
+          if (fromRelay === now) return;
+          waiting.delete(w);
+          resolve(fromRelay);
+        };
+        waiting.add(w);
+      });
+    },
+    silence: (on) => {
+      silent = on;
+    },
     cutNow: () => {
       for (const [a, b] of pairs) a.destroy(), b.destroy();
     },
