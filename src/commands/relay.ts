@@ -60,14 +60,14 @@ front. The token comes from ${RELAY_TOKEN_ENV} only (at least ${MIN_TOKEN} chara
   relay
     .command('token')
     .description('print a new random relay token (set it as WXHOOKS_RELAY_TOKEN on the relay and for listen)')
-    .addHelpText('after', `\nExamples:\n  $ export ${RELAY_TOKEN_ENV}=$(wxhooks relay token)\n  $ wxhooks relay token | npx wrangler secret put ${RELAY_TOKEN_ENV}`)
+    .addHelpText('after', `\nExamples:\n  $ export ${RELAY_TOKEN_ENV}=$(wxhooks relay token)          # keep it: the relay and listen need the same\n  $ echo "$${RELAY_TOKEN_ENV}" | npx wrangler secret put ${RELAY_TOKEN_ENV}`)
     .action(act(runRelayToken));
   relay
     .command('worker')
     .description('write the relay as a Cloudflare Worker (its one file and a wrangler.toml) into a folder, to deploy with wrangler')
     .argument('<dir>', 'the folder to write (made if missing; must hold no other relay)')
     .option('--force', 'overwrite the files already there')
-    .addHelpText('after', `\nExamples:\n  $ wxhooks relay worker ./my-relay && cd my-relay\n  $ npx wrangler secret put ${RELAY_TOKEN_ENV} && npx wrangler deploy`)
+    .addHelpText('after', `\nExamples:\n  $ wxhooks relay worker ./my-relay && cd my-relay\n  $ echo "$${RELAY_TOKEN_ENV}" | npx wrangler secret put ${RELAY_TOKEN_ENV} && npx wrangler deploy`)
     .action(act(runRelayWorker));
 }
 
@@ -196,7 +196,8 @@ export async function runRelayWorker(ctx: Context, dir: string, opts: { force?: 
       `✓ the relay's Worker is in ${dir}: index.js (one file, no dependency) and wrangler.toml`,
       '',
       `  cd ${dir}`,
-      `  wxhooks relay token | npx wrangler secret put ${RELAY_TOKEN_ENV}     # keep the same token for listen`,
+      `  export ${RELAY_TOKEN_ENV}=$(wxhooks relay token)     # keep it: listen needs the same one`,
+      `  echo "$${RELAY_TOKEN_ENV}" | npx wrangler secret put ${RELAY_TOKEN_ENV}`,
       '  npx wrangler deploy',
     ].join('\n'),
   );

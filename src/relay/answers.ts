@@ -19,6 +19,9 @@ export interface Answer {
   close?: boolean;
 }
 
+/** What an answer says, in words (its body's `error`), for the relay's log. */
+export const said = (a: Answer): string => (JSON.parse(a.body) as { error?: string }).error ?? '';
+
 /** Seconds the service is asked to wait before it tries again, when the relay keeps no more for now. */
 export const FULL_RETRY_AFTER = 60;
 /** … and when too many bodies are being read at once. */

@@ -113,9 +113,8 @@ export async function startRelayServer(options: RelayServerOptions): Promise<Run
         if (!set) byChannel.set(channel, (set = new Set()));
         set.add(s);
         relay.connected(s, channel);
-        ws.on('message', (data, isBinary) => {
-          const bytes = Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data as ArrayBuffer);
-          relay.message(s, isBinary ? bytes : bytes.toString('utf8')).catch(() => ws.close(CLOSE.internal, 'the relay failed'));
+        ws.on('message', (data: Buffer, isBinary) => {
+          relay.message(s, isBinary ? data : data.toString('utf8')).catch(() => ws.close(CLOSE.internal, 'the relay failed'));
         });
         ws.on('error', () => undefined);
         ws.on('close', () => {

@@ -4,7 +4,7 @@ import { DEFAULT_TOLERANCE, examine, failures, lookup, rowsFor, type HeaderSourc
 import { WebVerifier } from '../signing/verify-web.js';
 import { equalBytes, utf8 } from '../signing/encoding.js';
 import { isoMillis } from '../util/clock.js';
-import { answers, type Answer } from './answers.js';
+import { answers, said, type Answer } from './answers.js';
 import {
   CHANNEL_NAME,
   CLOSE,
@@ -287,7 +287,7 @@ export class Relay {
     if (!ch) return { a: answers.noChannel() };
     const now = this.now();
     const early = checkHeaders(request.headers, now, this.tolerance, this.maxBody, request.declaredLength);
-    if (early) return { a: early, extra: { channel: name, message: JSON.parse(early.body).error } };
+    if (early) return { a: early, extra: { channel: name, message: said(early) } };
     if (request.declaredLength !== undefined && this.used + this.reserved + request.declaredLength > this.maxBytes) return { a: answers.full(), extra: { channel: name } };
     if (this.reading >= this.maxInflight) return { a: answers.busy(), extra: { channel: name } };
 
@@ -405,7 +405,7 @@ export class Relay {
       r.to === 'answer' ? r.answer : r.to !== 'connect' ? answers.notFound() : !request.webSocket ? answers.notWebSocket() : await authorize(request.headers, this.options.token);
     if (!refused && r.to === 'connect') return { channel: r.channel };
     const a = refused ?? answers.notFound();
-    this.emit({ outcome: a.outcome, status: a.status, method: request.method, path: request.path, message: (JSON.parse(a.body) as { error: string }).error });
+    this.emit({ outcome: a.outcome, status: a.status, method: request.method, path: request.path, message: said(a) });
     return { answer: a };
   }
 

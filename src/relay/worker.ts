@@ -1,7 +1,7 @@
 import { DEFAULT_TOLERANCE } from '../signing/rules.js';
 import { MAX_BODY } from '../receiver/common.js';
 import { isoMillis } from '../util/clock.js';
-import type { Answer } from './answers.js';
+import { said, type Answer } from './answers.js';
 import { DurableObjectRelayStorage, type DurableSql } from './do-storage.js';
 import { CLOSE, PING, PONG } from './protocol.js';
 import { DEFAULT_KEEP_MS, DEFAULT_MAX_BYTES, Relay, authorize, checkHeaders, route, type RelayEvent, type RelayRequest, type RelaySocket, type Session } from './relay.js';
@@ -119,7 +119,7 @@ export default {
             ? await authorize(request.headers, env.WXHOOKS_RELAY_TOKEN)
             : undefined;
     if (early) {
-      log({ time: isoMillis(Date.now()), outcome: early.outcome, status: early.status, method: request.method, path, message: (JSON.parse(early.body) as { error: string }).error });
+      log({ time: isoMillis(Date.now()), outcome: early.outcome, status: early.status, method: request.method, path, message: said(early) });
       return respond(early);
     }
     return env.RELAY.get(env.RELAY.idFromName('relay')).fetch(request);
