@@ -103,6 +103,31 @@ describe('relay serve and relay status', () => {
     await again.stop('SIGINT');
   });
 
+  it('a client started while the relay is down says so once, keeps trying, and opens the channel when the relay comes', async () => {
+    const port = await freePort();
+    const l = listener({ url: `http://127.0.0.1:${port}`, token: TOKEN, channel: 'late-relay', secrets: [generateSecret()], random: () => 1 });
+    const ready = l.client.start();
+    await l.until(() => l.events.some((e) => e.kind === 'unreachable'), 'unreachable');
+    expect(l.events).toEqual([{ kind: 'unreachable', reason: 'connection refused', retryInMs: 500 }]);
+    const run = startInProcess(['relay', 'serve', '--port', String(port), '--dir', tempDir('wxhooks-relay-late-'), '--json'], { env: { WXHOOKS_RELAY_TOKEN: TOKEN } });
+    try {
+      await run.waitFor<{ event?: string }>((e) => e.event === 'listening');
+      let opened = false;
+      void ready.then(() => (opened = true));
+      // its back-off passes (the client's clock is the test's), a turn of the event loop at a time, until it is in
+      while (!opened) {
+        l.clock.advance(30_000);
+        await new Promise((r) => setImmediate(r));
+      }
+      expect(await ready).toMatchObject({ channel: 'late-relay', created: true });
+      expect(l.events.map((e) => e.kind)).toEqual(['unreachable', 'connected']);
+      expect(l.events[1]).toMatchObject({ again: false, downMs: expect.any(Number) });
+      await l.client.close({ deleteChannel: true });
+    } finally {
+      await run.stop('SIGINT');
+    }
+  });
+
   it('the built binary: a line to say where it listens, and SIGTERM stops it in order (143)', async () => {
     const p = startCli(['relay', 'serve', '--port', '0', '--dir', tempDir('wxhooks-relay-bin-')], { WXHOOKS_RELAY_TOKEN: TOKEN });
     const first = await p.waitFor<string>((l) => typeof l === 'string' && l.includes('wxhooks relay on'));
