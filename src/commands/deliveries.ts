@@ -22,11 +22,12 @@ export function register(cmd: Command, act: Act): void {
     .command('list')
     .description('the deliveries saved in a `listen --save-dir` folder, or kept in a shared store\'s history, oldest first')
     .option('--type <type>', 'only this type')
-    .option('--outcome <outcome>', 'only this outcome: "verified", "test" (a test ping), and from a store\'s history also what was refused ("duplicate", "unverified", ...)');
+    .option('--outcome <outcome>', 'only this outcome: "verified", "test" (a test ping), and from a store\'s history also what was refused ("duplicate", "unverified", ...)')
+    .option('--sink <url>', 'or what a sink\'s stream holds (nats://host:4222/SUBJECT, redis://host:6379/STREAM): its newest 100 messages, what each consumer group has pending, the dead letters');
   deliverySourceOptions(list)
     .addHelpText(
       'after',
-      '\nExamples:\n  $ wxhooks deliveries list --dir ./deliveries\n  $ wxhooks deliveries list --dir ./deliveries --type initialization_time.available --json\n  $ wxhooks deliveries list --store postgres://wxhooks@db.internal/wxhooks --outcome unverified',
+      '\nExamples:\n  $ wxhooks deliveries list --dir ./deliveries\n  $ wxhooks deliveries list --dir ./deliveries --type initialization_time.available --json\n  $ wxhooks deliveries list --store postgres://wxhooks@db.internal/wxhooks --outcome unverified\n  $ wxhooks deliveries list --sink nats://broker.internal:4222/wxhooks.deliveries',
     )
     .action(act(runDeliveriesList));
   const show = cmd
@@ -46,7 +47,8 @@ export function register(cmd: Command, act: Act): void {
     .action(act(runDeliveriesReplay));
 }
 
-export async function runDeliveriesList(ctx: Context, o: SourceOptions & { type?: string; outcome?: string }): Promise<void> {
+export async function runDeliveriesList(ctx: Context, o: SourceOptions & { type?: string; outcome?: string; sink?: string }): Promise<void> {
+  if (o.sink !== undefined) return (await import('./deliveries-sink.js')).runDeliveriesSink(ctx, o.sink, o);
   const source = sourceOf(o, ctx.env);
   const where = whereOf(source);
   const { entries: all, skipped } = await listStored(source);

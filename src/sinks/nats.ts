@@ -278,14 +278,17 @@ export async function readNats(t: SinkTarget, limit: number): Promise<SinkView> 
       throw new NotFoundError(`No JetStream stream on ${where(t)} holds ${t.name}.`, { hint: 'A sink creates it with its first message (or a consumer when it starts).', cause: err });
     }
     const info = await jsm.streams.info(name);
+    // the newest messages of the subject, read 32 at a time (one request each); in a stream that holds
+    // other subjects too, at most ten times `limit` are looked at
     const deliveries: SinkView['deliveries'] = [];
-    const wanted: number[] = [];
-    for (let seq = info.state.last_seq; seq >= info.state.first_seq && seq > 0 && wanted.length < limit * 4 && wanted.length < info.state.messages * 2 + 1; seq--) wanted.push(seq);
-    for (const seq of wanted) {
-      if (deliveries.length >= limit) break;
-      const m: StoredMsg | null = await jsm.streams.getMessage(name, { seq }).catch(() => null);
-      if (!m || m.subject !== t.name) continue;
-      deliveries.push(entryOf(String(m.seq), (n) => (m.header?.has(n) ? m.header.get(n) : undefined), m.data));
+    const oldest = Math.max(info.state.first_seq, info.state.last_seq - limit * 10 + 1);
+    for (let seq = info.state.last_seq; seq >= oldest && seq > 0 && deliveries.length < limit; seq -= 32) {
+      const batch = Array.from({ length: Math.min(32, seq - oldest + 1) }, (_, i) => seq - i);
+      const got = await Promise.all(batch.map((s) => jsm.streams.getMessage(name, { seq: s }).catch((): StoredMsg | null => null)));
+      for (const m of got) {
+        if (!m || m.subject !== t.name || deliveries.length >= limit) continue;
+        deliveries.push(entryOf(String(m.seq), (n) => (m.header?.has(n) ? m.header.get(n) : undefined), m.data));
+      }
     }
     deliveries.reverse();
     const groups: SinkView['groups'] = [];

@@ -116,7 +116,7 @@ async function connectTo(t: SinkTarget, watch?: { lost(reason: string): void; ba
   try {
     await client.connect();
   } catch (err) {
-    client.destroy();
+    if (client.isOpen) client.destroy();
     throw new UnreachableError(`Cannot reach the Redis server at ${where(t)}: ${(err as Error).message}.`, {
       hint: 'Check that redis-server runs and accepts connections from here, and the user and password in the URL.',
       cause: err,
