@@ -288,7 +288,8 @@ describe.each(['nats', 'redis'] as const)('%s', (kind) => {
       } else {
         expect(view.groups[0]).toMatchObject({ name: 'g', pending: 2, waiting: 1 });
       }
-      const text = await runCli(['deliveries', 'list', '--sink', url]);
+      // the built binary: its bundle loads the broker's client as Node does
+      const text = await runCli(['deliveries', 'list', '--sink', url], { spawn: true });
       expect(text.code, text.stderr).toBe(0);
       expect(text.stdout).toContain('trg_v3');
       expect(text.stdout).toContain('not ours');

@@ -14,6 +14,14 @@ import { entryOf, type SinkView } from './view.js';
  * consumer; moves dead letters to `SUBJECT.dead`.
  */
 
+/**
+ * The clients, loaded on first use. They are CommonJS modules: their exports are taken from the import's
+ * `default`, which Node and the CLI's bundle both give (esbuild's chunk of a CommonJS module has no named
+ * exports, so `const { connect } = await import(…)` found nothing in the bundled CLI).
+ */
+const natsClient = async () => (await import('@nats-io/transport-node')).default;
+const jetStreamClient = async () => (await import('@nats-io/jetstream')).default;
+
 const ns = (ms: number) => ms * 1_000_000;
 const ms = (ns: number) => Math.round(ns / 1_000_000);
 const where = (t: SinkTarget) => `${t.host}:${t.port}`;
@@ -22,7 +30,7 @@ export const deadSubjectOf = (subject: string) => `${subject}.dead`;
 
 /** Connects; `watch` hears the connection go and come back. */
 async function connectTo(t: SinkTarget, watch?: { lost(reason: string): void; back(): void }): Promise<NatsConnection> {
-  const { connect } = await import('@nats-io/transport-node');
+  const { connect } = await natsClient();
   let nc: NatsConnection;
   try {
     nc = await connect({
@@ -53,7 +61,7 @@ async function connectTo(t: SinkTarget, watch?: { lost(reason: string): void; ba
 
 /** The stream that holds `subject`, or a new one with our settings (DECISIONS.md, "The sinks"). Two starting at once create it once. */
 async function streamFor(jsm: JetStreamManager, t: SinkTarget, subject: string, newName: string): Promise<SinkStream> {
-  const { RetentionPolicy, StorageType, DiscardPolicy } = await import('@nats-io/jetstream');
+  const { RetentionPolicy, StorageType, DiscardPolicy } = await jetStreamClient();
   const described = (info: StreamInfo, created: boolean): SinkStream => ({
     name: info.config.name,
     subject,
@@ -148,8 +156,8 @@ class Acks {
 }
 
 export async function openNatsSink(t: SinkTarget, options: SinkOptions = {}): Promise<Sink> {
-  const { jetstreamManager } = await import('@nats-io/jetstream');
-  const { headers, createInbox } = await import('@nats-io/transport-node');
+  const { jetstreamManager } = await jetStreamClient();
+  const { headers, createInbox } = await natsClient();
   const timeout = options.timeoutMs ?? 5000;
   const state = new BrokerState(options.onConnection);
   let down = false;
@@ -222,8 +230,8 @@ const copied = (h: MsgHdrs | undefined) => [...(h ?? [])].filter(([name]) => !/^
 
 export async function openNatsConsumer(t: SinkTarget, o: ConsumeOptions): Promise<SinkConsumer> {
   checkGroup(o.group);
-  const { jetstream, jetstreamManager, AckPolicy, DeliverPolicy } = await import('@nats-io/jetstream');
-  const { headers } = await import('@nats-io/transport-node');
+  const { jetstream, jetstreamManager, AckPolicy, DeliverPolicy } = await jetStreamClient();
+  const { headers } = await natsClient();
   const settings = consumerSettings(o);
   const state = new BrokerState(o.onConnection);
   const nc = await connectTo(t, { lost: (reason) => state.client(true, reason), back: () => state.client(false) });
@@ -320,7 +328,7 @@ export async function openNatsConsumer(t: SinkTarget, o: ConsumeOptions): Promis
 
 /** What is in the stream (the newest `limit` messages of the subject), its consumer groups and its dead letters. */
 export async function readNats(t: SinkTarget, limit: number): Promise<SinkView> {
-  const { jetstreamManager } = await import('@nats-io/jetstream');
+  const { jetstreamManager } = await jetStreamClient();
   const nc = await connectTo(t);
   try {
     const jsm = await jetstreamManager(nc);

@@ -110,7 +110,8 @@ let BYTES: { typeMapping: Record<number, typeof Buffer> } | undefined;
 
 /** Connects; fails at once (exit 6) when the server cannot be reached at start; later, reconnects for as long as it takes. */
 async function connectTo(t: SinkTarget, watch?: { lost(reason: string): void; back(): void }): Promise<Client> {
-  const { createClient, RESP_TYPES } = await import('redis');
+  // CommonJS: its exports are the import's `default`, in Node and in the CLI's bundle alike (see nats.ts)
+  const { createClient, RESP_TYPES } = (await import('redis')).default;
   BYTES ??= { typeMapping: { [RESP_TYPES.BLOB_STRING]: Buffer } };
   let ready = false;
   const client = createClient({
