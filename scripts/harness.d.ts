@@ -28,5 +28,5 @@ export interface Broker {
   start(): Promise<void>;
   remove(): Promise<void>;
 }
-export function startNats(): Promise<Broker>;
+export function startNats(options?: { jetstream?: boolean }): Promise<Broker>;
 export function startRedis(): Promise<Broker>;

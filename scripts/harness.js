@@ -199,6 +199,8 @@ async function startBroker(name, bin, args, ready, dir, port) {
       server.once('exit', (code) => finish(new Error(`${name} exited (${code}) at start: ${said.slice(-2000)}`)));
     });
   const halt = (signal = 'SIGTERM') => new Promise((resolve) => (server.exitCode !== null || server.signalCode !== null ? resolve() : (server.once('exit', () => resolve()), server.kill(signal))));
+  // a test or benchmark that dies without remove() must not leave its broker running
+  process.once('exit', () => server.exitCode === null && server.signalCode === null && server.kill('SIGKILL'));
   await start();
   return {
     port,
@@ -221,11 +223,12 @@ async function startBroker(name, bin, args, ready, dir, port) {
 }
 
 /**
- * A throwaway NATS server with JetStream (its store in a new folder), on 127.0.0.1 and a free port, from
- * the machine's `nats-server` (Debian's nats-server package). Connections need a user and a password
- * (`password` random, also in `url`), so that the tests can check it is never shown.
+ * A throwaway NATS server with JetStream (its store in a new folder; `{ jetstream: false }` for one
+ * without), on 127.0.0.1 and a free port, from the machine's `nats-server` (Debian's nats-server
+ * package). Connections need a user and a password (`password` random, also in `url`), so that the tests
+ * can check it is never shown.
  */
-export async function startNats() {
+export async function startNats({ jetstream = true } = {}) {
   const { mkdtempSync } = await import('node:fs');
   const { randomBytes } = await import('node:crypto');
   const { tmpdir } = await import('node:os');
@@ -234,7 +237,7 @@ export async function startNats() {
   const dir = mkdtempSync(join(process.env.WXHOOKS_TEST_TMP ?? tmpdir(), 'wxhooks-nats-'));
   const port = await freePort();
   const password = `pw-${randomBytes(9).toString('hex')}`;
-  const args = ['-a', '127.0.0.1', '-p', String(port), '-js', '-sd', join(dir, 'js'), '--user', 'wx', '--pass', password, '-n', `wxhooks-test-${port}`];
+  const args = ['-a', '127.0.0.1', '-p', String(port), ...(jetstream ? ['-js', '-sd', join(dir, 'js')] : []), '--user', 'wx', '--pass', password, '-n', `wxhooks-test-${port}`];
   const broker = await startBroker('nats-server', bin, args, /Server is ready/, dir, port);
   return Object.assign(broker, { url: `nats://wx:${password}@127.0.0.1:${port}`, password });
 }

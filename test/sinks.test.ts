@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Broker } from '../scripts/harness.js';
+import { startNats, type Broker } from '../scripts/harness.js';
 import { ExitCode, UnreachableError, UsageError } from '../src/errors.js';
 import { MemoryStore } from '../src/handler/core.js';
 import { verifyDelivery } from '../src/signing/index.js';
@@ -452,6 +452,18 @@ describe('opening a sink', () => {
     } finally {
       await nats.close();
       await redis.close();
+    }
+  });
+
+  it('nats: a server without JetStream: exit 6, saying how to turn it on', async () => {
+    const plain = await startNats({ jetstream: false });
+    try {
+      const err = await openSink(`${plain.url}/a.b`).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(UnreachableError);
+      expect((err as Error).message).toContain(`JetStream does not answer on the NATS server at 127.0.0.1:${plain.port}`);
+      expect((err as UnreachableError).hint).toContain('-js');
+    } finally {
+      await plain.remove();
     }
   });
 
