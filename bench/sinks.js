@@ -1,4 +1,4 @@
-// `npm run bench sinks`: the sinks (#37) against NATS JetStream and Redis, each started from the machine's
+// `npm run bench -- sinks`: the sinks (#37) against NATS JetStream and Redis, each started from the machine's
 // binaries by scripts/harness.js. Publishing is measured against a floor of the same client publishing
 // the same bytes its own documented way, one acknowledged message at a time (nats.js's `js.publish` with
 // the same Nats-Msg-Id and headers; node-redis's XADD of the same fields, with no dedupe at all), in turns
