@@ -77,7 +77,6 @@ async function bareClient(kind, url) {
 async function consumeAll(url, group, count, total) {
   const children = [];
   const handled = new Array(count).fill(0);
-  let started;
   let done;
   const finished = new Promise((resolve) => (done = resolve));
   const ready = [];
@@ -96,9 +95,18 @@ async function consumeAll(url, group, count, total) {
   }
   // the clock starts when the last worker reads: a process's start-up is not the consumers' throughput
   await Promise.all(ready);
-  started = process.hrtime.bigint();
+  const started = process.hrtime.bigint();
   const ended = await finished;
-  await Promise.all(children.map((c) => new Promise((r) => (c.exitCode !== null ? r() : (c.once('exit', r), c.kill('SIGTERM'))))));
+  await Promise.all(
+    children.map(
+      (c) =>
+        new Promise((r) => {
+          if (c.exitCode !== null) return r();
+          c.once('exit', r);
+          c.kill('SIGTERM');
+        }),
+    ),
+  );
   return Number(ended - started) / 1e9;
 }
 

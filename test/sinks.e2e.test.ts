@@ -87,7 +87,12 @@ describe.each(['nats', 'redis'] as const)('%s', (kind) => {
       const triggers = ['trg_killed', ...Array.from({ length: 40 }, (_, i) => `trg_k_${i}`)];
       await publishAll([sink], triggers);
       // whichever worker got it first is killed while its handler runs
-      const holder = await Promise.race(workers.map(async (w) => (await w.waitFor((l) => l.started === '7/trg_killed'), w)));
+      const holder = await Promise.race(
+        workers.map(async (w) => {
+          await w.waitFor((l) => l.started === '7/trg_killed');
+          return w;
+        }),
+      );
       await holder.stop('SIGKILL');
       const survivor = workers.find((w) => w !== holder)!;
       await survivor.waitFor((l) => l.done === '7/trg_killed', 20_000);

@@ -156,15 +156,19 @@ class Acks {
     if (!w) return;
     this.waiting.delete(token);
     clearTimeout(w.timer);
-    if (status?.hasError) return w.reject(Object.assign(new Error(status.code === 503 ? 'no responders' : `${status.code} ${status.description}`), { name: status.code === 503 ? 'NoRespondersError' : 'Error' }));
-    let ack: { seq?: number; duplicate?: boolean; error?: { code?: number; err_code?: number; description?: string } };
+    if (status?.hasError) {
+      w.reject(Object.assign(new Error(status.code === 503 ? 'no responders' : `${status.code} ${status.description}`), { name: status.code === 503 ? 'NoRespondersError' : 'Error' }));
+      return;
+    }
+    let ack: { seq?: number; duplicate?: boolean; error?: { code?: number; err_code?: number; description?: string } } | undefined;
     try {
       ack = JSON.parse(new TextDecoder().decode(data)) as typeof ack;
     } catch {
-      return w.reject(new Error('an answer that is not a JetStream acknowledgement'));
+      // not JSON: said below
     }
-    if (ack.error) return w.reject(Object.assign(new Error(ack.error.description ?? 'JetStream refused the message'), { code: ack.error.err_code }));
-    w.resolve({ seq: Number(ack.seq), duplicate: ack.duplicate });
+    if (!ack || typeof ack !== 'object') w.reject(new Error('an answer that is not a JetStream acknowledgement'));
+    else if (ack.error) w.reject(Object.assign(new Error(ack.error.description ?? 'JetStream refused the message'), { code: ack.error.err_code }));
+    else w.resolve({ seq: Number(ack.seq), duplicate: ack.duplicate });
   }
 }
 

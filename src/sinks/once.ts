@@ -1,4 +1,4 @@
-import type { PairStore } from '../delivery/store.js';
+import type { Claim, PairStore } from '../delivery/store.js';
 
 /**
  * Exactly once per pair for the sinks' consumers: the pair claimed before the handler runs, completed
@@ -34,7 +34,7 @@ export async function runOnce(store: OnceStore | undefined, trigger: string, sub
       return { outcome: 'handler_failed', error };
     }
   }
-  let claim;
+  let claim: Claim;
   try {
     claim = await store.claim(trigger, subscription);
   } catch (error) {

@@ -181,7 +181,7 @@ export async function openRedisSink(t: SinkTarget, options: SinkOptions = {}): P
     try {
       const r = (await publishScript(client, keys, args, timeout)) as Reply[][];
       state.ok(op);
-      batch.forEach((q, i) => q.resolve({ id: text(r[i]?.[0]), duplicate: r[i]?.[1] === 1 }));
+      for (const [i, q] of batch.entries()) q.resolve({ id: text(r[i]?.[0]), duplicate: r[i]?.[1] === 1 });
     } catch (err) {
       const e = new SinkUnavailableError(`The Redis server at ${where(t)} did not take the message: ${(err as Error).message}.`, {
         cause: err,
@@ -299,8 +299,12 @@ export async function openRedisConsumer(t: SinkTarget, o: ConsumeOptions): Promi
           const all = acking;
           acking = [];
           client.sendCommand(['XACK', stream, o.group, ...all.map((a) => a.id)]).then(
-            () => all.forEach((a) => a.done()),
-            (err: unknown) => all.forEach((a) => a.done(err)),
+            () => {
+              for (const a of all) a.done();
+            },
+            (err: unknown) => {
+              for (const a of all) a.done(err);
+            },
           );
         });
       }

@@ -11,7 +11,12 @@ const o = JSON.parse(process.argv[2]);
 let pending = '';
 const out = (value) => {
   // lines of one turn written together: 20,000 writes of their own cost the test seconds
-  if (!pending) setImmediate(() => (process.stdout.write(pending), (pending = '')));
+  if (!pending) {
+    setImmediate(() => {
+      process.stdout.write(pending);
+      pending = '';
+    });
+  }
   pending += `${JSON.stringify(value)}\n`;
 };
 let store;

@@ -42,12 +42,12 @@ export async function startWorker(options: Record<string, unknown>): Promise<Wor
   const wake: (() => void)[] = [];
   eachLine(child.stdout, (line) => {
     lines.push(JSON.parse(line) as Record<string, unknown>);
-    wake.splice(0).forEach((w) => w());
+    for (const w of wake.splice(0)) w();
   });
   child.stderr.setEncoding('utf8').on('data', (d: string) => (err += d));
   const exited = new Promise<number | null>((r) =>
     child.on('close', (code) => {
-      wake.splice(0).forEach((w) => w());
+      for (const w of wake.splice(0)) w();
       r(code);
     }),
   );
