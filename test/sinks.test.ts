@@ -3,7 +3,7 @@ import { startNats, type Broker } from '../scripts/harness.js';
 import { ExitCode, UnreachableError, UsageError } from '../src/errors.js';
 import { MemoryStore } from '../src/handler/core.js';
 import { verifyDelivery } from '../src/signing/index.js';
-import { consume, openSink, readSink, SinkRefusedError, SinkUnavailableError, type ConsumedMessage, type ConsumerEvent, type Sink } from '../src/sinks/index.js';
+import { consume, MessageRefusedError, openSink, readSink, SinkRefusedError, SinkUnavailableError, type ConsumedMessage, type ConsumerEvent, type Sink } from '../src/sinks/index.js';
 import { decodeMessage, encodeMessage, FIELDS, type FieldName } from '../src/sinks/message.js';
 import { runOnce } from '../src/sinks/once.js';
 import { parseSinkUrl, shownSinkUrl } from '../src/sinks/sink-url.js';
@@ -254,6 +254,26 @@ describe.each(['nats', 'redis'] as const)('%s', (kind) => {
         ['its key does not match its trigger and subscription', '{}'],
       ]);
       expect(dead[0]!.fields.event).toBe('order.created');
+    } finally {
+      await c.stop();
+    }
+  });
+
+  it('a handler that throws MessageRefusedError: the message goes to the dead letters at once, with its reason', async () => {
+    const url = urlOf(kind);
+    const sink = await openSink(url);
+    await sink.publish(delivery('trg_refused_by_handler'));
+    await sink.close();
+    let runs = 0;
+    const { c, events } = await consumer(url, () => {
+      runs++;
+      throw new MessageRefusedError('its body does not verify with the webhook\'s secret');
+    });
+    try {
+      await until(() => events.some((e) => e.outcome === 'refused'), 'the refusal');
+      expect(runs).toBe(1);
+      expect(events.map((e) => [e.outcome, e.reason])).toEqual([['refused', "its body does not verify with the webhook's secret"]]);
+      expect((await readDeadLetters(url)).map((d) => d.fields.dead_reason)).toEqual(["its body does not verify with the webhook's secret"]);
     } finally {
       await c.stop();
     }

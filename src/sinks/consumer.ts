@@ -29,7 +29,7 @@ export interface ConsumerEvent {
    * - `store_failed`: the pair store could not be reached; kept, and tried again after `retryInMs`;
    * - `handler_failed`: the handler threw; given back, delivered again after `retryInMs`;
    * - `dead_lettered`: moved to the dead letters (`deadLetter`), with `reason`;
-   * - `refused`: not one of ours (`reason`); moved to the dead letters too.
+   * - `refused`: not one of ours, or its handler threw a MessageRefusedError (`reason`); moved to the dead letters too.
    */
   outcome: ConsumerOutcome;
   id: string;
@@ -72,6 +72,15 @@ export interface ConsumerSettings {
   /** Aborted when the consumer stops: a message waiting for the store is given back at once. */
   stopping: AbortSignal;
   report: (event: ConsumerEvent) => void;
+}
+
+/**
+ * Thrown by a handler that will never take this message (its body is not a JSON object, it does not
+ * verify with the webhook's secret): the message goes to the dead letters at once, with this message as
+ * the reason, rather than being delivered again.
+ */
+export class MessageRefusedError extends Error {
+  override readonly name = 'MessageRefusedError';
 }
 
 const reasonOf = (error: unknown) => (error instanceof Error ? error.message : String(error));
@@ -128,6 +137,7 @@ export async function handleInbound(inbound: Inbound, s: ConsumerSettings): Prom
         case 'duplicate':
           return await settle({ ...about, outcome: r.outcome, ...(r.outcome === 'processed' ? { ms } : {}) }, () => inbound.ack());
         case 'handler_failed':
+          if (r.error instanceof MessageRefusedError) return await deadLetter({ ...about, outcome: 'refused', error: r.error, ms }, r.error.message);
           if (inbound.deliveries >= s.maxDeliveries) {
             return await deadLetter({ ...about, outcome: 'dead_lettered', error: r.error, ms }, `the handler failed ${inbound.deliveries} times (the limit); the last time: ${reasonOf(r.error)}`);
           }

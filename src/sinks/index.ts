@@ -9,7 +9,7 @@ import type { ConsumeOptions, Sink, SinkConsumer, SinkOptions } from './sink.js'
 
 export { parseSinkUrl, shownSinkUrl, SINK_DEFAULTS, type SinkKind, type SinkTarget } from './sink-url.js';
 export { encodeMessage, decodeMessage, sinkDelivery, pairKey, FIELDS, MESSAGE_FORMAT, type SinkDelivery, type SinkMessage, type Decoded } from './message.js';
-export { CONSUMER_DEFAULTS, type ConsumedMessage, type ConsumerEvent, type ConsumerOutcome } from './consumer.js';
+export { CONSUMER_DEFAULTS, MessageRefusedError, type ConsumedMessage, type ConsumerEvent, type ConsumerOutcome } from './consumer.js';
 export { runOnce, type OnceStore, type OnceOutcome, type OnceResult } from './once.js';
 export { SinkRefusedError, SinkUnavailableError, type ConnectionListener, type ConsumeOptions, type PublishResult, type Sink, type SinkConsumer, type SinkOptions, type SinkStream } from './sink.js';
 export type { SinkView, GroupView, EntryView } from './view.js';
