@@ -9,6 +9,7 @@ import { request } from 'undici';
 import { Webhook } from 'standardwebhooks';
 import { signDelivery, verifyDelivery, generateSecret } from '../dist/index.js';
 import { clickToDetail, eachLine, freePort, launchBrowser, startPostgres } from '../scripts/harness.js';
+import { sinks } from './sinks.js';
 
 const ROOT = new URL('..', import.meta.url).pathname;
 const BIN = join(ROOT, 'bin/wxhooks.js');
@@ -736,7 +737,7 @@ function table() {
 }
 
 const started = Date.now();
-const SECTIONS = { startup, listen: listenThroughput, refused, store: sharedStore, verify: verification, handler: handlerLibrary, page, memory, fanout };
+const SECTIONS = { startup, listen: listenThroughput, refused, store: sharedStore, verify: verification, handler: handlerLibrary, page, memory, fanout, sinks: () => sinks({ row, log, median, QUICK, atLeast }) };
 const only = process.argv.slice(2).filter((a) => !a.startsWith('--'));
 for (const name of only) if (!(name in SECTIONS)) throw new Error(`unknown section ${name}; known: ${Object.keys(SECTIONS).join(', ')}`);
 try {
