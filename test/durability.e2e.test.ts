@@ -241,7 +241,8 @@ describe('one owner per pairs file (#32.1): two processes never share one', () =
         for (const [i, h] of hooks.entries()) expect(await send(again[i]!.url, h.secret, h.acknowledged)).toEqual(h.acknowledged.map(() => 200));
         expect(forwarded.size).toBe(before);
         expect([...forwarded].filter(([, n]) => n > 1).map(([t]) => t)).toEqual([]);
-        for (const r of again) expect(r.proc.stderr()).toContain('which no longer runs: taken over');
+        // each took its file over from its killed predecessor, and said so
+        for (const r of again) await r.proc.waitFor<{ event?: string; file?: string }>((v) => v.event === 'lock_taken_over' && /processed-pairs\.webhook-[78]\.ndjson$/.test(v.file ?? ''));
       } finally {
         for (const r of again) await r.proc.stop();
       }

@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
-import { linkSync, readFileSync, readlinkSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { linkSync, mkdirSync, readFileSync, readlinkSync, renameSync, rmdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { basename } from 'node:path';
-import lockfile from 'proper-lockfile';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { UsageError } from '../errors.js';
 import { fsReason } from '../util/files.js';
 import { STORE_HINT } from './paths.js';
@@ -15,10 +15,10 @@ import { STORE_HINT } from './paths.js';
  *
  * Whether a recorded owner still runs is asked of the system, not of the clock: on this host, a process
  * that is gone (kill -9, a crash, a reboot, or its pid now another process's) has left the file, and it is
- * taken over at once. proper-lockfile's own locks are judged stale by age instead (a lock not touched for
- * its `stale` time): a restart after kill -9 would wait that long, and a live owner whose event loop
- * stalled that long would lose its lock. It guards only the few milliseconds in which the owner file is
- * read and written, so that two processes starting together cannot both take it.
+ * taken over at once. (proper-lockfile judges its locks stale by age, which would make a restart after
+ * kill -9 wait, and let a live owner whose event loop stalled lose its lock; and loading it installs
+ * signal-exit's handlers for a dozen signals: DECISIONS.md.) A guard folder, held for the microseconds in
+ * which the owner file is read and replaced, keeps two processes starting together from both taking it.
  */
 
 /** Who holds a pairs file. */
@@ -51,12 +51,8 @@ export interface Ownership {
   release(): void;
 }
 
-const GUARD = {
-  realpath: false,
-  stale: 10_000,
-  retries: { retries: 200, factor: 1.2, minTimeout: 5, maxTimeout: 100, randomize: true },
-  onCompromised: () => undefined, // held for milliseconds: a guard found stale meanwhile only means it was slow
-} as const;
+/** A guard older than this was left by a process that died in the microseconds it holds one. */
+const GUARD_STALE_MS = 2000;
 
 /** The openings held by this process (a record with our own pid and another token is a previous process's). */
 const heldHere = new Set<string>();
@@ -86,26 +82,18 @@ function me(): Omit<Owner, 'token'> {
 export async function ownFile(file: string, door: StoreDoor): Promise<Ownership> {
   const ownerFile = `${file}.owner`;
   const mine: Owner = { ...me(), token: randomBytes(8).toString('hex') };
-  let release: () => Promise<void>;
-  try {
-    release = await lockfile.lock(ownerFile, GUARD);
-  } catch (err) {
-    throw new UsageError(`Cannot lock the processed-pairs file ${file}: ${fsReason(err)}.`, { hint: STORE_HINT, cause: err });
-  }
   let previous: Owner | undefined;
   try {
-    previous = readOwner(ownerFile);
-    if (previous) {
-      const state = stateOf(previous);
-      if (state !== 'gone') throw inUse(file, ownerFile, previous, state, door);
-    }
-    try {
+    previous = await guarded(`${ownerFile}.guard`, () => {
+      const found = readOwner(ownerFile);
+      const state = found && stateOf(found);
+      if (found && state !== 'gone') throw inUse(file, ownerFile, found, state!, door);
       writeOwner(ownerFile, mine, 'replace');
-    } catch (err) {
-      throw new UsageError(`Cannot lock the processed-pairs file ${file}: ${fsReason(err)}.`, { hint: STORE_HINT, cause: err });
-    }
-  } finally {
-    await release().catch(() => undefined);
+      return found;
+    });
+  } catch (err) {
+    if (err instanceof UsageError) throw err;
+    throw new UsageError(`Cannot lock the processed-pairs file ${file}: ${fsReason(err)}.`, { hint: STORE_HINT, cause: err });
   }
   heldHere.add(mine.token);
   return {
@@ -124,6 +112,37 @@ export async function ownFile(file: string, door: StoreDoor): Promise<Ownership>
       if (readOwner(ownerFile)?.token === mine.token) rmSync(ownerFile, { force: true });
     },
   };
+}
+
+/**
+ * Runs `work` (synchronous: it holds the guard for microseconds) while holding the guard folder, waiting
+ * for another process's turn if need be (at most ~10 s: one left by a process that died holding it is
+ * stale after GUARD_STALE_MS, and removed).
+ */
+async function guarded<T>(guard: string, work: () => T): Promise<T> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      mkdirSync(guard, { mode: 0o700 });
+      break;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST' || attempt >= 200) throw err;
+      const made = statSync(guard, { throwIfNoEntry: false })?.mtimeMs;
+      if (made !== undefined && Math.abs(Date.now() - made) > GUARD_STALE_MS) {
+        try {
+          rmdirSync(guard);
+        } catch {
+          // taken away by another process meanwhile: try again
+        }
+        continue;
+      }
+      await sleep(5 + Math.random() * 45);
+    }
+  }
+  try {
+    return work();
+  } finally {
+    rmdirSync(guard);
+  }
 }
 
 /** Whether the recorded owner runs: here (this process), on this host, elsewhere (cannot be asked), or gone. */
