@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -418,14 +418,14 @@ describe('one owner per pairs file (#32.1), in this process', () => {
   it('the guard of the lock: another process in its turn is waited for; one left by a process that died in its turn is removed', async () => {
     const dir = tempDir();
     const guard = join(dir, 'processed-pairs.ndjson.owner.guard');
-    mkdirSync(guard);
+    writeFileSync(guard, '');
     let opened = false;
     const waiting = store(dir, 1000).then((s) => ((opened = true), s));
     for (let i = 0; i < 5; i++) await new Promise((r) => setTimeout(r, 10)); // its tries, while the guard is held
     expect(opened).toBe(false);
-    rmdirSync(guard); // that process's turn ends
+    rmSync(guard); // that process's turn ends
     await (await waiting).close();
-    mkdirSync(guard);
+    writeFileSync(guard, '');
     utimesSync(guard, new Date(Date.now() - 60_000), new Date(Date.now() - 60_000));
     await (await store(dir, 1000)).close();
     expect(existsSync(guard)).toBe(false);
