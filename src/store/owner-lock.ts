@@ -5,6 +5,7 @@ import { basename } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { UsageError } from '../errors.js';
 import { fsReason } from '../util/files.js';
+import { printable } from '../util/printable.js';
 import { STORE_HINT } from './paths.js';
 
 /**
@@ -27,7 +28,7 @@ export interface Owner {
   host: string;
   /** When it started, ISO 8601 (for people). */
   started: string;
-  /** What it runs: the script and its first argument (never more: an app's arguments may hold secrets). */
+  /** What it runs: the script, and wxhooks' command (never an app's arguments: they may hold secrets). */
   command: string;
   /** This opening of the file (a process may open and close it several times). */
   token: string;
@@ -62,12 +63,13 @@ let self: Omit<Owner, 'token'> | undefined;
 /** This process, as an owner file records it. */
 function me(): Omit<Owner, 'token'> {
   if (self) return self;
-  const script = process.argv[1] ? basename(process.argv[1]) : 'node';
+  const script = process.argv[1] ? basename(process.argv[1]).slice(0, 60) : 'node';
   self = {
     pid: process.pid,
     host: hostname(),
     started: new Date(Date.now() - process.uptime() * 1000).toISOString(),
-    command: [script, process.argv[2]].filter((a) => a && /^[\w.@/-]{1,40}$/.test(a)).join(' ') || 'node',
+    // wxhooks' own command (`wxhooks.js listen`); of any other program, its script only
+    command: script.startsWith('wxhooks') && /^[a-z]{1,20}$/.test(process.argv[2] ?? '') ? `${script} ${process.argv[2]}` : script,
     boot: readText('/proc/sys/kernel/random/boot_id'),
     ns: readLink('/proc/self/ns/pid'),
     start: processStart('self'),
@@ -187,7 +189,9 @@ function readOwner(ownerFile: string): Owner | undefined {
     return undefined;
   }
   if (!o || !Number.isSafeInteger(o.pid) || o.pid! <= 0 || typeof o.host !== 'string' || typeof o.token !== 'string') return undefined;
-  return { pid: o.pid!, host: o.host, token: o.token, started: String(o.started ?? '?'), command: String(o.command ?? '?'), boot: str(o.boot), ns: str(o.ns), start: Number.isSafeInteger(o.start) ? o.start : undefined };
+  // what is shown of it is made printable and short: the file is in a folder others may have written to
+  const shown = (v: unknown) => printable(String(v ?? '?')).slice(0, 100);
+  return { pid: o.pid!, host: shown(o.host), token: o.token, started: shown(o.started), command: shown(o.command), boot: str(o.boot), ns: str(o.ns), start: Number.isSafeInteger(o.start) ? o.start : undefined };
 }
 
 /** Writes the owner file whole: renamed over whatever is there (`replace`), or linked where nothing is (`create`, which fails if something is). */
