@@ -239,6 +239,7 @@ export async function runListen(ctx: Context, o: ListenOptions): Promise<void> {
     const opened = await openPairStore({
       url: o.store ?? ctx.env.WXHOOKS_STORE_URL ?? 'file',
       dir: configDir(ctx.env),
+      webhook: temporary?.hook.id ?? o.webhook, temporary: temporary !== undefined, // a file of its own per webhook
       ttlMs: o.dedupeTtl,
       fsync: o.fsync,
       giveUpMs: giveUpMs(ctx),

@@ -1,6 +1,7 @@
 import { DUPLICATE_BODY, IN_PROGRESS_BODY, OK_BODY, errorBody, hashedPair, pairFrom, statusForFailure, type Pair } from '../receiver/common.js';
 import type { Scheme } from '../signing/layouts.js';
 import type { HeaderSource, VerifyFailureReason, VerifyResult } from '../signing/rules.js';
+import { MemoryStore } from '../delivery/memory-store.js';
 import type { Claim } from '../store/pair-store.js';
 import type { DeliveryType, WebhookEvent, WebhookEventOf } from './types.js';
 
@@ -21,55 +22,7 @@ export interface HandlerStore {
   release(trigger: string, subscription: string): Promise<void>;
 }
 
-export interface MemoryStoreOptions {
-  /** How long a processed pair is remembered, in milliseconds (default 24 h, as `listen --dedupe-ttl`). */
-  ttlMs?: number;
-  /** At most this many pairs are remembered; past it the oldest are forgotten (default 100,000). */
-  maxPairs?: number;
-  /** The clock, in milliseconds (default `Date.now`). */
-  now?: () => number;
-}
-
-/** Processed pairs in this process's memory: one instance, until it restarts. */
-export class MemoryStore implements HandlerStore {
-  private readonly done = new Map<string, number>();
-  private readonly held = new Set<string>();
-  private readonly ttlMs: number;
-  private readonly maxPairs: number;
-  private readonly now: () => number;
-
-  constructor(options: MemoryStoreOptions = {}) {
-    this.ttlMs = options.ttlMs ?? 24 * 3600_000;
-    this.maxPairs = options.maxPairs ?? 100_000;
-    this.now = options.now ?? Date.now;
-  }
-
-  async claim(trigger: string, subscription: string): Promise<Claim> {
-    const key = `${subscription}\n${trigger}`;
-    const now = this.now();
-    // the map is in the order pairs were done: the expired ones are at its front
-    for (const [k, at] of this.done) {
-      if (now - at <= this.ttlMs) break;
-      this.done.delete(k);
-    }
-    if (this.held.has(key)) return 'held';
-    if (this.done.has(key)) return 'done';
-    this.held.add(key);
-    return 'won';
-  }
-
-  async complete(trigger: string, subscription: string): Promise<void> {
-    const key = `${subscription}\n${trigger}`;
-    this.held.delete(key);
-    this.done.delete(key);
-    this.done.set(key, this.now());
-    if (this.done.size > this.maxPairs) this.done.delete(this.done.keys().next().value!);
-  }
-
-  async release(trigger: string, subscription: string): Promise<void> {
-    this.held.delete(`${subscription}\n${trigger}`);
-  }
-}
+export { MemoryStore, type MemoryStoreOptions } from '../delivery/memory-store.js';
 
 /** A body as received: its raw bytes (preferred), or a string taken as its UTF-8. */
 export type RawBody = Uint8Array | ArrayBuffer | string;

@@ -3,9 +3,12 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { MAX_BODY, MAX_INFLIGHT, errorBody } from '../receiver/common.js';
 import { DIAGNOSES_PER_MINUTE } from '../signing/rules.js';
 import { Verifier } from '../signing/verify.js';
-import { systemClock } from '../util/clock.js';
 import { InflightBudget, readBody } from '../util/read-body.js';
-import { WebhooksCore, secretsFrom, type HandlerStore, type WebhooksOptions } from './core.js';
+import type { PairStore } from '../delivery/store.js';
+import type { OpenStoreOptions } from '../store/open.js';
+import { WebhooksCore, secretsFrom, type WebhooksOptions } from './core.js';
+
+export type { OpenStoreOptions } from '../store/open.js';
 
 /**
  * The handler library's Node entry (`import { Webhooks, createNodeMiddleware } from 'wxhooks'`):
@@ -98,34 +101,16 @@ export function createNodeMiddleware(webhooks: WebhooksCore, options: NodeMiddle
   };
 }
 
-export interface OpenStoreOptions {
-  /** For the file store: the folder its file (processed-pairs.jsonl) is kept in. */
-  dir?: string;
-  /** How long a processed pair is remembered, in milliseconds (default 24 h). */
-  ttlMs?: number;
-  /** For PostgreSQL: the schema of its tables (default `wxhooks`, as `listen`'s). */
-  schema?: string;
-  /** For PostgreSQL: how long a claim holds before another instance takes it over (default 60 s): longer than your handlers take. */
-  leaseMs?: number;
-}
-
 /**
  * The stores `listen` uses, for the handlers of an app: `openStore('file', { dir })` keeps processed pairs
  * in a file (one instance, across restarts); `openStore('postgres://…')` in PostgreSQL, shared by every
  * instance of the app (and every `listen --store` on the same schema), so a delivery is processed once
  * whichever instance gets it. Close it when the app stops.
  */
-export async function openStore(url: string, options: OpenStoreOptions = {}): Promise<HandlerStore & { close(): Promise<void> }> {
+export async function openStore(url: string, options: OpenStoreOptions = {}): Promise<PairStore> {
   if (url === 'file' && !options.dir) throw new TypeError("openStore('file') needs { dir }: the folder the processed pairs are kept in");
   // loaded only when asked for: an app with the default store never loads the file or database code
   const { openPairStore } = await import('../store/open.js');
-  const opened = await openPairStore({
-    url,
-    dir: options.dir ?? '',
-    ttlMs: options.ttlMs ?? 24 * 3_600_000,
-    schema: options.schema ?? 'wxhooks',
-    leaseMs: options.leaseMs ?? 60_000,
-    clock: systemClock,
-  });
+  const opened = await openPairStore({ door: 'app', ...options, url });
   return opened.store;
 }
