@@ -7,7 +7,8 @@ import { cpus, totalmem, tmpdir, release } from 'node:os';
 import { join } from 'node:path';
 import { request } from 'undici';
 import { Webhook } from 'standardwebhooks';
-import { signDelivery, verifyDelivery, generateSecret } from '../dist/index.js';
+import { signDelivery, verifyDelivery } from '../dist/index.js';
+import { generateSecret } from '../dist/signing/sign.js';
 import { clickToDetail, eachLine, freePort, launchBrowser, startPostgres } from '../scripts/harness.js';
 
 const ROOT = new URL('..', import.meta.url).pathname;

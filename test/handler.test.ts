@@ -4,7 +4,7 @@ import express from 'express';
 import Fastify from 'fastify';
 import { afterAll, beforeAll, describe, expect, expectTypeOf, it } from 'vitest';
 import { startPostgres, type Postgres } from '../scripts/harness.js';
-import { MemoryStore, Webhooks, WebhookHandlerError, createNodeMiddleware, openStore, type WebhookEvent } from '../src/index.js';
+import { MemoryStore, Webhooks, WebhookHandlerError, WebhookSetupError, createNodeMiddleware, openStore, type WebhookEvent } from '../src/index.js';
 import { Webhooks as WebWebhooks, createWebHandler } from '../src/handler/web.js';
 import { signDelivery } from '../src/signing/index.js';
 import { tempDir } from './helpers/cli.js';
@@ -40,13 +40,14 @@ function app(options: ConstructorParameters<typeof Webhooks>[0] = { secret: SECR
   const webhooks = new Webhooks(options);
   const seen: string[] = [];
   const errors: WebhookHandlerError[] = [];
+  const setup: WebhookSetupError[] = [];
   const failFor = new Set<string>();
   webhooks.on('forecast_hour.available', async (event) => {
     if (failFor.delete(event.id)) throw new Error('the database is down');
     seen.push(`${event.id} +${event.payload.data.forecast_hour}h`);
   });
-  webhooks.onError((error) => void errors.push(error));
-  return { webhooks, seen, errors, failFor };
+  webhooks.onError((error) => void (error instanceof WebhookHandlerError ? errors.push(error) : setup.push(error)));
+  return { webhooks, seen, errors, setup, failFor };
 }
 
 describe('createNodeMiddleware on node:http', () => {
@@ -121,7 +122,7 @@ describe('createNodeMiddleware on node:http', () => {
     await expect.poll(() => runs).toBe(1);
     expect(await slow.verifyAndReceive(d)).toMatchObject({ status: 409, outcome: 'in_progress' });
     release();
-    expect(await first).toMatchObject({ status: 200, outcome: 'processed' });
+    expect(await first).toMatchObject({ status: 200, outcome: 'accepted' });
     expect(runs).toBe(1);
   });
 });
@@ -235,7 +236,7 @@ describe('the dedupe key and the stores', () => {
     for (let restart = 0; restart < 2; restart++) {
       const store = await openStore('file', { dir });
       const a = app({ secret: SECRET, store });
-      expect((await a.webhooks.verifyAndReceive(d)).outcome).toBe(restart === 0 ? 'processed' : 'duplicate');
+      expect((await a.webhooks.verifyAndReceive(d)).outcome).toBe(restart === 0 ? 'accepted' : 'duplicate');
       await store.close();
     }
   });
@@ -252,7 +253,7 @@ describe('the dedupe key and the stores', () => {
         const triggers = Array.from({ length: 20 }, (_, i) => `trg_pg_${i}`);
         const receipts = await Promise.all(triggers.flatMap((t) => apps.map((a) => a.webhooks.verifyAndReceive(delivery(t)))));
         // at once: one of the two processes it, the other finds it done or still held (409: the service retries)
-        expect(receipts.filter((r) => r.outcome === 'processed')).toHaveLength(20);
+        expect(receipts.filter((r) => r.outcome === 'accepted')).toHaveLength(20);
         const again = await Promise.all(triggers.map((t) => apps[1]!.webhooks.verifyAndReceive(delivery(t))));
         expect(again.every((r) => r.outcome === 'duplicate')).toBe(true);
         expect([...apps[0]!.seen, ...apps[1]!.seen].sort()).toEqual(triggers.map((t) => `${t} +6h`).sort());

@@ -13,6 +13,8 @@ import { emit } from '../output/render.js';
 import { styleFor } from '../output/style.js';
 import { checkChain, EventLog } from '../receiver/check.js';
 import { startReceiver } from '../receiver/server.js';
+import { DEFAULTS } from '../delivery/defaults.js';
+import { withLease } from '../delivery/lease-bridge.js';
 import { Verifier } from '../signing/verify.js';
 import { FilePairStore } from '../store/file-pairs.js';
 import { BindError, isLoopback } from '../util/net.js';
@@ -168,8 +170,8 @@ async function deliveryChecks(ctx: Context, service: Service, hook: Webhook, sec
       port: listenPort,
       host: '127.0.0.1',
       path: target.pathname || '/',
-      verifier: new Verifier({ secret }),
-      store,
+      verifier: new Verifier({ secret, diagnosePerMinute: Infinity }), // the service's pings only: each failure says why
+      store: withLease(store, DEFAULTS.claimLeaseMs), // its limits are listen's: the table of defaults
       onEvent: (event) => log.push(event),
     });
     try {

@@ -18,7 +18,9 @@ import { verified, type ReceiverEvent } from '../receiver/event.js';
 import { replayCommands, replayFromHistory } from '../receiver/replay.js';
 import { readSavedDir, savedAsEvent, savedBody, type SavedDelivery } from '../receiver/saved.js';
 import { compressHours, parseRunName, RunTracker } from '../receiver/runs.js';
-import { RECEIVER_DEFAULTS, startReceiver, type RunningReceiver } from '../receiver/server.js';
+import { startReceiver, type RunningReceiver } from '../receiver/server.js';
+import { BODY_READS, DEFAULTS } from '../delivery/defaults.js';
+import { withLease } from '../delivery/lease-bridge.js';
 import type { Scheme } from '../signing/layouts.js';
 import { DIAGNOSES_PER_MINUTE } from '../signing/rules.js';
 import { Verifier } from '../signing/verify.js';
@@ -35,7 +37,7 @@ import { collect, duration, hostPort, hours, integer, isoTime, size, timeLimit, 
 import { printable } from '../util/printable.js';
 import { addSensitive } from '../util/redact.js';
 import { isKnownType, SUBSCRIPTION_TYPES, suggestion } from '../vocabulary.js';
-import { portOption, schemeOption, toleranceOption, valued } from './options.js';
+import { msDefault, portOption, schemeOption, sizeDefault, toleranceOption, valued } from './options.js';
 import { resolveSecrets, secretSourceOptions, serviceFor } from './shared.js';
 
 /**
@@ -63,15 +65,15 @@ export function register(cmd: Command, act: Act): void {
     .option('--check', 'once ready, ping each subscription through the service and say which link of the chain works')
     .optionsGroup('What it does with a verified delivery:')
     .addOption(valued('--forward-to <url>', 'POST each verified delivery (exact bytes and headers) to your app', url))
-    .addOption(valued('--forward-timeout <duration>', 'how long your app may take', timeLimit, [RECEIVER_DEFAULTS.forwardTimeoutMs, '30s']))
+    .addOption(valued('--forward-timeout <duration>', 'how long your app may take', timeLimit, msDefault(DEFAULTS.forwardTimeoutMs)))
     .option('--save-dir <dir>', 'write each verified delivery to a file that `verify` and `send` read back')
     .addOption(valued('--respond-status <code>', 'answer verified deliveries with this status (e.g. 500, to watch the retries)', integer(200, 599)))
     .optionsGroup('Processed once (the processed pairs):')
-    .addOption(valued('--dedupe-ttl <duration>', 'how long a processed (trigger, subscription) pair is remembered', duration, [24 * 3_600_000, '24h']))
+    .addOption(valued('--dedupe-ttl <duration>', 'how long a processed (trigger, subscription) pair is remembered', duration, msDefault(DEFAULTS.pairTtlMs)))
     .option('--fsync', 'sync each processed pair to the disk before answering (survives a power loss; slower)')
-    .option('--store <url>', 'where processed pairs (and the history) are kept: "file" (the store folder), or postgres://user:password@host/db shared by several receivers (else WXHOOKS_STORE_URL)')
-    .option('--store-schema <name>', 'with a postgres store: the schema its tables are in', 'wxhooks')
-    .addOption(valued('--claim-timeout <duration>', "with a postgres store: how long a claim holds before another instance takes it over (its holder died)", timeLimit, [60_000, '60s']))
+    .option('--store <url>', `where processed pairs (and the history) are kept: "file" (the store folder), or postgres://user:password@host/db shared by several receivers (else WXHOOKS_STORE_URL, else "${DEFAULTS.storeUrl}")`)
+    .option('--store-schema <name>', 'with a postgres store: the schema its tables are in', DEFAULTS.schema)
+    .addOption(valued('--claim-timeout <duration>', "with a postgres store: how long a claim holds before another instance takes it over (its holder died)", timeLimit, msDefault(DEFAULTS.claimLeaseMs)))
     .optionsGroup('When it stops (a CI gate):')
     .addOption(valued('--exit-after <n>', 'exit 0 after N verified new deliveries', integer(1)))
     .option('--until <type>', 'exit 0 at the first verified delivery of this type')
@@ -80,9 +82,9 @@ export function register(cmd: Command, act: Act): void {
     .option('--no-init-event', "with --until-run: the run is complete without its initialization_time.available")
     .addOption(valued('--within <duration>', 'with --until or --until-run: exit 9 if it has not come by then (and say what is missing)', duration))
     .optionsGroup('Limits (what any sender can make it hold):')
-    .addOption(valued('--max-body <size>', 'refuse bodies over this size with 413', size, [RECEIVER_DEFAULTS.maxBody, '25MiB']))
-    .addOption(valued('--max-inflight <size>', 'the body bytes all requests together may hold while they are read and processed (with --save-dir, each counts twice); past it, 503', size, [RECEIVER_DEFAULTS.maxInflight, '256MiB']))
-    .addOption(valued('--read-timeout <duration>', 'slow-client guard: headers must arrive within this, the whole request within 6 times it', timeLimit, [RECEIVER_DEFAULTS.readTimeoutMs, '10s']))
+    .addOption(valued('--max-body <size>', 'refuse bodies over this size with 413', size, sizeDefault(DEFAULTS.maxBodyBytes)))
+    .addOption(valued('--max-inflight <size>', 'the body bytes all requests together may hold while they are read and processed (with --save-dir, each counts twice); past it, 503', size, sizeDefault(DEFAULTS.maxInflightBytes)))
+    .addOption(valued('--read-timeout <duration>', `slow-client guard: headers must arrive within this, the whole request within ${BODY_READS} times it`, timeLimit, msDefault(DEFAULTS.readTimeoutMs)))
     .optionsGroup('The inspector page:')
     .addOption(
       new Option('--inspect [host:port]', 'serve the inspector page: every delivery live, in detail, replayable (default 127.0.0.1:8789); listen prints its link, with the token it needs')
@@ -182,7 +184,7 @@ function checkOptions(ctx: Context, o: ListenOptions): void {
   if (o.inspect && !isLoopback(o.inspect.host) && !o.inspectAllowRemote) {
     throw new UsageError(`--inspect on ${o.inspect.host} would show every delivery, in full, to other machines.`, { hint: 'Add --inspect-allow-remote if that is what you want (the page still needs its token).' });
   }
-  const storeUrl = o.store ?? ctx.env.WXHOOKS_STORE_URL ?? 'file';
+  const storeUrl = o.store ?? ctx.env.WXHOOKS_STORE_URL ?? DEFAULTS.storeUrl;
   if (storeKind(storeUrl) === 'file' && o.inspect === undefined && (ctx.given('history') || ctx.given('historySize'))) {
     throw new UsageError('--history and --history-size are for what --inspect keeps, or a postgres --store keeps: give one of them.');
   }
@@ -238,7 +240,7 @@ export async function runListen(ctx: Context, o: ListenOptions): Promise<void> {
   try {
     const limits: HistoryLimits = { ...HISTORY_DEFAULTS, rows: o.history, bytes: o.historySize };
     const opened = await openPairStore({
-      url: o.store ?? ctx.env.WXHOOKS_STORE_URL ?? 'file',
+      url: o.store ?? ctx.env.WXHOOKS_STORE_URL ?? DEFAULTS.storeUrl,
       dir: configDir(ctx.env),
       ttlMs: o.dedupeTtl,
       fsync: o.fsync,
@@ -266,7 +268,7 @@ export async function runListen(ctx: Context, o: ListenOptions): Promise<void> {
       host: o.host,
       path: o.path,
       verifier: new Verifier({ secret: listening.secrets, scheme: o.scheme, tolerance: o.tolerance, diagnosePerMinute: DIAGNOSES_PER_MINUTE, shallowAbove: SHALLOW_ABOVE }),
-      store,
+      store: withLease(store, o.claimTimeout),
       maxBody: o.maxBody,
       maxInflight: o.maxInflight,
       forwardTo: o.forwardTo,

@@ -7,12 +7,12 @@ import { styleFor } from '../output/style.js';
 import { readCaptured } from '../receiver/saved.js';
 import { LAYOUT_NAMES, type LayoutName } from '../signing/layouts.js';
 import { buildPayload } from '../signing/payload.js';
-import { signDelivery } from '../signing/sign.js';
+import { newTriggerId, signDelivery } from '../signing/sign.js';
 import { readInputFile } from '../util/files.js';
 import { readStdinBytes } from '../util/input.js';
 import { networkReason, readStart } from '../util/net.js';
 import { unixSeconds, url } from '../util/parse.js';
-import { latestCycle, newTriggerId } from '../vocabulary.js';
+import { latestCycle } from '../vocabulary.js';
 import { valued } from './options.js';
 import { resolveSecrets, secretSourceOptions } from './shared.js';
 

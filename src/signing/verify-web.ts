@@ -128,3 +128,23 @@ export class WebVerifier {
     return (await unsigned()) ?? failures.noMatch(this.secrets, candidates);
   }
 }
+
+/** `verifyDelivery`'s options, for Web Crypto. */
+export interface WebVerifyOptions extends Omit<WebVerifierOptions, 'diagnosePerMinute'> {
+  headers: HeaderSource;
+  /** The raw body as received. A string is taken as its UTF-8 bytes; prefer the bytes. */
+  body: Uint8Array | string;
+  /** The clock, in milliseconds (default `Date.now()`). */
+  now?: number | Date;
+  /** After a failure, look further for why (default true), as the Node entry's `verifyDelivery` does. */
+  diagnose?: boolean;
+}
+
+/**
+ * Verifies one delivery with Web Crypto, by the rules and in the words of the Node entry's
+ * `verifyDelivery` (it resolves to the same result; it is asynchronous because Web Crypto is).
+ */
+export function verifyDelivery(options: WebVerifyOptions): Promise<VerifyResult> {
+  const verifier = new WebVerifier({ ...options, diagnosePerMinute: options.diagnose === false ? 0 : Infinity });
+  return verifier.verify(options.headers, options.body, options.now === undefined ? Date.now() : +options.now);
+}

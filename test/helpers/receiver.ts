@@ -3,7 +3,8 @@ import type { ReceiverEvent } from '../../src/receiver/event.js';
 import { startReceiver, type RawDelivery, type ReceiverOptions, type RunningReceiver } from '../../src/receiver/server.js';
 import { Verifier } from '../../src/signing/verify.js';
 import { FilePairStore } from '../../src/store/file-pairs.js';
-import type { PairStore } from '../../src/store/pair-store.js';
+import { withLease } from '../../src/delivery/lease-bridge.js';
+import type { PairStore } from '../../src/delivery/store.js';
 import { systemClock, type Clock } from '../../src/util/clock.js';
 import { tempDir } from './cli.js';
 
@@ -25,7 +26,7 @@ export interface TestReceiver {
 export interface TestReceiverOptions extends Partial<Omit<ReceiverOptions, 'verifier' | 'store' | 'onEvent'>> {
   secret?: string;
   /** The store (default: a file store in a new folder, on the same clock). */
-  store?: PairStore;
+  store?: Parameters<typeof withLease>[0];
   dir?: string;
   ttlMs?: number;
   diagnosePerMinute?: number;
@@ -34,7 +35,7 @@ export interface TestReceiverOptions extends Partial<Omit<ReceiverOptions, 'veri
 
 export async function startTestReceiver(o: TestReceiverOptions = {}): Promise<TestReceiver> {
   const clock: Clock = o.clock ?? systemClock;
-  const store = o.store ?? (await FilePairStore.open({ dir: o.dir ?? tempDir(), ttlMs: o.ttlMs ?? 86_400_000, clock }));
+  const store = withLease(o.store ?? (await FilePairStore.open({ dir: o.dir ?? tempDir(), ttlMs: o.ttlMs ?? 86_400_000, clock })), 60_000);
   const events: ReceiverEvent[] = [];
   const raws: (RawDelivery | undefined)[] = [];
   const waiters = new Set<() => void>();
@@ -49,7 +50,7 @@ export async function startTestReceiver(o: TestReceiverOptions = {}): Promise<Te
     keepsRaw: true,
     ...o,
     clock,
-    verifier: new Verifier({ secret: o.secret ?? TEST_SECRET, diagnosePerMinute: o.diagnosePerMinute }),
+    verifier: new Verifier({ secret: o.secret ?? TEST_SECRET, diagnosePerMinute: o.diagnosePerMinute ?? Infinity }),
     store,
     onEvent(event, raw) {
       events.push(event);
