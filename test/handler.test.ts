@@ -1,5 +1,5 @@
 import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { connect, type AddressInfo } from 'node:net';
 import express from 'express';
 import Fastify from 'fastify';
 import { afterAll, beforeAll, describe, expect, expectTypeOf, it } from 'vitest';
@@ -32,6 +32,15 @@ function delivery(trigger: string, o: { secret?: string; type?: string; data?: R
 async function listen(server: Server): Promise<string> {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+}
+/** Sends raw bytes; resolves with all the server answered once it closes. */
+function rawRequest(port: number, data: string): Promise<string> {
+  return new Promise((resolve) => {
+    const socket = connect(port, '127.0.0.1', () => socket.write(data));
+    let answer = '';
+    socket.setEncoding('latin1').on('data', (d: string) => (answer += d));
+    socket.on('close', () => resolve(answer));
+  });
 }
 const close = (server: Server) => new Promise<void>((resolve) => (server.closeAllConnections(), server.close(() => resolve())));
 
@@ -277,8 +286,84 @@ describe('types', () => {
     webhooks.onAny((event: WebhookEvent) => {
       if (event.type === 'forecast_hour.available') expectTypeOf(event.payload.data.forecast_hour).toEqualTypeOf<number>();
     });
-    // @ts-expect-error: not a delivery type of the service
-    webhooks.on('forecast_hour.availble', () => undefined);
     expect(() => new Webhooks({})).toThrow(/needs the webhook's secret/);
+  });
+});
+
+describe('mistakes seen where they are made (#34)', () => {
+  it('on() with a type wxhooks does not know (a typo, in plain JavaScript) throws at registration, naming the nearest type; a type the service adds later reaches onAny', async () => {
+    const webhooks = new Webhooks({ secret: SECRET });
+    // @ts-expect-error: not a delivery type of the service
+    expect(() => webhooks.on('forecast_hour.availble', () => undefined)).toThrow(/not a delivery type wxhooks knows \(did you mean forecast_hour\.available\?\)/);
+    const asJavaScript = webhooks.on.bind(webhooks) as (type: unknown, handler: () => void) => unknown;
+    expect(() => asJavaScript(['degree_days.available', 'forecast_hour.availble'], () => undefined)).toThrow(/forecast_hour\.available/);
+    // nothing of a refused registration was kept: a delivery of the right type runs no handler
+    const seen: string[] = [];
+    webhooks.on('degree_days.available', () => void seen.push('degree days'));
+    webhooks.onAny((event) => void seen.push(`any ${event.type}`));
+    expect((await webhooks.verifyAndReceive(delivery('trg_new_type', { type: 'storm_surge.available' }))).outcome).toBe('accepted');
+    expect((await webhooks.verifyAndReceive(delivery('trg_typo_type'))).outcome).toBe('accepted');
+    expect(seen).toEqual(['any storm_surge.available', 'any forecast_hour.available']);
+  });
+
+  it('express.json() before the middleware: answered 500 as before, and onError is given a WebhookSetupError; with no onError, the log says it once per kind of mistake', async () => {
+    const a = app();
+    const warned: string[] = [];
+    const quiet = new Webhooks({ secret: SECRET, log: { warn: (m: string) => void warned.push(m) } });
+    const web = express();
+    web.use(express.json());
+    web.use(createNodeMiddleware(a.webhooks, { path: '/told' }));
+    web.use(createNodeMiddleware(quiet, { path: '/logged' }));
+    const server = createServer(web);
+    const url = await listen(server);
+    try {
+      for (const n of [1, 2]) {
+        const d = delivery(`trg_parsed_${n}`);
+        const told = await post(`${url}/told`, d.headers, d.body);
+        expect(told.status).toBe(500);
+        expect(told.body).toContain('parsed before wxhooks could verify it');
+        const logged = await post(`${url}/logged`, d.headers, d.body);
+        expect(logged.status).toBe(500);
+      }
+      expect(a.setup).toHaveLength(2);
+      expect(a.setup[0]).toBeInstanceOf(WebhookSetupError);
+      expect(a.setup[0]).toMatchObject({ kind: 'body_parsed', hint: expect.stringContaining('before any JSON body parser') });
+      expect(a.errors).toEqual([]);
+      expect(warned).toHaveLength(1);
+      expect(warned[0]).toContain('already parsed');
+      expect(warned[0]).toContain('express.raw()');
+    } finally {
+      await close(server);
+    }
+  });
+
+  it('with no onError, a handler that throws is said on the log (every time: each is a delivery that failed)', async () => {
+    const warned: string[] = [];
+    const webhooks = new Webhooks({ secret: SECRET, log: { warn: (m: string) => void warned.push(m) } });
+    webhooks.on('forecast_hour.available', () => {
+      throw new Error('no table "forecasts"');
+    });
+    expect((await webhooks.verifyAndReceive(delivery('trg_logged_throw'))).status).toBe(500);
+    expect(warned).toEqual([expect.stringContaining('no table "forecasts"')]);
+  });
+
+  it('two Webhook-Signature headers, the valid one first: accepted, as listen accepts them (#32.15)', async () => {
+    const a = app();
+    const server = createServer(createNodeMiddleware(a.webhooks, { path: '/hooks' }));
+    const url = await listen(server);
+    try {
+      const d = delivery('trg_two_signatures');
+      const wrong = `v1,${Buffer.alloc(32, 1).toString('base64')}`;
+      for (const [first, second] of [[d.headers['Webhook-Signature']!, wrong], [wrong, d.headers['Webhook-Signature']!]]) {
+        const port = Number(new URL(url).port);
+        const head =
+          `POST /hooks HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(d.body)}\r\n` +
+          `trigger-id: ${d.headers['Trigger-Id']}\r\nwebhook-timestamp: ${d.headers['Webhook-Timestamp']}\r\nwebhook-signature: ${first}\r\nwebhook-signature: ${second}\r\nconnection: close\r\n\r\n`;
+        expect(await rawRequest(port, head + d.body)).toMatch(/^HTTP\/1\.1 200/);
+      }
+      expect(a.seen).toEqual(['trg_two_signatures +6h']);
+    } finally {
+      await close(server);
+    }
   });
 });
