@@ -348,7 +348,7 @@ async function startPage(ctx: Context, o: ListenOptions, history: HistorySource,
     hostNames: o.inspectHost,
     history,
     token: token.value,
-    about: { url: receiver.url, forward_to: o.forwardTo ?? null, keep: o.history, expect_hours: o.expectHours ?? null, webhook_id: l.temporary?.hook.id ?? o.webhook ?? null },
+    about: { url: receiver.url, forward_to: o.forwardTo ?? null, keep: o.history, expect_hours: o.expectHours ?? null, need_init: o.initEvent, webhook_id: l.temporary?.hook.id ?? o.webhook ?? null },
     replay: o.forwardTo
       ? async (id, edited) => {
           const r = await replayFromHistory(history, id, { secret, to: o.forwardTo!, timeoutMs: o.forwardTimeout, clock: ctx.clock, edited });

@@ -27,6 +27,8 @@ export interface StoredEntry {
   size: number;
   /** `verified` (a new delivery, verified), `test` (a test ping), or what listen answered otherwise (`duplicate`, `unverified`, ...). */
   outcome: string;
+  /** A test delivery (a ping), whatever was answered: never part of a model run. */
+  test?: true;
   model?: string;
   initialization_time?: string;
   forecast_hour?: number;
@@ -68,6 +70,7 @@ function fromFile(d: SavedFile): StoredDelivery {
     subscription_id: idText(p?.subscription_id),
     size: body.length,
     outcome: p?.test === true ? 'test' : 'verified',
+    ...(p?.test === true ? { test: true as const } : {}),
     model: facts.model,
     initialization_time: facts.initialization_time,
     forecast_hour: facts.forecast_hour,
@@ -88,6 +91,7 @@ function entryOfRow(row: HistoryRow): StoredEntry {
     subscription_id: r.subscription_id,
     size: row.size ?? r.size ?? 0,
     outcome: r.outcome === 'accepted' ? (r.test ? 'test' : 'verified') : r.outcome,
+    ...(r.test ? { test: true as const } : {}),
     model: r.model,
     initialization_time: r.initialization_time,
     forecast_hour: r.forecast_hour,
