@@ -353,12 +353,13 @@ describe('mistakes seen where they are made (#34)', () => {
     const url = await listen(server);
     try {
       const d = delivery('trg_two_signatures');
+      const h = d.headers as Record<string, string>;
       const wrong = `v1,${Buffer.alloc(32, 1).toString('base64')}`;
-      for (const [first, second] of [[d.headers['Webhook-Signature']!, wrong], [wrong, d.headers['Webhook-Signature']!]]) {
+      for (const [first, second] of [[h['Webhook-Signature']!, wrong], [wrong, h['Webhook-Signature']!]]) {
         const port = Number(new URL(url).port);
         const head =
           `POST /hooks HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(d.body)}\r\n` +
-          `trigger-id: ${d.headers['Trigger-Id']}\r\nwebhook-timestamp: ${d.headers['Webhook-Timestamp']}\r\nwebhook-signature: ${first}\r\nwebhook-signature: ${second}\r\nconnection: close\r\n\r\n`;
+          `trigger-id: ${h['Trigger-Id']}\r\nwebhook-timestamp: ${h['Webhook-Timestamp']}\r\nwebhook-signature: ${first}\r\nwebhook-signature: ${second}\r\nconnection: close\r\n\r\n`;
         expect(await rawRequest(port, head + d.body)).toMatch(/^HTTP\/1\.1 200/);
       }
       expect(a.seen).toEqual(['trg_two_signatures +6h']);

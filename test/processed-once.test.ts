@@ -133,7 +133,7 @@ describe('a full disk', () => {
     disk.fill();
     const clock = manualClock(Date.now());
     const port = await freePort();
-    const run = runInProcess(['listen', '--port', String(port), '--json', '--secret-env', 'S'], { env: { S: TEST_SECRET, WXHOOKS_CONFIG_DIR: disk.dir, WXHOOKS_STORE_GIVE_UP_MS: '60000' }, clock });
+    const run = runInProcess(['listen', '--port', String(port), '--json', '--secret-env', 'S'], { env: { S: TEST_SECRET, WXHOOKS_CONFIG_DIR: disk.dir }, clock });
     const agent = new Agent({ keepAlive: true });
     try {
       await waitUntilListening(port);

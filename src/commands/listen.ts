@@ -244,7 +244,6 @@ export async function runListen(ctx: Context, o: ListenOptions): Promise<void> {
       dir: configDir(ctx.env),
       ttlMs: o.dedupeTtl,
       fsync: o.fsync,
-      giveUpMs: giveUpMs(ctx),
       schema: o.storeSchema,
       leaseMs: o.claimTimeout,
       history: ctx.given('history') || ctx.given('historySize') || o.inspect ? limits : undefined,
@@ -443,10 +442,4 @@ function notComplete(o: ListenOptions, runs: RunTracker | undefined): NotVerifie
   if (!p) return new NotVerifiedError(`No delivery of ${runs.waitingFor()} arrived within ${formatDuration(o.within!)}.`, { hint });
   const what = [p.missing.length ? `missing ${compressHours(p.missing)}` : '', o.initEvent && !p.init_event ? 'its initialization_time.available has not come' : ''].filter(Boolean).join('; ');
   return new NotVerifiedError(`Run ${p.model} ${p.initialization_time} is not complete after ${formatDuration(o.within!)} (${p.have.length}/${p.have.length + p.missing.length} hours): ${what}.`, { hint });
-}
-
-/** How long the pairs file may stay unwritable before listen stops (60 s; WXHOOKS_STORE_GIVE_UP_MS for tests). */
-function giveUpMs(ctx: Context): number | undefined {
-  const v = ctx.env.WXHOOKS_STORE_GIVE_UP_MS;
-  return v && /^\d+$/.test(v) ? Number(v) : undefined;
 }
