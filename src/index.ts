@@ -15,19 +15,4 @@ export { MemoryStore, type MemoryStoreOptions } from './handler/memory-store.js'
 export type { Claim, PairStore } from './delivery/store.js';
 export type { Outcome } from './delivery/outcomes.js';
 export type * from './handler/types.js';
-export {
-  verifyDelivery,
-  signDelivery,
-  Verifier,
-  type Layout,
-  type LayoutName,
-  type Scheme,
-  type VerifyOptions,
-  type VerifyResult,
-  type VerifySuccess,
-  type VerifyFailure,
-  type VerifyFailureReason,
-  type HeaderSource,
-  type SignOptions,
-  type SignedHeaders,
-} from './signing/index.js';
+export * from './signing/index.js';

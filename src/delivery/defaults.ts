@@ -33,6 +33,8 @@ export const DEFAULTS = {
   retryAfterSeconds: 5,
   /** The emulator's delays before each retry of a failed delivery (`emulator --retry-delays`). */
   retryDelaysMs: [5_000, 30_000, 120_000] as readonly number[],
+  /** How long the processed-pairs file may stay unwritable before `listen` stops (exit 10). */
+  storeGiveUpMs: 60_000,
   /** Expired pairs are swept at least this often (a store sweeps a TTL under four of these every quarter TTL, at least every second). */
   sweepIntervalMs: 60_000,
   /** How many pairs the in-memory store keeps at most; past it, the oldest are forgotten. */

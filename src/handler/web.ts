@@ -17,8 +17,9 @@ export { WebhookHandlerError, WebhookSetupError, WebhookTimeoutError, type Recei
 export { MemoryStore, type MemoryStoreOptions } from './memory-store.js';
 export type { Claim, PairStore } from '../delivery/store.js';
 export type * from './types.js';
-export { WebVerifier, verifyDelivery, type WebVerifierOptions, type WebVerifyOptions } from '../signing/verify-web.js';
-export { signDelivery, type SignedHeaders, type WebSignOptions } from '../signing/sign-web.js';
+export { WebVerifier, verifyDelivery, type WebVerifierOptions } from '../signing/verify-web.js';
+export { signDelivery, type SignedHeaders, type SignOptions } from '../signing/sign-web.js';
+export type { VerifyOptions } from '../signing/verify.js';
 export type { VerifyResult, VerifySuccess, VerifyFailure, VerifyFailureReason, HeaderSource } from '../signing/rules.js';
 
 type Digestible = Parameters<typeof crypto.subtle.digest>[1];

@@ -1,30 +1,17 @@
 import { utf8 } from './encoding.js';
-import { layoutNamed, type Layout, type LayoutName } from './layouts.js';
+import { layoutNamed } from './layouts.js';
+import type { SignedHeaders, SignOptions } from './sign.js';
 
 type Bytes = Parameters<typeof crypto.subtle.sign>[2];
 
-export interface WebSignOptions {
-  secret: string;
-  /** The exact bytes that will be sent. */
-  body: Uint8Array | string;
-  triggerId: string;
-  /** Seconds since the epoch (default: now). */
-  timestamp?: number;
-  /** Default `standard`, as the service signs; a row of your own may be given. */
-  layout?: LayoutName | Layout;
-}
-
-export type SignedHeaders = {
-  'Trigger-Id': string;
-  'Webhook-Timestamp': string;
-  'Webhook-Signature': string;
-};
+export type { SignOptions, SignedHeaders };
 
 /**
  * Signs a delivery as the service does, with Web Crypto: the same headers as the Node entry's
- * `signDelivery` (asynchronous, as Web Crypto is), for the tests of a Worker or a Deno app.
+ * `signDelivery`, with its options (asynchronous, as Web Crypto is), for the tests of a Worker or a Deno app.
+ * (Its types are the Node entry's, imported as types only: nothing of Node's crypto comes with them.)
  */
-export async function signDelivery(options: WebSignOptions): Promise<SignedHeaders> {
+export async function signDelivery(options: SignOptions): Promise<SignedHeaders> {
   const row = typeof options.layout === 'object' ? options.layout : layoutNamed(options.layout ?? 'standard');
   if (!row) throw new TypeError(`unknown layout "${String(options.layout)}"`);
   const ts = String(options.timestamp ?? Math.floor(Date.now() / 1000));
