@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ANSWERS } from '../src/delivery/answers.js';
-import { BodyGatherer, InflightBudget } from '../src/delivery/body.js';
+import { BodyGatherer, InflightBudget } from '../src/util/bodies.js';
 import { OUTCOMES, OUTCOME_NAMES } from '../src/delivery/outcomes.js';
 import { settle, type Timers } from '../src/delivery/runner.js';
 import { decide, forwarded, type Facts, type Handled } from '../src/delivery/steps.js';

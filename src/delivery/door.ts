@@ -7,7 +7,7 @@ import { ANSWERS, type Answer } from './answers.js';
  *   1. `routed`: another path is 404 (or the app's own route), another method 405;
  *   2. a door that keeps nothing of a refused request refuses one on its headers alone (a header missing,
  *      a stale timestamp) before reading its body (`WebhooksCore.refuseEarly`);
- *   3. the body, read within the body limit and the in-flight budget (src/delivery/body.ts): 413, 503, 408;
+ *   3. the body, read within the body limit and the in-flight budget (src/util/bodies.ts, neutral too): 413, 503, 408;
  *   4. verified: a failure is answered `ANSWERS.notVerified`;
  *   5. the pair claimed, the delivery handled and the pair completed or released (src/delivery/runner.ts);
  *   6. the answer written as the table has it: its status, its JSON body, its headers.

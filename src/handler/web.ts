@@ -1,5 +1,5 @@
 import { ANSWERS, bodyTimeoutMs, type Answer } from '../delivery/answers.js';
-import { BodyGatherer, declaredFits, InflightBudget } from '../delivery/body.js';
+import { BodyGatherer, declaredFits, InflightBudget } from '../util/bodies.js';
 import { DEFAULTS } from '../delivery/defaults.js';
 import { routed } from '../delivery/door.js';
 import { utf8 } from '../signing/encoding.js';

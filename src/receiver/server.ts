@@ -2,7 +2,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { Socket } from 'node:net';
 import type { Dispatcher } from 'undici';
 import { ANSWERS, bodyTimeoutMs, OK_BODY, statusForFailure, type Answer } from '../delivery/answers.js';
-import { declaredFits } from '../delivery/body.js';
+import { declaredFits } from '../util/bodies.js';
 import { BODY_READS, DEFAULTS } from '../delivery/defaults.js';
 import { pathOf, routed } from '../delivery/door.js';
 import type { Pair } from '../delivery/pair.js';
