@@ -133,6 +133,7 @@ describe('the table of answers', () => {
       ANSWERS.methodNotAllowed,
       ANSWERS.tooLarge(10),
       ANSWERS.timedOut(60_000),
+      ANSWERS.malformed,
       ANSWERS.aborted,
       ANSWERS.overloaded,
       ANSWERS.storeUnreadable,

@@ -54,8 +54,10 @@ export const ANSWERS = {
   notFound: (hint?: string): Answer => refuse(404, 'not_found', 'not found', { hint }),
   methodNotAllowed: refuse(405, 'method_not_allowed', 'only POST is accepted here', { headers: POST_ONLY }),
   tooLarge: (max: number): Answer => refuse(413, 'too_large', `the body is over ${max} bytes`),
-  /** The body did not arrive in time (the connection is closed). */
-  timedOut: (ms: number): Answer => refuse(408, 'timed_out', `the body did not arrive within ${Math.round(ms / 1000)} s`),
+  /** The request (its headers, or its body) did not arrive in time: the connection is closed. */
+  timedOut: (ms: number): Answer => refuse(408, 'timed_out', `the request did not arrive within ${Math.round(ms / 1000)} s`),
+  /** Not valid HTTP (a broken chunked body, a bad length): the connection is closed. */
+  malformed: refuse(400, 'bad_request', 'the request is not valid HTTP'),
   /** The body stopped coming (the client went away): `listen` reports it with status 0, as nothing can be answered; a door that must answer says 400. */
   aborted: refuse(400, 'aborted', 'the body could not be read: the request ended before it did'),
   overloaded: refuse(503, 'overloaded', 'too many bodies in flight; try again later', { reason: 'overloaded', headers: RETRY_LATER }),

@@ -1,4 +1,4 @@
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer, STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Dispatcher } from 'undici';
 import { ANSWERS, bodyTimeoutMs, OK_BODY, statusForFailure, type Answer } from '../delivery/answers.js';
@@ -283,9 +283,11 @@ export async function startReceiver(options: ReceiverOptions): Promise<RunningRe
     if (!timedOut && (!err.code?.startsWith('HPE_') || err.code === 'HPE_INVALID_EOF_STATE')) return socket.destroy();
     cutOff.set(socket, timedOut ? 408 : 400);
     if (!socket.writable) return socket.destroy();
-    // answered, then cut off whatever the client does (one that never reads would otherwise keep its
-    // connection, and its share of --max-inflight, for as long as it likes)
-    socket.end(`HTTP/1.1 ${timedOut ? '408 Request Timeout' : '400 Bad Request'}\r\nconnection: close\r\n\r\n`, () => socket.destroy());
+    // answered from the table, then cut off whatever the client does (one that never reads would
+    // otherwise keep its connection, and its share of --max-inflight, for as long as it likes)
+    const a = !timedOut ? ANSWERS.malformed : ANSWERS.timedOut(err.code === 'ERR_HTTP_HEADERS_TIMEOUT' ? o.readTimeoutMs : bodyTimeoutMs(o.readTimeoutMs));
+    const head = `HTTP/1.1 ${a.status} ${STATUS_CODES[a.status]}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(a.body)}\r\nconnection: close\r\n\r\n`;
+    socket.end(head + a.body, () => socket.destroy());
     setTimeout(() => socket.destroy(), 1000).unref();
   });
   const { port, url } = await listenOn(server, o.host, o.port, o.path);
