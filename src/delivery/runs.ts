@@ -63,6 +63,9 @@ export interface RunProgress {
 const FORECAST_HOUR = 'forecast_hour.available';
 const INIT_TIME = 'initialization_time.available';
 
+/** The types of a run's deliveries: its forecast hours, and its initialisation event. */
+export const RUN_TYPES: readonly string[] = [FORECAST_HOUR, INIT_TIME];
+
 /** Whether a verified delivery counts towards a model run: of a run's two types, with a model and an initialisation time, and not a test. */
 export const countsTowardRun = (facts: RunFacts): boolean =>
   (facts.type === FORECAST_HOUR || facts.type === INIT_TIME) && !facts.test && Boolean(facts.model) && Boolean(facts.initialization_time);

@@ -7,7 +7,9 @@ import './locale.js';
 import uPlot from 'uplot';
 import { REFUSED_OUTCOMES } from '../delivery/outcomes.js';
 import type { DeliveryRecord, FullRecord } from '../delivery/report.js';
-import { compressHours, isComplete, missingHours, type RunsView } from '../delivery/runs.js';
+import { compressHours, isComplete, missingHours, RUN_TYPES, type RunsView } from '../delivery/runs.js';
+import type { DegreeDaysResponse, EventContextResponse, InterpolatedPointForecastResponse } from '../handler/types.js';
+import { RESPONSE_TYPES } from '../vocabulary.js';
 import { fromRow, type Listed } from '../receiver/listed.js';
 import { ChartProblem, drawGridded, drawTrack } from './charts.js';
 
@@ -318,7 +320,7 @@ function take(batch: unknown[][]): void {
       o.value = r.type;
       typeSelect.append(o);
     }
-    if (!runsView.hidden && (r.type === 'forecast_hour.available' || r.type === 'initialization_time.available')) runsSoon();
+    if (!runsView.hidden && r.type !== undefined && RUN_TYPES.includes(r.type)) runsSoon();
   }
   if (!inOrder) order.sort((a, b) => a - b); // what a reconnect filled in, or the shared store's ids committed out of order
   trim();
@@ -718,7 +720,7 @@ function drawInto(box: HTMLElement, type: string, response: Record<string, unkno
   }
   if (type === 'interpolated_point_forecast') {
     if (!Array.isArray(response.points) || !response.points.length) throw new ChartProblem('no points to draw');
-    const points = response.points as { lat: number; lon: number; series: Record<string, number | string>[] }[];
+    const points = response.points as InterpolatedPointForecastResponse['points'];
     if (!points.every((p) => Array.isArray(p.series))) throw new ChartProblem('a point has no series');
     const variables = [...new Set(points.flatMap((p) => p.series.flatMap((s) => Object.keys(s).filter((k) => k !== 'valid_time'))))];
     for (const variable of variables) {
@@ -734,7 +736,7 @@ function drawInto(box: HTMLElement, type: string, response: Record<string, unkno
   }
   if (type === 'degree_days') {
     if (!Array.isArray(response.days) || !response.days.length) throw new ChartProblem('no days to draw');
-    const days = response.days as { date: string; heating_degree_days: number; cooling_degree_days: number }[];
+    const days = response.days as DegreeDaysResponse['days'];
     // two bars a day, side by side (not on top of each other), on an axis of days with half a day either side
     const x = days.map((d) => seconds(`${d.date}T12:00:00Z`));
     const heating = uPlot.paths.bars!({ size: [0.35, 50], align: -1 });
@@ -761,12 +763,12 @@ function drawInto(box: HTMLElement, type: string, response: Record<string, unkno
   }
   if (type === 'event_context') {
     if (!Array.isArray(response.locations)) throw new ChartProblem('no locations');
-    const locations = response.locations as { lat: number; lon: number; affected?: boolean; intensity?: number }[];
+    const locations = response.locations as EventContextResponse['locations'];
     box.append(kv(locations.map((l) => [`${l.lat}, ${l.lon}`, `${l.affected ? 'affected' : 'not affected'}, intensity ${l.intensity ?? '?'}`])));
     box.dataset.items = String(locations.length);
     return;
   }
-  throw new ChartProblem(`wxhooks draws gridded, interpolated_point_forecast, tropical_cyclone_track, degree_days and event_context, not "${type}"`);
+  throw new ChartProblem(`wxhooks draws ${RESPONSE_TYPES.join(', ')}, not "${type}"`);
 }
 
 // ------------------------------------------------------------------ runs: for each run, which forecast hours arrived, against those expected (the core's rules)
