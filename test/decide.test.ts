@@ -2,7 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { ANSWERS } from '../src/delivery/answers.js';
 import { BodyGatherer, InflightBudget } from '../src/util/bodies.js';
 import { OUTCOMES, OUTCOME_NAMES } from '../src/delivery/outcomes.js';
-import { settle, type Timers } from '../src/delivery/runner.js';
+import { settle } from '../src/delivery/runner.js';
+import { manualTimers } from './helpers/clock.js';
 import { decide, forwarded, type Facts, type Handled } from '../src/delivery/steps.js';
 import type { Claim, PairStore } from '../src/delivery/store.js';
 import { pairOf } from '../src/receiver/report.js';
@@ -59,35 +60,6 @@ class LeaseStore implements PairStore {
     this.held.delete(`${t}|${s}`);
   }
   async close(): Promise<void> {}
-}
-
-/** Timers a test moves: `advance` fires what is due, in order, and moves the store's clock with them. */
-function manualTimers(store?: LeaseStore): Timers & { advance(ms: number): Promise<void>; pending(): number } {
-  let now = 0;
-  let next = 0;
-  const due = new Map<number, { at: number; fn: () => void }>();
-  return {
-    set(fn, ms) {
-      due.set(++next, { at: now + ms, fn });
-      return next;
-    },
-    clear: (handle) => void due.delete(handle as number),
-    pending: () => due.size,
-    async advance(ms) {
-      const until = now + ms;
-      for (;;) {
-        const first = [...due.entries()].sort((a, b) => a[1].at - b[1].at)[0];
-        if (!first || first[1].at > until) break;
-        due.delete(first[0]);
-        now = first[1].at;
-        if (store) store.now = now;
-        first[1].fn();
-        await new Promise((r) => setImmediate(r));
-      }
-      now = until;
-      if (store) store.now = now;
-    },
-  };
 }
 
 describe('the step machine', () => {
@@ -199,7 +171,7 @@ describe('the runner', () => {
 
   it('a claim is extended every third of the lease while its delivery is handled, so a second instance finds it held past the lease', async () => {
     const store = new LeaseStore(300);
-    const timers = manualTimers(store);
+    const timers = manualTimers((now) => (store.now = now));
     let finish!: () => void;
     const slow = settle({ store, pair, timers, timeoutMs: 10_000, handle: () => new Promise<Handled>((r) => (finish = () => r({ ok: true, status: 200 }))) });
     await expect.poll(() => finish).toBeDefined(); // handling has begun
@@ -214,7 +186,7 @@ describe('the runner', () => {
 
   it('a handler that runs past its time is let go: 500 handler_timed_out, the claim released, so the retry runs it; nothing is waited on', async () => {
     const store = new LeaseStore(60_000);
-    const timers = manualTimers(store);
+    const timers = manualTimers((now) => (store.now = now));
     let began = false;
     const hung = settle({ store, pair, timers, timeoutMs: 90_000, handle: () => ((began = true), new Promise<Handled>(() => undefined)) });
     await expect.poll(() => began).toBe(true);
@@ -230,7 +202,7 @@ describe('the runner', () => {
 
   it('an extension that fails is said (leaseLost)', async () => {
     const store = new LeaseStore(300);
-    const timers = manualTimers(store);
+    const timers = manualTimers((now) => (store.now = now));
     let finish!: () => void;
     const slow = settle({ store, pair, timers, handle: () => new Promise<Handled>((r) => (finish = () => r({ ok: true, status: 200 }))) });
     await expect.poll(() => finish).toBeDefined();

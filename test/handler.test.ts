@@ -4,7 +4,8 @@ import express from 'express';
 import Fastify from 'fastify';
 import { afterAll, beforeAll, describe, expect, expectTypeOf, it } from 'vitest';
 import { startPostgres, type Postgres } from '../scripts/harness.js';
-import { MemoryStore, Webhooks, WebhookHandlerError, WebhookSetupError, createNodeMiddleware, openStore, type WebhookEvent } from '../src/index.js';
+import { MemoryStore, Webhooks, WebhookHandlerError, WebhookSetupError, WebhookTimeoutError, createNodeMiddleware, openStore, type WebhookEvent } from '../src/index.js';
+import { manualTimers } from './helpers/clock.js';
 import { Webhooks as WebWebhooks, createWebHandler } from '../src/handler/web.js';
 import { signDelivery } from '../src/signing/index.js';
 import { tempDir } from './helpers/cli.js';
@@ -335,6 +336,38 @@ describe('mistakes seen where they are made (#34)', () => {
     } finally {
       await close(server);
     }
+  });
+
+  it('a handler still running after handlerTimeoutMs: 500 handler_timed_out, onError told (WebhookTimeoutError), its claim let go so the retry runs it; the claim was extended meanwhile', async () => {
+    // the store's clock moves with the timers: a claim not extended would run out at 30 s
+    const start = Date.now();
+    let now = start;
+    const timers = manualTimers((ms) => (now = start + ms));
+    const store = new MemoryStore({ leaseMs: 30_000, now: () => now });
+    const webhooks = new Webhooks({ secret: SECRET, store, handlerTimeoutMs: 100_000, timers });
+    const errors: unknown[] = [];
+    webhooks.onError((e) => void errors.push(e));
+    let runs = 0;
+    let began = false;
+    webhooks.on('forecast_hour.available', () => ((runs++, (began = true)), new Promise(() => undefined)));
+    const d = delivery('trg_hung');
+    const first = webhooks.verifyAndReceive(d);
+    await expect.poll(() => began).toBe(true);
+    await timers.advance(99_999);
+    // past its 30 s lease, still held: extended every 10 s
+    expect((await webhooks.verifyAndReceive(d)).outcome).toBe('in_progress');
+    await timers.advance(1);
+    const receipt = await first;
+    expect(receipt).toMatchObject({ status: 500, outcome: 'handler_timed_out', error: expect.any(WebhookTimeoutError) });
+    expect(JSON.parse(receipt.body)).toEqual({ error: 'a handler took longer than 100 s; the delivery will be retried' });
+    expect(errors).toEqual([expect.any(WebhookTimeoutError)]);
+    expect((errors[0] as WebhookTimeoutError).message).toContain('took longer than 100 s');
+    began = false;
+    const retry = webhooks.verifyAndReceive(d);
+    await expect.poll(() => began).toBe(true);
+    expect(runs).toBe(2);
+    await timers.advance(100_000);
+    expect((await retry).outcome).toBe('handler_timed_out');
   });
 
   it('with no onError, a handler that throws is said on the log (every time: each is a delivery that failed)', async () => {
