@@ -9,7 +9,7 @@ import { tempDir } from './helpers/cli.js';
 import { post } from './helpers/http.js';
 
 // The handler library in each runtime, for real: the README's examples (examples/), unchanged, run by
-// Node (Express), Deno (Deno.serve), Bun (Bun.serve), Hono on Deno and on Bun, and workerd (a Worker),
+// Node (Express, Fastify), Deno (Deno.serve), Bun (Bun.serve), Hono on Deno and on Bun, and workerd (a Worker),
 // each on 127.0.0.1, sent deliveries signed by signDelivery. A runtime that is missing fails the test:
 // the deno, bun and workerd npm packages (devDependencies) bring them.
 
