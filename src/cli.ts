@@ -21,8 +21,10 @@ export interface Io {
   setRecoveryHint?(hint: string): void;
   /** The clocks (default: the machine's). */
   clock?: Clock;
-  /** Builds the service client instead of the usual one (tests: a shorter retry delay). */
+  /** Builds the service client instead of the usual one. */
   serviceFactory?: Context['serviceFactory'];
+  /** The first delay before a retry of a request to the service (default 250 ms): a test passes a short one. */
+  retryBaseMs?: number;
 }
 
 /** The global options: declared once, here, for commander and for finding the command group before commander is loaded. */
@@ -112,6 +114,7 @@ function actFor(io: Io): Act {
         },
         clock: io.clock ?? systemClock,
         serviceFactory: io.serviceFactory,
+        retryBaseMs: io.retryBaseMs,
       };
       await run(ctx, ...args.slice(0, -1));
     };

@@ -132,7 +132,7 @@ describe('a full disk', () => {
     disks.push(disk);
     const clock = manualClock(Date.now());
     const port = await freePort();
-    const env = { S: TEST_SECRET, WXHOOKS_CONFIG_DIR: disk.dir, WXHOOKS_STORE_GIVE_UP_MS: '60000' };
+    const env = { S: TEST_SECRET, WXHOOKS_CONFIG_DIR: disk.dir };
     const run = runInProcess(['listen', '--port', String(port), '--json', '--secret-env', 'S'], { env, clock });
     const agent = new Agent({ keepAlive: true });
     try {

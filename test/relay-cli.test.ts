@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { runRelayServe, runRelayStatus, runRelayToken, runRelayWorker } from '../src/commands/relay.js';
 import { freePort } from '../scripts/harness.js';
-import { generateSecret } from '../src/signing/index.js';
+import { generateSecret } from '../src/signing/sign.js';
 import { cleanEnv, tempDir } from './helpers/cli.js';
 import { parsed, runInProcess, startInProcess } from './helpers/context.js';
 import { startCli } from './helpers/process.js';

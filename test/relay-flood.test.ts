@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { generateSecret } from '../src/signing/index.js';
+import { generateSecret } from '../src/signing/sign.js';
 import { tempDir } from './helpers/cli.js';
 import { memoryOf } from './helpers/memory.js';
 import { startCli, type Running } from './helpers/process.js';

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startNats, type Broker } from '../scripts/harness.js';
 import { ExitCode, UnreachableError, UsageError } from '../src/errors.js';
-import { MemoryStore } from '../src/handler/core.js';
+import { MemoryStore } from '../src/delivery/memory-store.js';
 import { verifyDelivery } from '../src/signing/index.js';
 import { consume, MessageRefusedError, openSink, readSink, SinkRefusedError, SinkUnavailableError, type ConsumedMessage, type ConsumerEvent, type Sink } from '../src/sinks/index.js';
 import { decodeMessage, encodeMessage, FIELDS, type FieldName } from '../src/sinks/message.js';

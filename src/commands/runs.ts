@@ -4,7 +4,7 @@ import { printable } from '../util/printable.js';
 import { emit, table } from '../output/render.js';
 import { skippedLines } from '../receiver/saved.js';
 import { listStored, sourceOf, unverifiedLine, whereOf } from '../receiver/stored.js';
-import { compressHours, progressOf, RunTracker } from '../receiver/runs.js';
+import { compressHours, progressOf, RunTracker, runView } from '../delivery/runs.js';
 import { hours } from '../util/parse.js';
 import { valued } from './options.js';
 import { deliverySourceOptions, resolveSecrets, secretSourceOptions } from './shared.js';
@@ -46,23 +46,24 @@ export async function runRuns(ctx: Context, o: RunsOptions): Promise<void> {
   const source = sourceOf(o, ctx.env, checkWith);
   const where = whereOf(source);
   const { entries, skipped } = await listStored(source);
-  // what was verified (a store's history also keeps what was refused)
+  // what was verified (a store's history also keeps what was refused); the tracker leaves test deliveries out
   const deliveries = entries.filter((e) => e.outcome === 'verified' || e.outcome === 'test' || e.outcome === 'duplicate');
   const tracker = new RunTracker();
   for (const d of deliveries) tracker.add(d);
+  const tests = deliveries.filter((d) => d.test).length;
   const runs = tracker.runs().map((run) => {
-    const hoursSeen = [...run.hours].sort((a, b) => a - b);
     const p = o.expectHours ? progressOf(run, o.expectHours, true) : undefined;
-    return { model: run.model, initialization_time: run.initialization_time, hours: hoursSeen, init_event: run.initEvent, ...(p ? { missing: p.missing, complete: p.complete } : {}) };
+    return { ...runView(run), ...(p ? { missing: p.missing, complete: p.complete } : {}) };
   });
   for (const text of skippedLines(skipped, where)) line(ctx.stderr, text);
   const unverified = unverifiedLine(entries, source, 'not counted');
   if (unverified) line(ctx.stderr, unverified);
+  if (tests && !ctx.global.json) line(ctx.stderr, `${tests === 1 ? '1 test delivery (a ping) is' : `${tests} test deliveries (pings) are`} left out of the runs.`);
   if (!ctx.global.json && !runs.length) {
     line(ctx.stderr, `No model run in the ${deliveries.length} deliveries in ${where}.`);
     return;
   }
-  emit(ctx, { runs, deliveries: deliveries.length }, () =>
+  emit(ctx, { runs, deliveries: deliveries.length, tests }, () =>
     table(
       ['MODEL', 'INITIALISED', 'HOURS', ...(o.expectHours ? ['MISSING'] : []), 'INIT EVENT'],
       runs.map((r) => [

@@ -7,14 +7,14 @@ import { styleFor } from '../output/style.js';
 import { provenLayout, readCaptured, readSaveKey, unprovenError, type SavedDelivery } from '../receiver/saved.js';
 import { LAYOUT_NAMES, type LayoutName } from '../signing/layouts.js';
 import { buildPayload } from '../signing/payload.js';
-import { signDelivery, type SignedHeaders } from '../signing/sign.js';
+import { newTriggerId, signDelivery, type SignedHeaders } from '../signing/sign.js';
 import { configDir } from '../store/paths.js';
 import { readInputFile } from '../util/files.js';
 import type { Clock } from '../util/clock.js';
 import { readStdinBytes } from '../util/input.js';
 import { networkReason, readStart } from '../util/net.js';
 import { unixSeconds, url } from '../util/parse.js';
-import { latestCycle, newTriggerId } from '../vocabulary.js';
+import { latestCycle } from '../vocabulary.js';
 import { valued } from './options.js';
 import { resolveSecrets, secretSourceOptions } from './shared.js';
 

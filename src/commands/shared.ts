@@ -31,7 +31,7 @@ export async function serviceFor(ctx: Context): Promise<{ service: Service; base
     credentials,
     timeoutMs: ctx.global.timeoutMs,
     log: ctx.global.verbose ? (text) => line(ctx.stderr, text) : undefined,
-    retryBaseMs: ctx.env.WXHOOKS_RETRY_BASE_MS ? Number(ctx.env.WXHOOKS_RETRY_BASE_MS) : undefined,
+    retryBaseMs: ctx.retryBaseMs,
     proxy: proxyConfigured(ctx.env),
   });
   return { service: new Service(http), base, credentials };

@@ -1,15 +1,6 @@
+import { DEFAULTS } from './defaults.js';
 import { PairTable, type TableClock } from './pair-table.js';
 import type { Claim, PairStore } from './store.js';
-
-/** What every store takes when it is not told: `listen`'s `--dedupe-ttl` and `--claim-timeout`, and MemoryStore's bound. */
-export const STORE_DEFAULTS = {
-  /** How long a processed pair is remembered. */
-  ttlMs: 24 * 3_600_000,
-  /** How long a claim holds unless extended. */
-  leaseMs: 60_000,
-  /** How many pairs a MemoryStore remembers at most. */
-  maxPairs: 100_000,
-} as const;
 
 export interface MemoryStoreOptions {
   /** How long a processed pair is remembered, in milliseconds (default 24 h, as `listen --dedupe-ttl`). */
@@ -37,10 +28,10 @@ export class MemoryStore implements PairStore {
   private lastExpiry: number;
 
   constructor(options: MemoryStoreOptions = {}) {
-    this.leaseMs = options.leaseMs ?? STORE_DEFAULTS.leaseMs;
+    this.leaseMs = options.leaseMs ?? DEFAULTS.claimLeaseMs;
     const now = options.now;
     this.clock = now ? { now, monotonic: now } : { now: Date.now, monotonic: () => performance.now() };
-    this.table = new PairTable({ ttlMs: options.ttlMs ?? STORE_DEFAULTS.ttlMs, leaseMs: this.leaseMs, maxPairs: options.maxPairs ?? STORE_DEFAULTS.maxPairs, clock: this.clock });
+    this.table = new PairTable({ ttlMs: options.ttlMs ?? DEFAULTS.pairTtlMs, leaseMs: this.leaseMs, maxPairs: options.maxPairs ?? DEFAULTS.memoryPairs, clock: this.clock });
     this.lastExpiry = this.clock.monotonic();
   }
 

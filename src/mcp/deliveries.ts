@@ -1,11 +1,11 @@
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { z } from 'zod';
 import { NotFoundError, UsageError } from '../errors.js';
-import type { Outcome } from '../receiver/event.js';
+import type { Outcome } from '../delivery/outcomes.js';
 import type { ForwardResult } from '../receiver/forward.js';
 import type { FullRecord } from '../receiver/history.js';
 import type { Listed } from '../receiver/listed.js';
-import { compressHours, progressOf, sameInstant, type RunProgress } from '../receiver/runs.js';
+import { compressHours, progressOf, sameInstant, type RunProgress } from '../delivery/runs.js';
 import { readCaptured } from '../receiver/saved.js';
 import { SCHEMES } from '../signing/layouts.js';
 import { verifyDelivery } from '../signing/verify.js';
@@ -22,6 +22,8 @@ const OUTCOME_SET: Record<Outcome, true> = {
   accepted: true,
   duplicate: true,
   in_progress: true,
+  handler_failed: true,
+  handler_timed_out: true,
   forward_failed: true,
   refused_by_flag: true,
   replayed: true,

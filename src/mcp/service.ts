@@ -9,7 +9,7 @@ import { secretStoreFor, serviceFor } from '../commands/shared.js';
 import { UsageError } from '../errors.js';
 import { LAYOUT_NAMES } from '../signing/layouts.js';
 import { identifier, port, unixSeconds, url } from '../util/parse.js';
-import { newTriggerId } from '../vocabulary.js';
+import { newTriggerId } from '../signing/sign.js';
 import { PAGE } from './answers.js';
 import { defineTool, secretsFor, type McpContext } from './tool.js';
 

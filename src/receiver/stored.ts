@@ -32,6 +32,8 @@ export interface StoredEntry {
    * listen, and no signature checked with a secret given) is `unverified`.
    */
   outcome: string;
+  /** A test delivery (a ping), whatever was answered: never part of a model run. */
+  test?: true;
   model?: string;
   initialization_time?: string;
   forecast_hour?: number;
@@ -81,6 +83,7 @@ function fromFile(d: SavedFile, secrets: readonly string[] = []): StoredDelivery
     subscription_id: idText(p?.subscription_id),
     size: body.length,
     outcome: layout === undefined ? 'unverified' : p?.test === true ? 'test' : 'verified',
+    ...(p?.test === true ? { test: true as const } : {}),
     model: facts.model,
     initialization_time: facts.initialization_time,
     forecast_hour: facts.forecast_hour,
@@ -116,6 +119,7 @@ function entryOfRow(row: HistoryRow): StoredEntry {
     subscription_id: r.subscription_id,
     size: row.size ?? r.size ?? 0,
     outcome: r.outcome === 'accepted' ? (r.test ? 'test' : 'verified') : r.outcome,
+    ...(r.test ? { test: true as const } : {}),
     model: r.model,
     initialization_time: r.initialization_time,
     forecast_hour: r.forecast_hour,

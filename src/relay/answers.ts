@@ -1,11 +1,12 @@
-import { OK_BODY, errorBody, statusForFailure } from '../receiver/common.js';
-import type { Outcome } from '../receiver/event.js';
+import { DEFAULTS } from '../delivery/defaults.js';
+import { ANSWERS, refusalBody, type Answer as CoreAnswer } from '../delivery/answers.js';
+import type { Outcome } from '../delivery/outcomes.js';
 import type { VerifyFailure } from '../signing/rules.js';
 
 /**
  * What the relay answers, each in one place. The answers a delivery gets at any door (refused, stored,
- * too large) come from the receivers' shared module (src/receiver/common.ts); what is the relay's own
- * (its byte budget is full, no such channel, the relay token) is here.
+ * too large, too many in flight) are the core's table (src/delivery/answers.ts); what is the relay's own
+ * (its byte budget is full, no such channel, the relay token) is here, in the same body shape.
  */
 
 export interface Answer {
@@ -24,33 +25,32 @@ export const said = (a: Answer): string => (JSON.parse(a.body) as { error?: stri
 
 /** Seconds the service is asked to wait before it tries again, when the relay keeps no more for now. */
 export const FULL_RETRY_AFTER = 60;
-/** … and when too many bodies are being read at once. */
-export const BUSY_RETRY_AFTER = 5;
 
 const json = (status: number, outcome: Outcome, body: string, extra: Partial<Answer> = {}): Answer => ({ status, outcome, body, ...extra });
+const errorBody = (error: string) => refusalBody(error);
+/** A core answer, its connection closed after it (its body was not read to the end). */
+const closing = (a: CoreAnswer): Answer => ({ ...a, ...(a.headers ? { headers: { ...a.headers } } : {}), close: true });
 
 export const answers = {
   /** Verified and stored: the service may forget it. */
-  stored: (): Answer => json(200, 'accepted', OK_BODY),
+  stored: (): Answer => ({ ...ANSWERS.accepted() }),
   /** Not verified, in the words of every other door (`listen`, the handler library). */
-  refused: (f: VerifyFailure): Answer => {
-    const status = statusForFailure(f);
-    return json(status, status === 400 ? 'bad_request' : 'unverified', JSON.stringify({ error: f.message, reason: f.reason, ...(f.hint ? { hint: f.hint } : {}) }), { close: true });
-  },
-  tooLarge: (max: number): Answer => json(413, 'too_large', errorBody(`the body is over ${max} bytes`), { close: true }),
+  refused: (f: VerifyFailure): Answer => closing(ANSWERS.notVerified(f)),
+  tooLarge: (max: number): Answer => closing(ANSWERS.tooLarge(max)),
   /** The relay's byte budget is spent: the service keeps the delivery and tries again later. */
   full: (): Answer =>
     json(503, 'overloaded', errorBody('the relay keeps no more deliveries for now (its byte budget is spent); try again later'), {
       headers: { 'retry-after': String(FULL_RETRY_AFTER) },
       close: true,
     }),
-  busy: (): Answer => json(503, 'overloaded', errorBody('too many bodies in flight; try again later'), { headers: { 'retry-after': String(BUSY_RETRY_AFTER) }, close: true }),
+  busy: (): Answer => closing(ANSWERS.overloaded),
   /** The delivery could not be stored (a full disk, the database away): not acknowledged, so the service retries. */
-  notStored: (): Answer => json(503, 'store_failed', errorBody('the delivery could not be stored; try again later'), { headers: { 'retry-after': String(BUSY_RETRY_AFTER) } }),
+  notStored: (): Answer => json(503, 'store_failed', errorBody('the delivery could not be stored; try again later'), { headers: { 'retry-after': String(DEFAULTS.retryAfterSeconds) } }),
   /** No channel by that name (never created, deleted, or forgotten after a long time unused). */
   noChannel: (): Answer => json(404, 'not_found', errorBody('no such channel on this relay'), { close: true }),
-  notFound: (): Answer => json(404, 'not_found', errorBody('not found'), { close: true }),
-  method: (allow: string): Answer => json(405, 'method_not_allowed', errorBody(`only ${allow} is accepted here`), { headers: { allow }, close: true }),
+  notFound: (): Answer => closing(ANSWERS.notFound()),
+  method: (allow: string): Answer =>
+    allow === 'POST' ? closing(ANSWERS.methodNotAllowed) : json(405, 'method_not_allowed', errorBody(`only ${allow} is accepted here`), { headers: { allow }, close: true }),
   /** The relay token: missing, wrong, or not set on the relay at all. */
   noToken: (): Answer => json(401, 'unverified', errorBody('no relay token was given (Authorization: Bearer <WXHOOKS_RELAY_TOKEN>)'), { headers: { 'www-authenticate': 'Bearer' }, close: true }),
   wrongToken: (): Answer => json(401, 'unverified', errorBody('the relay token is wrong'), { headers: { 'www-authenticate': 'Bearer' }, close: true }),

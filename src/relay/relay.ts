@@ -1,4 +1,4 @@
-import { MAX_BODY } from '../receiver/common.js';
+import { DEFAULTS } from '../delivery/defaults.js';
 import { LAYOUTS } from '../signing/layouts.js';
 import { DEFAULT_TOLERANCE, examine, failures, lookup, rowsFor, type HeaderSource } from '../signing/rules.js';
 import { WebVerifier } from '../signing/verify-web.js';
@@ -231,7 +231,7 @@ export class Relay {
     this.storage = options.storage;
     this.maxBytes = options.maxBytes ?? DEFAULT_MAX_BYTES;
     this.keepMs = options.keepMs ?? DEFAULT_KEEP_MS;
-    this.maxBody = options.maxBody ?? MAX_BODY;
+    this.maxBody = options.maxBody ?? DEFAULTS.maxBodyBytes;
     this.maxInflight = options.maxInflight ?? 4 * this.maxBody;
     this.maxWindowBytes = options.maxWindowBytes ?? 4 * DEFAULT_WINDOW_BYTES;
     this.tolerance = options.tolerance ?? DEFAULT_TOLERANCE;

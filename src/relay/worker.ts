@@ -1,5 +1,5 @@
 import { DEFAULT_TOLERANCE } from '../signing/rules.js';
-import { MAX_BODY } from '../receiver/common.js';
+import { DEFAULTS } from '../delivery/defaults.js';
 import { isoMillis } from '../util/clock.js';
 import { said, type Answer } from './answers.js';
 import { DurableObjectRelayStorage, type DurableSql } from './do-storage.js';
@@ -114,7 +114,7 @@ export default {
       r.to === 'answer'
         ? r.answer
         : r.to === 'inbound'
-          ? checkHeaders(request.headers, Date.now(), DEFAULT_TOLERANCE, setting(env, 'RELAY_MAX_BODY', MAX_BODY), declared(request))
+          ? checkHeaders(request.headers, Date.now(), DEFAULT_TOLERANCE, setting(env, 'RELAY_MAX_BODY', DEFAULTS.maxBodyBytes), declared(request))
           : r.to === 'connect' || r.to === 'status'
             ? await authorize(request.headers, env.WXHOOKS_RELAY_TOKEN)
             : undefined;
@@ -141,7 +141,7 @@ export class RelayObject {
         token: env.WXHOOKS_RELAY_TOKEN,
         keepMs: setting(env, 'RELAY_KEEP_SECONDS', DEFAULT_KEEP_MS / 1000) * 1000,
         maxBytes: setting(env, 'RELAY_MAX_BYTES', DEFAULT_MAX_BYTES),
-        maxBody: setting(env, 'RELAY_MAX_BODY', MAX_BODY),
+        maxBody: setting(env, 'RELAY_MAX_BODY', DEFAULTS.maxBodyBytes),
         maxInflight: MAX_INFLIGHT,
         onEvent: log,
       },

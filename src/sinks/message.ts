@@ -1,4 +1,4 @@
-import type { Pair } from '../receiver/common.js';
+import type { Pair } from '../delivery/pair.js';
 import type { DedupeSource } from '../receiver/event.js';
 import type { VerifySuccess } from '../signing/rules.js';
 import { isoMillis } from '../util/clock.js';

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { copyFileSync, existsSync, readdirSync, renameSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { STORE_DEFAULTS } from '../delivery/memory-store.js';
+import { DEFAULTS } from '../delivery/defaults.js';
 import { PairTable } from '../delivery/pair-table.js';
 import type { Claim, PairStore, StoreNotice } from '../delivery/store.js';
 import { StoredLater } from '../delivery/stored-later.js';
@@ -100,7 +100,7 @@ export class FilePairStore implements PairStore {
     private readonly ownership: Ownership,
   ) {
     this.where = file;
-    this.leaseMs = options.leaseMs ?? STORE_DEFAULTS.leaseMs;
+    this.leaseMs = options.leaseMs ?? DEFAULTS.claimLeaseMs;
     this.clock = options.clock ?? systemClock;
     this.table = new PairTable({
       ttlMs: options.ttlMs,

@@ -1,4 +1,4 @@
-import { STORE_DEFAULTS } from '../delivery/memory-store.js';
+import { DEFAULTS } from '../delivery/defaults.js';
 import type { StoreNotice } from '../delivery/store.js';
 import { systemClock, type Clock } from '../util/clock.js';
 import { FilePairStore } from './file-pairs.js';
@@ -45,8 +45,8 @@ export interface OpenStoreOptions {
 
 /** The processed-pairs store a URL names (`file`, or postgres://); PostgreSQL's driver is loaded only for a postgres:// one. */
 export async function openPairStore(o: OpenStoreOptions & { url: string }): Promise<{ kind: 'file'; store: FilePairStore } | { kind: 'postgres'; store: PgStore }> {
-  const ttlMs = o.ttlMs ?? STORE_DEFAULTS.ttlMs;
-  const leaseMs = o.leaseMs ?? STORE_DEFAULTS.leaseMs;
+  const ttlMs = o.ttlMs ?? DEFAULTS.pairTtlMs;
+  const leaseMs = o.leaseMs ?? DEFAULTS.claimLeaseMs;
   if (storeKind(o.url) === 'file') {
     if (!o.dir) throw new TypeError("the file store needs { dir }: the folder the processed pairs are kept in");
     const store = await FilePairStore.open({
@@ -66,7 +66,7 @@ export async function openPairStore(o: OpenStoreOptions & { url: string }): Prom
   const { PgStore } = await import('./postgres.js');
   const store = await PgStore.open({
     url: o.url,
-    schema: o.schema ?? 'wxhooks',
+    schema: o.schema ?? DEFAULTS.schema,
     ttlMs,
     leaseMs,
     history: o.history,

@@ -605,7 +605,7 @@ export class PgStore implements PairStore {
               bool_or(type = 'initialization_time.available') AS init_event
        FROM ${this.s}.deliveries
        WHERE outcome IN ('accepted', 'duplicate') AND type IN ('forecast_hour.available', 'initialization_time.available')
-         AND ${VERIFIED} AND record ? 'model' AND record ? 'initialization_time' AND NOT coalesce((record->>'test')::boolean, false)
+         AND ${VERIFIED} AND record->>'model' <> '' AND record->>'initialization_time' <> '' AND NOT coalesce((record->>'test')::boolean, false)
        GROUP BY 1, 2`,
       [],
     );

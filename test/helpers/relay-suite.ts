@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AuthError, ExitCode, RefusedError } from '../../src/errors.js';
 import { FULL_RETRY_AFTER } from '../../src/relay/answers.js';
 import { DEFAULT_KEEP_MS } from '../../src/relay/relay.js';
-import { generateSecret } from '../../src/signing/index.js';
+import { generateSecret } from '../../src/signing/sign.js';
 import type { RelayedDelivery } from '../../src/relay/client.js';
 import { delivery, listener, send, tcpProxy, type Answered, type Listener, type RelayUnderTest } from './relay.js';
 

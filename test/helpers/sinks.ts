@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { resolve } from 'node:path';
 import { eachLine, startNats, startRedis, type Broker } from '../../scripts/harness.js';
-import { pairFrom } from '../../src/receiver/common.js';
+import { pairFrom } from '../../src/delivery/pair.js';
 import { sinkDelivery, type SinkDelivery } from '../../src/sinks/message.js';
 import { parseSinkUrl, type SinkKind } from '../../src/sinks/sink-url.js';
 import { signDelivery, verifyDelivery } from '../../src/signing/index.js';
