@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { bytesOf, shownBody } from '../src/mcp/answers.js';
 import { KeptHistory, openSavedFolder } from '../src/mcp/kept.js';
-import { toSaved } from '../src/receiver/saved.js';
+import { savedFileBytes, savedMeta } from '../src/receiver/saved.js';
 import { recordRunning, runningListens, type RunningListen } from '../src/store/running.js';
 import { tempDir } from './helpers/cli.js';
 import { signed, TEST_SECRET } from './helpers/receiver.js';
@@ -102,8 +102,8 @@ describe('the record of a running listen', () => {
 describe('a --save-dir folder as a history', () => {
   const save = (dir: string, n: number) => {
     const d = signed(`trg_saved_${n}`, { data: { model: 'wm-6', initialization_time: '2026-11-24T00:00:00Z', forecast_hour: n * 6 } });
-    const saved = toSaved(`2026-11-24T00:0${n}:00.000Z`, 'POST', '/', d.headers, d.body, 'standard');
-    writeFileSync(join(dir, `2026-11-24T00-0${n}-00-000Z-trg_saved_${n}.json`), JSON.stringify(saved));
+    const saved = savedMeta(`2026-11-24T00:0${n}:00.000Z`, 'POST', '/', d.headers, 'standard');
+    writeFileSync(join(dir, `2026-11-24T00-0${n}-00-000Z-trg_saved_${n}.json`), savedFileBytes(saved, d.body, undefined));
   };
 
   it('reads the newest the limits allow, then each new file, with its run', async () => {

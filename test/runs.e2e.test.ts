@@ -2,7 +2,7 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { compressHours, parseRunName, RunTracker } from '../src/delivery/runs.js';
-import { saveDelivery, toSaved } from '../src/receiver/saved.js';
+import { openSaveDir, saveDelivery, savedMeta } from '../src/receiver/saved.js';
 import { freePort } from '../scripts/harness.js';
 import { runCli, runInTerminal, tempDir } from './helpers/cli.js';
 import { manualClock } from './helpers/clock.js';
@@ -48,16 +48,18 @@ describe('the run tracker', () => {
 describe('a ping is no part of a model run (#33)', () => {
   it('`runs --dir` leaves test deliveries out, as the history and the SQL do, and says how many', async () => {
     const dir = join(tempDir(), 'saved');
+    const store = tempDir('wxhooks-cfg-');
+    await openSaveDir(dir, store); // marked by this store's key, as listen --save-dir marks what it saves
     const save = (trigger: string, test: boolean, hour: number) => {
       const body = Buffer.from(JSON.stringify({ type: 'forecast_hour.available', webhook_id: '1', subscription_id: '1', trigger_id: trigger, test, data: { model: test ? 'wm-ping' : 'wm-6', initialization_time: '2026-11-22T00:00:00Z', forecast_hour: hour } }));
-      return saveDelivery(dir, toSaved('2026-11-22T01:00:00.000Z', 'POST', '/', { 'trigger-id': trigger }, body, 'standard'), trigger);
+      return saveDelivery(dir, savedMeta('2026-11-22T01:00:00.000Z', 'POST', '/', { 'trigger-id': trigger }, 'standard'), body, trigger);
     };
     await save('trg_ping', true, 0);
     await save('trg_real', false, 6);
-    const r = await runCli(['runs', '--dir', dir, '--json']);
+    const r = await runCli(['runs', '--dir', dir, '--json'], { env: { WXHOOKS_CONFIG_DIR: store } });
     expect(r.code).toBe(0);
     expect(JSON.parse(r.stdout)).toEqual({ runs: [{ model: 'wm-6', initialization_time: '2026-11-22T00:00:00Z', hours: [6], init_event: false }], deliveries: 2, tests: 1 });
-    const text = await runCli(['runs', '--dir', dir]);
+    const text = await runCli(['runs', '--dir', dir], { env: { WXHOOKS_CONFIG_DIR: store } });
     expect(text.stdout).not.toContain('wm-ping');
     expect(text.stderr).toContain('1 test delivery (a ping) is left out of the runs.');
   });

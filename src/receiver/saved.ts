@@ -1,3 +1,4 @@
+import { isUtf8 } from 'node:buffer';
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { mkdir, readdir } from 'node:fs/promises';
 import { basename, join, resolve } from 'node:path';
@@ -7,7 +8,7 @@ import { parseBodyObject } from '../signing/json-body.js';
 import { LAYOUT_NAMES, type LayoutName } from '../signing/layouts.js';
 import { verifyDelivery } from '../signing/verify.js';
 import { keptValue, readKept } from '../store/kept.js';
-import { idText, textOrBase64 } from '../util/bytes.js';
+import { idText } from '../util/bytes.js';
 import { createNewFile, ensureWritableDir, FileRefusedError, fsReason, readInputFile as read, readRegularFile } from '../util/files.js';
 
 /** A delivery as `listen --save-dir` writes it, and `verify` and `send` read it back. */
@@ -38,8 +39,8 @@ export function flatHeaders(headers: Record<string, string | string[] | undefine
   return out;
 }
 
-export function toSaved(receivedAt: string, method: string, path: string, headers: Record<string, string | string[] | undefined>, body: Buffer, layout?: string): SavedDelivery {
-  return { wxhooks_delivery: 1, received_at: receivedAt, method, path, headers: flatHeaders(headers), ...textOrBase64(body), ...(layout ? { layout } : {}) };
+export function savedMeta(receivedAt: string, method: string, path: string, headers: Record<string, string | string[] | undefined>, layout?: string): SavedMeta {
+  return { wxhooks_delivery: 1, received_at: receivedAt, method, path, headers: flatHeaders(headers), ...(layout ? { layout } : {}) };
 }
 
 export function savedBody(saved: SavedDelivery): Buffer {
@@ -74,26 +75,31 @@ export function isSavedDelivery(value: unknown): value is SavedDelivery {
 /** The file in the store folder that keeps the key `listen --save-dir` marks what it saves with. */
 export const SAVE_KEY_FILE = 'save-key.json';
 
+/** What a saved delivery's file says besides its body and its mark. */
+export type SavedMeta = Omit<SavedDelivery, 'body' | 'body_base64' | 'verified_mark'>;
+
 /**
  * The mark of a saved delivery: HMAC-SHA256, with the store's key, of everything a replay would send
- * (what was received, the layout, the body as it is written). The body is fed as written (text or
- * base64), so that no copy of it is made.
+ * (what was received, the layout, the body as it is written: its text's UTF-8, which is the body's own
+ * bytes, or its base64). The body is fed as it is, so that no copy of it is made.
  */
-function markOf(saved: SavedDelivery, key: Buffer): string {
+function markOf(saved: SavedMeta, field: 'body' | 'body_base64', written: string | Buffer, key: Buffer): string {
   const headers = Object.entries(saved.headers).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-  const field = saved.body_base64 !== undefined ? 'body_base64' : 'body';
   const hmac = createHmac('sha256', key);
   hmac.update(JSON.stringify(['wxhooks saved delivery 1', saved.received_at, saved.method, saved.path, headers, saved.layout ?? null, field]));
   hmac.update('\n');
-  hmac.update(saved[field] ?? '', 'utf8');
+  hmac.update(written);
   return hmac.digest('base64url');
 }
+
+const markOfFile = (saved: SavedDelivery, key: Buffer): string =>
+  saved.body_base64 !== undefined ? markOf(saved, 'body_base64', saved.body_base64, key) : markOf(saved, 'body', saved.body ?? '', key);
 
 /** Whether a saved delivery carries the mark of this store's listen (constant-time). */
 export function isMarked(saved: SavedDelivery, key: Buffer | undefined): boolean {
   if (!key || saved.verified_mark === undefined) return false;
   const given = Buffer.from(saved.verified_mark);
-  const wanted = Buffer.from(markOf(saved, key));
+  const wanted = Buffer.from(markOfFile(saved, key));
   return given.length === wanted.length && timingSafeEqual(given, wanted);
 }
 
@@ -154,13 +160,58 @@ export async function readSaveKey(storeDir: string): Promise<Buffer | undefined>
  * openSaveDir; returns the file's path. Not synced to the disk: a saved delivery is a copy to look at,
  * and the processed pair, not this file, is what must survive.
  */
-export async function saveDelivery(dir: string, saved: SavedDelivery, name: string): Promise<string> {
+export async function saveDelivery(dir: string, saved: SavedMeta, body: Buffer, name: string): Promise<string> {
   await mkdir(dir, { recursive: true });
-  const key = saveKeyOf(dir);
-  const marked: SavedDelivery = key ? { ...saved, verified_mark: markOf(saved, key) } : saved;
   const safe = name.replace(/[^A-Za-z0-9._-]/g, '_').slice(0, 120);
-  return createNewFile(dir, `${saved.received_at.replace(/[:.]/g, '-')}-${safe}`, '.json', JSON.stringify(marked, null, 2), { sync: false });
+  return createNewFile(dir, `${saved.received_at.replace(/[:.]/g, '-')}-${safe}`, '.json', savedFileBytes(saved, body, saveKeyOf(dir)), { sync: false });
 }
+
+/**
+ * A saved delivery's file, byte for byte what `JSON.stringify(file, null, 2)` gives, made from the body's
+ * own bytes: the body is escaped into the one buffer written (#32.6). Made as strings, a 1 MiB body was
+ * four copies (its text, the round-trip check, the JSON text, its UTF-8) where --max-inflight counts two:
+ * 300 of them at once took listen's peak RSS to 563-578 MiB at the default 256 MiB; 251-270 MiB so.
+ */
+export function savedFileBytes(saved: SavedMeta, body: Buffer, key: Buffer | undefined): Buffer {
+  const text = isUtf8(body); // valid UTF-8 is exactly what round-trips through a string, byte for byte
+  const field = text ? 'body' : 'body_base64';
+  const written = text ? body : Buffer.from(body.toString('base64'), 'latin1');
+  const file: SavedDelivery = { wxhooks_delivery: 1, received_at: saved.received_at, method: saved.method, path: saved.path, headers: saved.headers, [field]: '' };
+  if (saved.layout) file.layout = saved.layout;
+  if (key) file.verified_mark = markOf(saved, field, written, key);
+  // the body's place: at the top level (two spaces), on a line of its own; no header can hold a raw
+  // newline in JSON, so this text is found once, where the body goes
+  const json = JSON.stringify(file, null, 2);
+  const at = json.indexOf(`\n  "${field}": ""`) + `\n  "${field}": "`.length;
+  return Buffer.concat([Buffer.from(json.slice(0, at)), text ? jsonEscaped(body) : written, Buffer.from(json.slice(at))]);
+}
+
+/** What JSON.stringify does to a string's characters, on its UTF-8 bytes: quote, backslash and controls escaped; the rest as they are. */
+function jsonEscaped(bytes: Buffer): Buffer {
+  let extra = 0;
+  for (let i = 0; i < bytes.length; i++) {
+    const b = bytes[i]!;
+    if (b === 0x22 || b === 0x5c || b === 0x08 || b === 0x09 || b === 0x0a || b === 0x0c || b === 0x0d) extra += 1;
+    else if (b < 0x20) extra += 5;
+  }
+  if (extra === 0) return bytes;
+  const out = Buffer.allocUnsafe(bytes.length + extra);
+  let o = 0;
+  for (let i = 0; i < bytes.length; i++) {
+    const b = bytes[i]!;
+    const short = SHORT_ESCAPES[b];
+    if (short !== undefined) {
+      out[o++] = 0x5c;
+      out[o++] = short;
+    } else if (b < 0x20) {
+      o += out.write(`\\u00${b < 0x10 ? '0' : ''}${b.toString(16)}`, o, 'latin1');
+    } else out[o++] = b;
+  }
+  return out;
+}
+
+/** The bytes JSON writes as a backslash and one letter. */
+const SHORT_ESCAPES: Record<number, number> = { 0x22: 0x22, 0x5c: 0x5c, 0x08: 0x62, 0x09: 0x74, 0x0a: 0x6e, 0x0c: 0x66, 0x0d: 0x72 };
 
 /**
  * The most a saved delivery's file may hold to be read back. listen's default --max-body is 25 MiB, and

@@ -16,7 +16,7 @@ import type { ReceiverEvent } from './event.js';
 import { forwardDelivery } from './forward.js';
 import { declaredLength, InflightBudget, readBody, type BodyRead } from '../util/read-body.js';
 import { deliveryEvent, failureEvent, pairOf } from './report.js';
-import { saveDelivery, toSaved } from './saved.js';
+import { saveDelivery, savedMeta } from './saved.js';
 
 export interface ReceiverOptions {
   port: number;
@@ -237,7 +237,7 @@ export async function startReceiver(options: ReceiverOptions): Promise<RunningRe
     const processed: Processed = {};
     if (o.saveDir) {
       try {
-        processed.savedTo = await saveDelivery(o.saveDir, toSaved(event.time, req.method ?? 'POST', req.url ?? '/', req.headers, body, event.layout), `${pair.trigger}-${pair.subscription}`);
+        processed.savedTo = await saveDelivery(o.saveDir, savedMeta(event.time, req.method ?? 'POST', req.url ?? '/', req.headers, event.layout), body, `${pair.trigger}-${pair.subscription}`);
         event.saved_to = processed.savedTo;
       } catch (err) {
         processed.saveError = (err as Error).message;
