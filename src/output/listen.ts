@@ -1,6 +1,7 @@
 import type { TemporaryEvent } from '../api/temporary.js';
 import type { SubscriptionCheck } from '../receiver/check.js';
 import type { ReceiverEvent } from '../receiver/event.js';
+import { claimKept } from '../store/history-limits.js';
 import type { StoreNotice } from '../store/pair-store.js';
 import { formatDuration } from '../util/duration.js';
 import { printable } from '../util/printable.js';
@@ -92,7 +93,7 @@ function request(e: ReceiverEvent, style: Style): string {
     case 'bad_request':
     case 'timed_out':
     case 'overloaded': {
-      const claims = e.claimed_trigger_id ? style.dim(`  claims ${printable(e.claimed_trigger_id)}, not verified`) : '';
+      const claims = e.claimed_trigger_id ? style.dim(`  claims ${printable(claimKept(e.claimed_trigger_id))}, not verified`) : '';
       const skipped = e.diagnosis_skipped ? `\n         ${style.dim('not looked into further (a re-formatted body? another layout?): that runs at most 5 times a minute; `wxhooks verify` does it on a capture')}` : '';
       return `${time} ${style.red('✗')} ${status}  ${style.red(printable(e.message ?? e.reason ?? 'rejected'))}${e.size !== undefined ? style.dim(`  ${size(e.size)}`) : ''}${claims}${e.hint ? `\n         ${style.dim(printable(e.hint))}` : ''}${skipped}`;
     }

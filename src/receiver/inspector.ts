@@ -5,7 +5,7 @@ import { networkInterfaces } from 'node:os';
 import { LineBuffer } from '../util/line-buffer.js';
 import { listenOn, shownHost } from '../util/net.js';
 import { verified } from './event.js';
-import type { HistorySource } from './history.js';
+import type { DeliveryRecord, HistorySource } from './history.js';
 import { fromRow, listedRow } from './listed.js';
 
 /**
@@ -42,6 +42,17 @@ export interface RunningInspector {
 /** How often the page's stream gets what happened since (events are batched, so a busy listen sends a message, not a thousand). */
 const BATCH_MS = 100;
 const KEEP_ALIVE_MS = 15_000;
+/**
+ * The most a page's stream may hold written and not yet read (past what the socket itself holds). A page
+ * that stops reading (a frozen tab) would otherwise keep every row sent since, in `listen`, at whatever
+ * pace anonymous senders set: 20,000 refused requests took `listen` from 55 to 452 MiB in 6 s (#32.5).
+ * Past it, the stream is sent nothing more; once it drains, it is ended, and the page reconnects and
+ * fills in what it missed (Last-Event-ID); one that does not drain within LAGGING_MS is cut.
+ */
+const STREAM_UNREAD_MAX = 1024 * 1024;
+const LAGGING_MS = 2 * KEEP_ALIVE_MS;
+/** How soon a page reconnects to a stream that was ended (the browser's own default is 3 s). */
+const RECONNECT_MS = 1000;
 
 /** The built page: dist/inspector/ beside dist/bin/ (the bundle) and dist/receiver/ (tsc); from src/ in the tests. */
 function assets(): { js: string; css: string } {
@@ -73,7 +84,12 @@ const KNOCK = `<!doctype html>
 
 const FAVICON = `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 32 32"><rect width="32" height="32" rx="6" fill="#3559b5"/><path d="M6 20c4-8 8 8 12 0s6-8 8-4" stroke="#fff" stroke-width="3" fill="none" stroke-linecap="round"/></svg>`;
 
-const same = (a: string, b: string) => a.length === b.length && timingSafeEqual(Buffer.from(a), Buffer.from(b));
+/** Whether the token given is the session's: their bytes compared (a string of the same length in characters may be longer in bytes, which timingSafeEqual refuses with an error: #32.16). */
+function same(given: string, token: string): boolean {
+  const a = Buffer.from(given, 'utf8');
+  const b = Buffer.from(token, 'utf8');
+  return a.length === b.length && timingSafeEqual(a, b);
+}
 
 /** The host names (with the port) a request may name: the bound address as shown, localhost, the names given, and every address of this machine when bound to all. */
 function hostsFor(host: string, port: number, names: string[]): Set<string> {
@@ -109,8 +125,22 @@ export async function startInspector(o: InspectorOptions): Promise<RunningInspec
   /** This listen's run: a page that sees another knows listen restarted (its ids begin again). */
   const session = randomBytes(6).toString('hex');
   const { js, css } = assets();
-  const streams = new Set<ServerResponse>();
+  /** The pages' streams, each with what it may hold unread: STREAM_UNREAD_MAX, and its first message (what it missed, bounded by the history). */
+  const streams = new Map<ServerResponse, number>();
+  /** Streams past it, sent nothing more, and since when. */
+  const lagging = new Map<ServerResponse, number>();
   let allowedHosts: Set<string>;
+  /** Whether `res` may be written to now: a stream that holds too much unread is sent nothing more, and ended once it drains. */
+  const writable = (res: ServerResponse, most: number): boolean => {
+    if (res.writableLength <= most) return true;
+    streams.delete(res);
+    lagging.set(res, Date.now());
+    res.once('drain', () => {
+      lagging.delete(res);
+      res.end();
+    });
+    return false;
+  };
 
   // The stream's messages: one `data:` line per record (a row, src/receiver/listed.ts), written into a
   // buffer as each record comes, then the id of the last one. Records kept in an array until the batch
@@ -120,7 +150,8 @@ export async function startInspector(o: InspectorOptions): Promise<RunningInspec
   let lastRow = 0;
   const rows = new LineBuffer((chunk) => {
     const end = Buffer.from(`id: ${lastRow}\nevent: deliveries\n\n`);
-    for (const res of streams) {
+    for (const [res, most] of streams) {
+      if (!writable(res, most)) continue;
       res.write(chunk);
       res.write(end);
     }
@@ -131,7 +162,9 @@ export async function startInspector(o: InspectorOptions): Promise<RunningInspec
     lastRow = id;
   });
   const keepAlive = setInterval(() => {
-    for (const res of streams) res.write(': keep-alive\n\n');
+    for (const [res, most] of streams) if (writable(res, most)) res.write(': keep-alive\n\n');
+    // a page that has read nothing for this long (a tab frozen for good) lets go of what it holds
+    for (const [res, since] of lagging) if (Date.now() - since > LAGGING_MS) (lagging.delete(res), res.destroy());
   }, KEEP_ALIVE_MS).unref();
 
   const json = (res: ServerResponse, status: number, body: unknown) => {
@@ -179,10 +212,21 @@ export async function startInspector(o: InspectorOptions): Promise<RunningInspec
       res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-store', connection: 'keep-alive' });
       // the page's own reconnects say where they were: what they missed comes first
       const after = Number(req.headers['last-event-id'] ?? u.searchParams.get('after') ?? 0) || 0;
-      const missed = await o.history.since(after);
-      res.write(`id: ${missed.at(-1)?.id ?? after}\nevent: ready\ndata: ${JSON.stringify({ session, rows: missed.map((r) => listedRow(r, r.id, r.replay_of)) })}\n\n`);
-      streams.add(res);
-      req.on('close', () => streams.delete(res));
+      let missed: DeliveryRecord[];
+      try {
+        missed = await o.history.since(after);
+      } catch {
+        // the history cannot be read now (its database is away): the page tries again shortly, from where it was
+        res.end(`retry: ${RECONNECT_MS * 5}\n\n`);
+        return;
+      }
+      const ready = `retry: ${RECONNECT_MS}\nid: ${missed.at(-1)?.id ?? after}\nevent: ready\ndata: ${JSON.stringify({ session, rows: missed.map((r) => listedRow(r, r.id, r.replay_of)) })}\n\n`;
+      res.write(ready);
+      streams.set(res, STREAM_UNREAD_MAX + Buffer.byteLength(ready));
+      req.on('close', () => {
+        streams.delete(res);
+        lagging.delete(res);
+      });
       return;
     }
     if (req.method === 'GET' && path === '/api/deliveries') {
@@ -255,7 +299,8 @@ export async function startInspector(o: InspectorOptions): Promise<RunningInspec
       // what is in the batch goes now: its timer, firing after the streams have ended, would write to
       // them after their end, an 'error' that nothing listens for
       rows.flush();
-      for (const res of streams) res.end();
+      for (const res of streams.keys()) res.end();
+      for (const res of lagging.keys()) res.destroy();
       await new Promise<void>((resolve) => {
         server.close(() => resolve());
         server.closeAllConnections();

@@ -183,13 +183,16 @@ export class PgStore implements PairStore {
         cause: err,
       });
     }
+    const onError = () => undefined; // the database going away now: the statement under way fails, and says so
+    client.on('error', onError);
     try {
       await (options.readOnly ? store.checkVersion(client) : store.migrate(client));
     } catch (err) {
-      client.release();
+      client.release(connectionLost(err) ? (err as Error) : undefined);
       await store.close();
       throw err;
     }
+    client.removeListener('error', onError);
     client.release();
     return store;
   }
@@ -536,18 +539,29 @@ export class PgStore implements PairStore {
     }
   }
 
-  /** Runs `work` in a transaction on one connection of the pool (a failure is reported as `run` does). */
+  /**
+   * Runs `work` in a transaction on one connection of the pool. While it is checked out, a connection has
+   * no 'error' listener of the pool's: one that the database ends under it (a restart: 57P01, "Connection
+   * terminated unexpectedly") emitted an 'error' nothing listened for, and `listen` exited 1 (#32.2). It
+   * is listened to here, and a broken one is handed back as such, so that the pool drops it.
+   */
   private async transaction(work: (client: PoolClient) => Promise<void>): Promise<void> {
     const client = await this.pool.connect();
+    let broken: Error | undefined;
+    const onError = (err: Error) => (broken ??= err);
+    client.on('error', onError);
     try {
       await client.query('BEGIN');
       await work(client);
       await client.query('COMMIT');
     } catch (err) {
-      await client.query('ROLLBACK').catch(() => undefined);
+      if (connectionLost(err)) broken ??= err as Error;
+      if (!broken) await client.query('ROLLBACK').catch(() => undefined);
       throw err;
     } finally {
-      client.release();
+      // a broken connection keeps the listener: it may say more before it is gone
+      if (!broken) client.removeListener('error', onError);
+      client.release(broken);
     }
   }
 
