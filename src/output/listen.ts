@@ -134,6 +134,8 @@ export function describeNotice(n: StoreNotice): string {
       return `The processed-pairs file ${n.file} was ${n.how} while listen ran: the ${n.pairs} pair${n.pairs === 1 ? '' : 's'} it holds were written to a new file there.`;
     case 'stored_later':
       return `${n.pairs} processed pair${n.pairs === 1 ? '' : 's'} whose write had failed ${n.pairs === 1 ? 'is' : 'are'} stored now (stored later): their retries are duplicates.`;
+    case 'history_dropped':
+      return `The history could not keep ${n.rows} request${n.rows === 1 ? '' : 's'} (PostgreSQL: ${printable(n.reason.slice(0, 200))}); the others written with ${n.rows === 1 ? 'it' : 'them'} are kept. Deliveries are not affected.`;
   }
 }
 

@@ -486,6 +486,12 @@ export class PgStore implements PairStore {
    * past them by more than one batch: the verified rows past `rows`, the refused past `refusedRows`, and
    * the bodies of the older verified rows cut to `partBytes` once all together pass `bytes`. Instances
    * take turns at it (an advisory lock), so two trims never wait on each other's rows.
+   *
+   * One row the database refuses fails the statement, and with it every row of the batch: an anonymous
+   * request's 8 KB Trigger-Id (past what an index entry may hold) took the verified rows of its batch
+   * with it, 25 of 50 (#32.11). So what goes in is what PostgreSQL takes (`historyColumns`), and a batch
+   * that fails all the same is written again row by row, so that only the row it cannot take is lost,
+   * and said (a `history_dropped` notice).
    */
   private async flushHistory(): Promise<void> {
     const batch = this.pendingHistory;
@@ -493,49 +499,79 @@ export class PgStore implements PairStore {
     const limits = this.options.history;
     if (!batch.length || !limits) return;
     const bytes = batch.reduce((n, b) => n + (b.body?.length ?? 0), 0);
-    const s = this.s;
+    const rows = batch.map(historyColumns);
     try {
-      await this.transaction(async (client) => {
-        await client.query(
-          `INSERT INTO ${s}.deliveries (instance, verified, outcome, type, trigger_id, subscription_id, record, headers, body, size)
-           SELECT $1, * FROM unnest($2::boolean[], $3::text[], $4::text[], $5::text[], $6::text[], $7::jsonb[], $8::jsonb[], $9::bytea[], $10::int[])`,
-          [
-            this.instance,
-            batch.map((b) => b.verified),
-            batch.map((b) => b.outcome),
-            batch.map((b) => b.type ?? null),
-            batch.map((b) => b.trigger ?? null),
-            batch.map((b) => b.subscription ?? null),
-            batch.map((b) => JSON.stringify(b.record)),
-            batch.map((b) => (b.headers ? JSON.stringify(b.headers) : null)),
-            batch.map((b) => b.body ?? null),
-            batch.map((b) => b.size ?? null),
-          ],
-        );
-        await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`wxhooks:${this.options.schema}:history`]);
-        for (const [verified, keep] of [[true, limits.rows], [false, limits.refusedRows]] as const) {
-          if (!batch.some((b) => b.verified === verified)) continue;
-          await client.query(
-            `DELETE FROM ${s}.deliveries WHERE verified = $1 AND id <= (SELECT id FROM ${s}.deliveries WHERE verified = $1 ORDER BY id DESC OFFSET $2 LIMIT 1)`,
-            [verified, keep],
-          );
-        }
-        if (batch.some((b) => b.verified && (b.body?.length ?? 0) > limits.partBytes)) {
-          // the newest bodies whole, as many as fit; the older ones cut to their start
-          await client.query(
-            `UPDATE ${s}.deliveries SET body = substring(body FROM 1 FOR $1) WHERE id IN (
-               SELECT id FROM (
-                 SELECT id, sum(octet_length(body)) OVER (ORDER BY id DESC) AS upto FROM ${s}.deliveries
-                 WHERE verified AND octet_length(body) > $1) AS newest
-               WHERE upto > $2)`,
-            [limits.partBytes, limits.bytes],
-          );
-        }
-      });
+      try {
+        await this.transaction(async (client) => {
+          await this.insertHistory(client, rows);
+          await this.trimHistory(client, batch, limits);
+        });
+      } catch (err) {
+        if (connectionLost(err)) throw err;
+        let lost = 0;
+        let reason = '';
+        await this.transaction(async (client) => {
+          for (const row of rows) {
+            await client.query('SAVEPOINT one_row');
+            try {
+              await this.insertHistory(client, [row]);
+            } catch (e) {
+              if (connectionLost(e)) throw e;
+              await client.query('ROLLBACK TO SAVEPOINT one_row');
+              lost++;
+              reason ||= (e as Error).message.slice(0, 200);
+            }
+          }
+          await this.trimHistory(client, batch, limits);
+        });
+        if (lost) this.options.onNotice?.({ kind: 'history_dropped', rows: lost, reason });
+      }
     } catch {
       // the history is for looking at: losing a few rows while the database is away is not losing a delivery
     } finally {
       this.historyBytes -= bytes;
+    }
+  }
+
+  private async insertHistory(client: PoolClient, rows: HistoryColumns[]): Promise<void> {
+    await client.query(
+      `INSERT INTO ${this.s}.deliveries (instance, verified, outcome, type, trigger_id, subscription_id, record, headers, body, size)
+       SELECT $1, * FROM unnest($2::boolean[], $3::text[], $4::text[], $5::text[], $6::text[], $7::jsonb[], $8::jsonb[], $9::bytea[], $10::int[])`,
+      [
+        this.instance,
+        rows.map((r) => r.verified),
+        rows.map((r) => r.outcome),
+        rows.map((r) => r.type),
+        rows.map((r) => r.trigger),
+        rows.map((r) => r.subscription),
+        rows.map((r) => r.record),
+        rows.map((r) => r.headers),
+        rows.map((r) => r.body),
+        rows.map((r) => r.size),
+      ],
+    );
+  }
+
+  private async trimHistory(client: PoolClient, batch: HistoryEntry[], limits: HistoryLimits): Promise<void> {
+    const s = this.s;
+    await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`wxhooks:${this.options.schema}:history`]);
+    for (const [verified, keep] of [[true, limits.rows], [false, limits.refusedRows]] as const) {
+      if (!batch.some((b) => b.verified === verified)) continue;
+      await client.query(
+        `DELETE FROM ${s}.deliveries WHERE verified = $1 AND id <= (SELECT id FROM ${s}.deliveries WHERE verified = $1 ORDER BY id DESC OFFSET $2 LIMIT 1)`,
+        [verified, keep],
+      );
+    }
+    if (batch.some((b) => b.verified && (b.body?.length ?? 0) > limits.partBytes)) {
+      // the newest bodies whole, as many as fit; the older ones cut to their start
+      await client.query(
+        `UPDATE ${s}.deliveries SET body = substring(body FROM 1 FOR $1) WHERE id IN (
+           SELECT id FROM (
+             SELECT id, sum(octet_length(body)) OVER (ORDER BY id DESC) AS upto FROM ${s}.deliveries
+             WHERE verified AND octet_length(body) > $1) AS newest
+           WHERE upto > $2)`,
+        [limits.partBytes, limits.bytes],
+      );
     }
   }
 
@@ -605,7 +641,7 @@ export class PgStore implements PairStore {
 
   /** The ids of the history rows whose record or body holds `text` (any case), newest first. */
   async historySearch(text: string, limit: number): Promise<number[]> {
-    const like = `%${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+    const like = `%${likeText(pgText(text))}%`;
     const rows = await this.run<{ id: number }>(
       `SELECT id::int FROM ${this.s}.deliveries WHERE record::text ILIKE $1 OR encode(body, 'escape') ILIKE $1 ORDER BY id DESC LIMIT $2`,
       [like, limit],
@@ -624,10 +660,11 @@ export class PgStore implements PairStore {
 
   /** The Trigger-Ids of verified rows that start with `prefix` (at most `limit`), and how many refused rows claimed one that does. */
   async historyTriggers(prefix: string, limit: number): Promise<{ triggers: string[]; claims: number }> {
-    const like = `${prefix.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+    // found by the indexed column (a long id's start), and told apart by the whole id in the record
     const rows = await this.run<{ trigger_id: string; verified: boolean; n: number }>(
-      `SELECT trigger_id, ${VERIFIED} AS verified, count(*)::int AS n FROM ${this.s}.deliveries WHERE trigger_id LIKE $1 GROUP BY 1, 2 ORDER BY 1 LIMIT $2`,
-      [like, limit * 2],
+      `SELECT coalesce(record->>'trigger_id', trigger_id) AS trigger_id, ${VERIFIED} AS verified, count(*)::int AS n FROM ${this.s}.deliveries
+       WHERE trigger_id LIKE $1 AND coalesce(record->>'trigger_id', trigger_id) LIKE $2 GROUP BY 1, 2 ORDER BY 1 LIMIT $3`,
+      [`${likeText(historyTrigger(prefix))}%`, `${likeText(pgText(prefix))}%`, limit * 2],
     );
     return { triggers: rows.filter((r) => r.verified).map((r) => r.trigger_id).slice(0, limit), claims: rows.filter((r) => !r.verified).reduce((n, r) => n + r.n, 0) };
   }
@@ -635,8 +672,8 @@ export class PgStore implements PairStore {
   /** The verified attempts of a Trigger-Id (a refused request may claim any: it is no attempt of it), the latest hundred, oldest first. */
   async historyOfTrigger(trigger: string): Promise<HistoryRow[]> {
     const rows = await this.run<HistoryRow>(
-      `SELECT ${ROW_COLUMNS} FROM ${this.s}.deliveries WHERE trigger_id = $1 AND ${VERIFIED} ORDER BY id DESC LIMIT 100`,
-      [trigger],
+      `SELECT ${ROW_COLUMNS} FROM ${this.s}.deliveries WHERE trigger_id = $1 AND record->>'trigger_id' = $2 AND ${VERIFIED} ORDER BY id DESC LIMIT 100`,
+      [historyTrigger(trigger), pgText(trigger)],
     );
     return rows.reverse();
   }
@@ -670,6 +707,62 @@ export interface HistoryRow {
   body: Buffer | null;
   size: number | null;
 }
+
+/** A history row's columns, as PostgreSQL takes them. */
+interface HistoryColumns {
+  verified: boolean;
+  outcome: string;
+  type: string | null;
+  trigger: string | null;
+  subscription: string | null;
+  record: string;
+  headers: string | null;
+  body: Buffer | null;
+  size: number | null;
+}
+
+/**
+ * The most characters of a Trigger-Id the history's indexed column holds: an index entry may not pass
+ * 2,704 bytes (an 8 KB one failed its whole batch, #32.11), and a character is at most 4. A longer id is
+ * found by its start, and told apart by the whole id in its record.
+ */
+const HISTORY_TRIGGER_KEPT = 200;
+
+// eslint-disable-next-line no-control-regex
+const NOT_PG_TEXT = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
+/** JSON text that holds what PostgreSQL's jsonb refuses: an escaped NUL, or a lone surrogate (JSON.stringify escapes both). */
+const NOT_PG_JSON = /\\u0000|\\ud[89a-f]/i;
+
+/** Text as PostgreSQL takes it: a NUL (which text and jsonb refuse) or a lone surrogate (not UTF-8) becomes U+FFFD. */
+const pgText = (text: string): string => text.replace(NOT_PG_TEXT, '\ufffd');
+
+/** A value as jsonb takes it: every string in it as pgText (only when one needs it: the look costs a regex over the text). */
+function pgJson(value: unknown): string {
+  const text = JSON.stringify(value);
+  return NOT_PG_JSON.test(text) ? JSON.stringify(value, (_, v: unknown) => (typeof v === 'string' ? pgText(v) : v)) : text;
+}
+
+/** A Trigger-Id as the history's indexed column holds it. */
+const historyTrigger = (id: string): string => pgText(id.slice(0, HISTORY_TRIGGER_KEPT));
+
+const optionalText = (text: string | undefined) => (text === undefined ? null : pgText(text));
+
+function historyColumns(b: HistoryEntry): HistoryColumns {
+  return {
+    verified: b.verified,
+    outcome: pgText(b.outcome),
+    type: optionalText(b.type),
+    trigger: b.trigger === undefined ? null : historyTrigger(b.trigger),
+    subscription: optionalText(b.subscription),
+    record: pgJson(b.record),
+    headers: b.headers ? pgJson(b.headers) : null,
+    body: b.body ?? null,
+    size: b.size ?? null,
+  };
+}
+
+/** Text for a LIKE pattern, matched as it is. */
+const likeText = (text: string) => text.replace(/[\\%_]/g, (c) => `\\${c}`);
 
 const key = (trigger: string, subscription: string) => `${subscription}\u0000${trigger}`;
 
