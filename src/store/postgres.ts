@@ -101,6 +101,13 @@ export interface HistoryEntry {
  */
 const HISTORY_PENDING_BYTES = 32 * 1024 * 1024;
 
+/**
+ * The most body bytes one INSERT of the history carries. A statement holds its bodies several times over
+ * while it is sent (`pg` writes an array of bytea as hex text, into a buffer that grows by doubling): the
+ * whole of HISTORY_PENDING_BYTES in one took `listen` 60-100 MiB past its limits with 1 MiB deliveries (#32.6).
+ */
+const HISTORY_STATEMENT_BYTES = 4 * 1024 * 1024;
+
 const quoteIdent = (name: string) => `"${name}"`;
 
 interface Waiting<T> {
@@ -533,7 +540,17 @@ export class PgStore implements PairStore {
     }
   }
 
+  /** Inserts `rows`, in statements of at most HISTORY_STATEMENT_BYTES of bodies each. */
   private async insertHistory(client: PoolClient, rows: HistoryColumns[]): Promise<void> {
+    for (let from = 0; from < rows.length; ) {
+      let to = from + 1;
+      for (let bytes = rows[from]!.body?.length ?? 0; to < rows.length && bytes + (rows[to]!.body?.length ?? 0) <= HISTORY_STATEMENT_BYTES; to++) bytes += rows[to]!.body?.length ?? 0;
+      await this.insertHistoryRows(client, rows.slice(from, to));
+      from = to;
+    }
+  }
+
+  private async insertHistoryRows(client: PoolClient, rows: HistoryColumns[]): Promise<void> {
     await client.query(
       `INSERT INTO ${this.s}.deliveries (instance, verified, outcome, type, trigger_id, subscription_id, record, headers, body, size)
        SELECT $1, * FROM unnest($2::boolean[], $3::text[], $4::text[], $5::text[], $6::text[], $7::jsonb[], $8::jsonb[], $9::bytea[], $10::int[])`,
