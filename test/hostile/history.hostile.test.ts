@@ -103,10 +103,13 @@ describe('#32.11 the history in PostgreSQL: one bad row never fails another', ()
       history.add(report('trg_nul\u0000end', { model: 'wm\u00006' }), body('trg_nul'));
       history.add(report('trg_surrogate', { type: 'forecast_hour.available\ud800' }), body('trg_surrogate'));
       history.add({ time: new Date().toISOString(), outcome: 'unverified', status: 401, claimed_trigger_id: `trg_${noise(8000)}`, message: 'no' }, body('x'));
+      history.add(report('trg_large_body'), body(noise(200_000))); // a statement of its own, in its place
       // written in the background: wait for it (for at most a while: a batch that fails is written never)
-      for (const deadline = Date.now() + 15_000; (await store.historyNewest()) < 24 && Date.now() < deadline; ) await new Promise((r) => setTimeout(r, 20));
+      for (const deadline = Date.now() + 15_000; (await store.historyNewest()) < 25 && Date.now() < deadline; ) await new Promise((r) => setTimeout(r, 20));
       const all = await store.historySince(0, 100);
-      expect(all).toHaveLength(24);
+      expect(all).toHaveLength(25);
+      expect(all.map((r) => (r.record as { trigger_id?: string }).trigger_id).slice(20, 25)).toEqual([long, 'trg_nul\ufffdend', 'trg_surrogate', undefined, 'trg_large_body']);
+      expect((await store.historyOne(all[24]!.id))!.body!.length).toBe(body(noise(200_000)).body.length);
       const byTrigger = new Map(all.map((r) => [(r.record as { trigger_id?: string }).trigger_id, r]));
       expect(byTrigger.get(long)).toBeDefined(); // the whole id, in the record
       expect(byTrigger.get('trg_nul\ufffdend')?.record).toMatchObject({ model: 'wm\ufffd6' });
@@ -124,7 +127,7 @@ describe('#32.11 the history in PostgreSQL: one bad row never fails another', ()
       for (let i = 10; i < 20; i++) history.add(report(`trg_after_${i}`), body(`trg_after_${i}`));
       for (const deadline = Date.now() + 15_000; !notices.length && Date.now() < deadline; ) await new Promise((r) => setTimeout(r, 20));
       expect(notices).toEqual([{ kind: 'history_dropped', rows: 1, reason: expect.stringContaining('no_evil') }]);
-      const after = (await store.historySince(24, 100)).map((r) => (r.record as { trigger_id: string }).trigger_id);
+      const after = (await store.historySince(25, 100)).map((r) => (r.record as { trigger_id: string }).trigger_id);
       expect(after).toEqual(Array.from({ length: 20 }, (_, i) => `trg_after_${i}`));
     } finally {
       await store.close();
