@@ -54,6 +54,14 @@ const LAGGING_MS = 2 * KEEP_ALIVE_MS;
 /** How soon a page reconnects to a stream that was ended (the browser's own default is 3 s). */
 const RECONNECT_MS = 1000;
 
+/** A page's stream. */
+interface Stream {
+  /** The bytes it may hold unread: STREAM_UNREAD_MAX, and its first message (what it missed, bounded by the history). */
+  most: number;
+  /** Until its first message is written: what came for it meanwhile (`most` counts them down). */
+  waiting?: Buffer[];
+}
+
 /** The built page: dist/inspector/ beside dist/bin/ (the bundle) and dist/receiver/ (tsc); from src/ in the tests. */
 function assets(): { js: string; css: string } {
   for (const dir of ['../inspector/', '../../dist/inspector/']) {
@@ -125,8 +133,7 @@ export async function startInspector(o: InspectorOptions): Promise<RunningInspec
   /** This listen's run: a page that sees another knows listen restarted (its ids begin again). */
   const session = randomBytes(6).toString('hex');
   const { js, css } = assets();
-  /** The pages' streams, each with what it may hold unread: STREAM_UNREAD_MAX, and its first message (what it missed, bounded by the history). */
-  const streams = new Map<ServerResponse, number>();
+  const streams = new Map<ServerResponse, Stream>();
   /** Streams past it, sent nothing more, and since when. */
   const lagging = new Map<ServerResponse, number>();
   let allowedHosts: Set<string>;
@@ -150,10 +157,15 @@ export async function startInspector(o: InspectorOptions): Promise<RunningInspec
   let lastRow = 0;
   const rows = new LineBuffer((chunk) => {
     const end = Buffer.from(`id: ${lastRow}\nevent: deliveries\n\n`);
-    for (const [res, most] of streams) {
-      if (!writable(res, most)) continue;
-      res.write(chunk);
-      res.write(end);
+    for (const [res, s] of streams) {
+      if (s.waiting) {
+        s.waiting.push(chunk, end);
+        s.most -= chunk.length + end.length;
+        if (s.most < 0) s.waiting = []; // too much meanwhile: it is ended after its first message, and reconnects from there
+      } else if (writable(res, s.most)) {
+        res.write(chunk);
+        res.write(end);
+      }
     }
   }, BATCH_MS);
   const unsubscribe = o.history.subscribe((row, id) => {
@@ -162,7 +174,7 @@ export async function startInspector(o: InspectorOptions): Promise<RunningInspec
     lastRow = id;
   });
   const keepAlive = setInterval(() => {
-    for (const [res, most] of streams) if (writable(res, most)) res.write(': keep-alive\n\n');
+    for (const [res, s] of streams) if (!s.waiting && writable(res, s.most)) res.write(': keep-alive\n\n');
     // a page that has read nothing for this long (a tab frozen for good) lets go of what it holds
     for (const [res, since] of lagging) if (Date.now() - since > LAGGING_MS) (lagging.delete(res), res.destroy());
   }, KEEP_ALIVE_MS).unref();
@@ -212,21 +224,36 @@ export async function startInspector(o: InspectorOptions): Promise<RunningInspec
       res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-store', connection: 'keep-alive' });
       // the page's own reconnects say where they were: what they missed comes first
       const after = Number(req.headers['last-event-id'] ?? u.searchParams.get('after') ?? 0) || 0;
+      // taking rows from now on, before what it missed is read: a row that comes while it is read (from
+      // the shared store, it may take a while) would be in neither (#32.12); a row in both is shown once
+      const stream: Stream = { most: STREAM_UNREAD_MAX, waiting: [] };
+      streams.set(res, stream);
+      req.on('close', () => {
+        streams.delete(res);
+        lagging.delete(res);
+      });
       let missed: DeliveryRecord[];
       try {
         missed = await o.history.since(after);
       } catch {
         // the history cannot be read now (its database is away): the page tries again shortly, from where it was
+        streams.delete(res);
         res.end(`retry: ${RECONNECT_MS * 5}\n\n`);
         return;
       }
+      if (!streams.has(res)) return; // gone meanwhile
       const ready = `retry: ${RECONNECT_MS}\nid: ${missed.at(-1)?.id ?? after}\nevent: ready\ndata: ${JSON.stringify({ session, rows: missed.map((r) => listedRow(r, r.id, r.replay_of)) })}\n\n`;
       res.write(ready);
-      streams.set(res, STREAM_UNREAD_MAX + Buffer.byteLength(ready));
-      req.on('close', () => {
+      const came = stream.waiting!;
+      const cameBytes = STREAM_UNREAD_MAX - stream.most;
+      stream.waiting = undefined;
+      if (stream.most < 0) {
         streams.delete(res);
-        lagging.delete(res);
-      });
+        res.end();
+        return;
+      }
+      for (const chunk of came) res.write(chunk);
+      stream.most = STREAM_UNREAD_MAX + Buffer.byteLength(ready) + cameBytes;
       return;
     }
     if (req.method === 'GET' && path === '/api/deliveries') {
