@@ -2,7 +2,7 @@ import { Agent, request } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import { StringDecoder } from 'node:string_decoder';
 import { describe, expect, it } from 'vitest';
-import { freePort } from '../../scripts/harness.js';
+import { freePort, launchBrowser } from '../../scripts/harness.js';
 import { History } from '../../src/receiver/history.js';
 import { startInspector } from '../../src/receiver/inspector.js';
 import { CLAIM_KEPT } from '../../src/store/history-limits.js';
@@ -145,6 +145,36 @@ describe('#32.5 a page that stops reading, and refused requests that claim long 
       const ids = (JSON.parse(ready) as { rows: unknown[][] }).rows.map((r) => r[0] as number);
       expect(ids).toEqual(Array.from({ length: 1000 }, (_, i) => N - 999 + i));
     } finally {
+      await inspector.close();
+    }
+  }, 60_000);
+});
+
+describe('#32.5 in a real browser: a frozen tab', () => {
+  it('a page frozen (Chromium\'s page lifecycle) while 30 MB of rows go by: listen ends its stream, and once the page runs again it reconnects and fills in, up to the newest', async () => {
+    const history = new History({ rows: 500 });
+    const inspector = await startInspector({ host: '127.0.0.1', port: 0, history, about: { keep: 500 } });
+    const browser = await launchBrowser();
+    try {
+      const page = await browser.newPage();
+      let streams = 0;
+      page.on('request', (r) => void (r.url().includes('/api/events') && streams++));
+      await page.goto(inspector.url);
+      await page.locator('.state.live').waitFor();
+      const cdp = await page.context().newCDPSession(page);
+      await cdp.send('Page.setWebLifecycleState', { state: 'frozen' });
+      const N = 100_000;
+      const pad = 'p'.repeat(250);
+      for (let i = 1; i <= N; i++) {
+        history.add({ time: '2026-11-24T00:00:00.000Z', outcome: 'accepted', status: 200, type: 'forecast_hour.available', trigger_id: `trg_${i}_${pad}`, subscription_id: '1', layout: 'standard' });
+        if (i % 5000 === 0) await new Promise((r) => setImmediate(r));
+      }
+      await cdp.send('Page.setWebLifecycleState', { state: 'active' });
+      await page.locator('.row', { hasText: `trg_${N}_` }).first().waitFor();
+      expect(streams).toBe(2); // its stream was ended, and the page opened another from where it was
+      expect(await page.locator('#list').getAttribute('data-records')).toBe('500');
+    } finally {
+      await browser.close();
       await inspector.close();
     }
   }, 60_000);
