@@ -2,6 +2,7 @@ import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { networkInterfaces } from 'node:os';
+import { StorageError } from '../errors.js';
 import { LineBuffer } from '../util/line-buffer.js';
 import { listenOn, shownHost } from '../util/net.js';
 import { verified } from './event.js';
@@ -311,7 +312,8 @@ export async function startInspector(o: InspectorOptions): Promise<RunningInspec
 
   const server: Server = createServer((req, res) => {
     handle(req, res).catch((err: Error) => {
-      if (!res.headersSent) refuse(res, 500, err.message);
+      // a history that cannot be read now (its database is away) is no bug here: 503, and the page tries again
+      if (!res.headersSent) refuse(res, err instanceof StorageError ? 503 : 500, err.message);
     });
   });
   const { port, url } = await listenOn(server, o.host, o.port, '/');
