@@ -239,10 +239,10 @@ export async function startInspector(o: InspectorOptions): Promise<RunningInspec
       } catch {
         // the history cannot be read now (its database is away): the page tries again shortly, from where it was
         streams.delete(res);
-        res.end(`retry: ${RECONNECT_MS * 5}\n\n`);
+        if (!res.writableEnded) res.end(`retry: ${RECONNECT_MS * 5}\n\n`);
         return;
       }
-      if (!streams.has(res)) return; // gone meanwhile
+      if (!streams.has(res) || res.writableEnded) return; // gone meanwhile, or the inspector closed
       const ready = `retry: ${RECONNECT_MS}\nid: ${missed.at(-1)?.id ?? after}\nevent: ready\ndata: ${JSON.stringify({ session, rows: missed.map((r) => listedRow(r, r.id, r.replay_of)) })}\n\n`;
       res.write(ready);
       const came = stream.waiting!;

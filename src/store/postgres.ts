@@ -494,7 +494,7 @@ export class PgStore implements PairStore {
    *
    * One row the database refuses fails the statement, and with it every row of the batch: an anonymous
    * request's 8 KB Trigger-Id (past what an index entry may hold) took the verified rows of its batch
-   * with it, 25 of 50 (#32.11). So what goes in is what PostgreSQL takes (`historyColumns`), and a batch
+   * with it: 8 of 50 were kept (#32.11). So what goes in is what PostgreSQL takes (`historyColumns`), and a batch
    * that fails all the same is written again row by row, so that only the row it cannot take is lost,
    * and said (a `history_dropped` notice).
    */
