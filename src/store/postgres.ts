@@ -120,6 +120,44 @@ const LOST_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 
 /** What `pg` says, without a code, when its connection ends or cannot be made within `connectionTimeoutMillis`. */
 const LOST_MESSAGES = /^(Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error and is not queryable)/;
 
+/** A connection checked out of the pool, listened to while it is held. */
+interface Held {
+  client: PoolClient;
+  /** The error its connection ended with, if it did. */
+  broken(): Error | undefined;
+  /** Hands it back: as broken (the pool drops it) when it is, or when `err` says it went away. */
+  release(err?: unknown): void;
+}
+
+/**
+ * A connection of the pool, listened to from the moment it is handed over. While it is checked out, no
+ * listener of the pool's is on it, and one the database ends (a restart: 57P01, "Connection terminated
+ * unexpectedly") emitted an 'error' nothing listened for, and `listen` exited 1 (#32.2). Not with
+ * `await pool.connect()`: its promise hands the connection over a turn of microtasks later, and the
+ * chunk of the socket that finished its previous statement (and so freed it for us) may already hold the
+ * database's goodbye, parsed at once. The callback is called as it is handed over.
+ */
+function checkOut(pool: Pool): Promise<Held> {
+  return new Promise((resolve, reject) =>
+    pool.connect((err, client) => {
+      if (err || !client) return reject(err ?? new Error('no connection from the pool'));
+      let broken: Error | undefined;
+      const onError = (e: Error) => (broken ??= e);
+      client.on('error', onError);
+      resolve({
+        client,
+        broken: () => broken,
+        release(failed?: unknown) {
+          if (!broken && failed !== undefined && connectionLost(failed)) broken = failed as Error;
+          // a broken connection keeps the listener: it may say more before it is gone
+          if (!broken) client.removeListener('error', onError);
+          client.release(broken);
+        },
+      });
+    }),
+  );
+}
+
 /** Errors that mean the database could not be reached or went away, rather than a mistake in a statement. */
 function connectionLost(err: unknown): boolean {
   const e = err as { code?: string; message?: string };
@@ -176,9 +214,9 @@ export class PgStore implements PairStore {
     const pool = new pg.Pool({ connectionString: options.url, max: 8, connectionTimeoutMillis: 5000, idleTimeoutMillis: 10_000 });
     pool.on('error', () => undefined); // an idle connection that breaks: the next query finds out, and says so
     const store = new PgStore(pool, options);
-    let client: PoolClient;
+    let held: Held;
     try {
-      client = await pool.connect();
+      held = await checkOut(pool);
     } catch (err) {
       await pool.end().catch(() => undefined);
       clearInterval(store.sweeper);
@@ -188,17 +226,14 @@ export class PgStore implements PairStore {
         cause: err,
       });
     }
-    const onError = () => undefined; // the database going away now: the statement under way fails, and says so
-    client.on('error', onError);
     try {
-      await (options.readOnly ? store.checkVersion(client) : store.migrate(client));
+      await (options.readOnly ? store.checkVersion(held.client) : store.migrate(held.client));
     } catch (err) {
-      client.release(connectionLost(err) ? (err as Error) : undefined);
+      held.release(err);
       await store.close();
       throw err;
     }
-    client.removeListener('error', onError);
-    client.release();
+    held.release();
     return store;
   }
 
@@ -607,29 +642,21 @@ export class PgStore implements PairStore {
     }
   }
 
-  /**
-   * Runs `work` in a transaction on one connection of the pool. While it is checked out, a connection has
-   * no 'error' listener of the pool's: one that the database ends under it (a restart: 57P01, "Connection
-   * terminated unexpectedly") emitted an 'error' nothing listened for, and `listen` exited 1 (#32.2). It
-   * is listened to here, and a broken one is handed back as such, so that the pool drops it.
-   */
+  /** Runs `work` in a transaction on one connection of the pool (see checkOut: a restart under it is an error of `work`'s, never an exit). */
   private async transaction(work: (client: PoolClient) => Promise<void>): Promise<void> {
-    const client = await this.pool.connect();
-    let broken: Error | undefined;
-    const onError = (err: Error) => (broken ??= err);
-    client.on('error', onError);
+    const held = await checkOut(this.pool);
+    const { client } = held;
+    let failed: unknown;
     try {
       await client.query('BEGIN');
       await work(client);
       await client.query('COMMIT');
     } catch (err) {
-      if (connectionLost(err)) broken ??= err as Error;
-      if (!broken) await client.query('ROLLBACK').catch(() => undefined);
+      failed = err;
+      if (!held.broken() && !connectionLost(err)) await client.query('ROLLBACK').catch(() => undefined);
       throw err;
     } finally {
-      // a broken connection keeps the listener: it may say more before it is gone
-      if (!broken) client.removeListener('error', onError);
-      client.release(broken);
+      held.release(failed);
     }
   }
 
