@@ -83,9 +83,15 @@ async function isEmulator(service: Service): Promise<boolean> {
 }
 
 export async function runDoctor(ctx: Context, o: DoctorOptions): Promise<void> {
+  const { checks, webhooks } = await diagnose(ctx, o);
+  report(ctx, checks, webhooks, o);
+}
+
+/** The checks of the chain, link by link, without printing (`doctor`, and the MCP server's doctor tool); without --webhook, the webhooks too. */
+export async function diagnose(ctx: Context, o: DoctorOptions): Promise<{ checks: Check[]; webhooks?: Webhook[] }> {
   const checks: Check[] = [];
   let webhooks: Webhook[] | undefined;
-  const done = () => report(ctx, checks, webhooks, o);
+  const done = () => ({ checks, webhooks });
 
   // 1. credentials
   const { service, base, credentials } = await serviceFor(ctx);
@@ -168,7 +174,7 @@ async function deliveryChecks(ctx: Context, service: Service, hook: Webhook, sec
       port: listenPort,
       host: '127.0.0.1',
       path: target.pathname || '/',
-      verifier: new Verifier({ secret }),
+      verifier: new Verifier({ secret, diagnosePerMinute: Infinity }), // the service's pings only: each failure says why
       store,
       onEvent: (event) => log.push(event),
     });

@@ -2,7 +2,7 @@ import type { TemporaryEvent } from '../api/temporary.js';
 import type { SubscriptionCheck } from '../receiver/check.js';
 import type { ReceiverEvent } from '../receiver/event.js';
 import { claimKept } from '../store/history-limits.js';
-import type { StoreNotice } from '../store/pair-store.js';
+import type { StoreNotice } from '../delivery/store.js';
 import { formatDuration } from '../util/duration.js';
 import { printable } from '../util/printable.js';
 import type { Style } from './style.js';
@@ -136,6 +136,8 @@ export function describeNotice(n: StoreNotice): string {
       return `${n.pairs} processed pair${n.pairs === 1 ? '' : 's'} whose write had failed ${n.pairs === 1 ? 'is' : 'are'} stored now (stored later): their retries are duplicates.`;
     case 'history_dropped':
       return `The history could not keep ${n.rows} request${n.rows === 1 ? '' : 's'} (PostgreSQL: ${printable(n.reason.slice(0, 200))}); the others written with ${n.rows === 1 ? 'it' : 'them'} are kept. Deliveries are not affected.`;
+    case 'lock_taken_over':
+      return `The processed-pairs file ${n.file} was left locked by process ${n.pid} (started ${n.started}), which no longer runs: taken over.`;
   }
 }
 
