@@ -177,3 +177,52 @@ describe("the inspector's event stream", () => {
     // (the batch's timer is not left to fire on the ended streams: flush() clears it, test/util.test.ts)
   });
 });
+
+describe("the inspector's event stream, from a history that is slow to read (the shared store)", () => {
+  it('#32.12: records that come while what a page missed is being read reach it all the same, after its ready message', async () => {
+    /** A history whose reads wait until let go, as the database's do; says when one is under way. */
+    class SlowHistory extends History {
+      gate: Promise<void> | undefined;
+      reading = () => undefined as void;
+      override async since(after: number) {
+        const read = await super.since(after);
+        this.reading();
+        await this.gate;
+        return read;
+      }
+    }
+    const history = new SlowHistory({ rows: 1000 });
+    history.add(event(1, 0));
+    let letGo = () => undefined as void;
+    history.gate = new Promise<void>((resolve) => (letGo = resolve));
+    const reading = new Promise<void>((resolve) => (history.reading = resolve));
+    const inspector = await startInspector({ host: '127.0.0.1', port: 0, history, about: {} });
+    try {
+      let text = '';
+      let wake = () => undefined as void;
+      const req = request({ host: '127.0.0.1', port: inspector.port, path: `/api/events?token=${inspector.token}` }, (res) => {
+        res.setEncoding('utf8').on('data', (d: string) => ((text += d), wake()));
+      });
+      req.end();
+      const until = async (seen: (t: string) => boolean) => {
+        while (!seen(text)) await new Promise<void>((resolve) => (wake = resolve));
+      };
+      // the page's first read is under way: 500 records come meanwhile (more than a batch holds, so
+      // batches go while the read still waits)
+      await reading;
+      for (let n = 2; n <= 501; n++) history.add(event(n, 0));
+      letGo();
+      await until((t) => t.includes('event: ready'));
+      history.add(event(502, 0)); // a record after: once it is there, everything before it has come
+      await until((t) => t.includes('data: [502,'));
+      const ready = JSON.parse(/event: ready\ndata: (.*)\n/.exec(text)![1]!) as { rows: unknown[][] };
+      expect(ready.rows.map((r) => r[0])).toEqual([1]);
+      const ids = new Set([...text.matchAll(/^data: \[(\d+),/gm)].map((m) => Number(m[1])));
+      expect([...ids].sort((a, b) => a - b)).toEqual(Array.from({ length: 501 }, (_, i) => i + 2));
+      expect(text.indexOf('data: [2,')).toBeGreaterThan(text.indexOf('event: ready'));
+      req.destroy();
+    } finally {
+      await inspector.close();
+    }
+  });
+});

@@ -446,6 +446,16 @@ describe('the inspector page', () => {
     expect(html).not.toContain(secret);
   });
 
+  it('#32.12: after `trigger`, one unsigned POST with a Trigger-Id reaches the open page live, without a reload', async () => {
+    const triggered = await runCli(['trigger', 'forecast_hour.available', '--model', 'wm-6', '--forecast-hour', '6'], { env });
+    expect(triggered.code).toBe(0);
+    const claim = `trg_unsigned_${process.pid}`;
+    expect((await post(listenUrl, { 'Trigger-Id': claim }, '{}')).status).toBe(400);
+    const refused = page.locator('.row', { hasText: claim }).first();
+    await refused.waitFor();
+    expect(await refused.textContent()).toContain('not verified');
+  });
+
   it('3. listen restarted: the page says so, with a reload, and the reloaded page shows what came before (from --save-dir)', async () => {
     const before = (await page.locator('#list').getAttribute('data-records'))!;
     expect(Number(before)).toBeGreaterThan(0);

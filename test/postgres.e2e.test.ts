@@ -202,6 +202,70 @@ describe('listen --store postgres://: several receivers, one memory', () => {
     }
   }, 120_000);
 
+  it('#32.2: the database restarted under load, one instance with --inspect and its stream open, one with --history: neither exits, each delivery processed exactly once, none lost, and the stream goes on', async () => {
+    const { app, processed } = await countingApp();
+    const s = schema();
+    const flags = ['--claim-timeout', '6s', '--forward-timeout', '2s', '--forward-to', `${app.url}/hooks`];
+    const a = await startListen(server.url, s, [...flags, '--inspect', '127.0.0.1:0']);
+    const b = await startListen(server.url, s, [...flags, '--history', '200']);
+    const link = new URL((await a.proc.waitFor<{ event?: string; url: string }>((v) => v.event === 'inspector')).url);
+    const stream = await fetch(`${link.origin}/api/events${link.search}`);
+    const reader = stream.body!.getReader();
+    let streamed = '';
+    const streaming = (async () => {
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) return;
+        streamed += Buffer.from(value).toString('utf8');
+      }
+    })().catch(() => undefined);
+    const agent = new Agent({ keepAlive: true, maxSockets: 40 });
+    const triggers = Array.from({ length: 600 }, (_, i) => `trg_hist_outage_${process.pid}_${i}`);
+    const acknowledged = new Set<string>();
+    const unexpected: number[] = [];
+    let restarting: Promise<void> | undefined;
+    try {
+      let next = 0;
+      const worker = async () => {
+        while (next < triggers.length) {
+          const i = next++;
+          const t = triggers[i]!;
+          for (let attempt = 0; attempt < 400; attempt++) {
+            const status = await deliver([a, b][(i + attempt) % 2]!.url, agent, t);
+            if (status >= 200 && status < 300) {
+              acknowledged.add(t);
+              break;
+            }
+            if (status !== 409 && status !== 503) unexpected.push(status); // 0: the instance is gone
+            if (a.proc.child.exitCode !== null || b.proc.child.exitCode !== null) return;
+            await sleep(50);
+          }
+          if (acknowledged.size === 200 && !restarting) restarting = server.restart(1500);
+        }
+      };
+      await Promise.all(Array.from({ length: 20 }, worker));
+      await restarting;
+      // the page's stream, fed from the database, goes on once it is back
+      expect(await deliver(b.url, agent, `trg_after_${process.pid}`), b.proc.stderr()).toBe(200);
+      while (!streamed.includes(`trg_after_${process.pid}`) && a.proc.child.exitCode === null) await sleep(50);
+    } finally {
+      agent.destroy();
+      await reader.cancel().catch(() => undefined);
+      await streaming;
+      await a.proc.stop();
+      await b.proc.stop();
+      await app.close();
+    }
+    expect(restarting).toBeDefined();
+    for (const inst of [a, b]) {
+      expect(inst.proc.stderr()).not.toMatch(/Unhandled|Connection terminated unexpectedly/);
+      expect(await inst.proc.exited).toBe(130);
+    }
+    expect(unexpected).toEqual([]);
+    expect(acknowledged.size).toBe(triggers.length);
+    expect(triggers.filter((t) => processed.get(t) !== 1)).toEqual([]);
+  }, 120_000);
+
   it("any instance's inspector, and `deliveries --store` and `runs --store`, show every instance's deliveries", async () => {
     const s = schema();
     const a = await startListen(server.url, s, ['--inspect', '127.0.0.1:0']);

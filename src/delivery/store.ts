@@ -28,7 +28,9 @@ export type StoreNotice =
   /** Pairs of deliveries already processed, whose writes had failed, are stored now. */
   | { kind: 'stored_later'; pairs: number }
   /** The pairs file was left locked by a process that no longer runs (killed, crashed): taken over. */
-  | { kind: 'lock_taken_over'; file: string; pid: number; host: string; started: string };
+  | { kind: 'lock_taken_over'; file: string; pid: number; host: string; started: string }
+  /** Requests the shared history could not keep (the database refused their rows; the others of their batch are kept). */
+  | { kind: 'history_dropped'; rows: number; reason: string };
 
 /**
  * Where processed pairs are kept, and claims on the pairs being processed.

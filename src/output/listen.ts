@@ -1,6 +1,7 @@
 import type { TemporaryEvent } from '../api/temporary.js';
 import type { SubscriptionCheck } from '../receiver/check.js';
 import type { ReceiverEvent } from '../receiver/event.js';
+import { claimKept } from '../store/history-limits.js';
 import type { StoreNotice } from '../delivery/store.js';
 import { formatDuration } from '../util/duration.js';
 import { printable } from '../util/printable.js';
@@ -92,7 +93,7 @@ function request(e: ReceiverEvent, style: Style): string {
     case 'bad_request':
     case 'timed_out':
     case 'overloaded': {
-      const claims = e.claimed_trigger_id ? style.dim(`  claims ${printable(e.claimed_trigger_id)}, not verified`) : '';
+      const claims = e.claimed_trigger_id ? style.dim(`  claims ${printable(claimKept(e.claimed_trigger_id))}, not verified`) : '';
       const skipped = e.diagnosis_skipped ? `\n         ${style.dim('not looked into further (a re-formatted body? another layout?): that runs at most 5 times a minute; `wxhooks verify` does it on a capture')}` : '';
       return `${time} ${style.red('✗')} ${status}  ${style.red(printable(e.message ?? e.reason ?? 'rejected'))}${e.size !== undefined ? style.dim(`  ${size(e.size)}`) : ''}${claims}${e.hint ? `\n         ${style.dim(printable(e.hint))}` : ''}${skipped}`;
     }
@@ -133,6 +134,8 @@ export function describeNotice(n: StoreNotice): string {
       return `The processed-pairs file ${n.file} was ${n.how} while listen ran: the ${n.pairs} pair${n.pairs === 1 ? '' : 's'} it holds were written to a new file there.`;
     case 'stored_later':
       return `${n.pairs} processed pair${n.pairs === 1 ? '' : 's'} whose write had failed ${n.pairs === 1 ? 'is' : 'are'} stored now (stored later): their retries are duplicates.`;
+    case 'history_dropped':
+      return `The history could not keep ${n.rows} request${n.rows === 1 ? '' : 's'} (PostgreSQL: ${printable(n.reason.slice(0, 200))}); the others written with ${n.rows === 1 ? 'it' : 'them'} are kept. Deliveries are not affected.`;
     case 'lock_taken_over':
       return `The processed-pairs file ${n.file} was left locked by process ${n.pid} (started ${n.started}), which no longer runs: taken over.`;
   }

@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import { HISTORY_DEFAULTS, KEEP_BODY, type HistoryLimits } from '../store/history-limits.js';
+import { claimKept, CLAIM_KEPT, HISTORY_DEFAULTS, KEEP_BODY, type HistoryLimits } from '../store/history-limits.js';
 import type { HistoryRow, PgStore } from '../store/postgres.js';
 import { textOrBase64 } from '../util/bytes.js';
 import { verified, type ReceiverEvent } from './event.js';
@@ -190,8 +190,10 @@ export class History implements HistorySource {
   }
 
   add(event: ReceiverEvent, raw?: RawDelivery, replayOf?: number): void {
-    const k: Kept = { id: this.next++, event, ms: raw?.ms, replayOf, headers: raw?.headers, peer: raw?.peer, answer: raw?.answer, body: undefined, slab: undefined, at: 0, length: 0 };
-    if (verified(event)) {
+    const ok = verified(event);
+    if (!ok) event = refusedKept(event);
+    const k: Kept = { id: this.next++, event, ms: raw?.ms, replayOf, headers: ok ? raw?.headers : claimCut(raw?.headers), peer: raw?.peer, answer: raw?.answer, body: undefined, slab: undefined, at: 0, length: 0 };
+    if (ok) {
       const most = Math.min(KEEP_BODY, this.limits.bytes);
       if (raw) this.keepBody(k, raw.body.length <= most ? raw.body : raw.body.subarray(0, most));
       const gone = this.verifiedRing.push(k);
@@ -328,6 +330,18 @@ export class History implements HistorySource {
   }
 }
 
+/** A refused request's report as a history keeps it: its claimed Trigger-Id cut (a copy: the report is the listener's, and is not changed). */
+function refusedKept<T extends ReceiverEvent>(event: T): T {
+  const claim = event.claimed_trigger_id;
+  return claim !== undefined && claim.length > CLAIM_KEPT ? { ...event, claimed_trigger_id: claimKept(claim) } : event;
+}
+
+/** A refused request's headers as a history keeps them: the Trigger-Id it claims cut, as in its report. */
+function claimCut<T extends IncomingHttpHeaders | Record<string, string> | undefined>(headers: T): T {
+  const claim = headers?.['trigger-id'];
+  return typeof claim === 'string' && claim.length > CLAIM_KEPT ? { ...headers, 'trigger-id': claimKept(claim) } : headers;
+}
+
 const recordOf = (k: Kept): DeliveryRecord => ({ ...k.event, id: k.id, ...(k.ms !== undefined ? { ms: k.ms } : {}), ...(k.replayOf !== undefined ? { replay_of: k.replayOf } : {}) });
 const full = (k: Kept): FullRecord => ({
   ...recordOf(k),
@@ -368,6 +382,7 @@ export class PgHistory implements HistorySource {
 
   add(event: ReceiverEvent, raw?: RawDelivery, replayOf?: number): void {
     const ok = verified(event);
+    if (!ok) event = refusedKept(event);
     const record: Partial<FullRecord> = {
       ...event,
       ...(raw ? { ms: raw.ms } : {}),
@@ -383,18 +398,19 @@ export class PgHistory implements HistorySource {
       type: event.type,
       trigger: event.trigger_id ?? event.claimed_trigger_id,
       subscription: event.subscription_id,
-      headers: raw ? flatHeaders(raw.headers) : undefined,
+      headers: raw ? (ok ? flatHeaders(raw.headers) : claimCut(flatHeaders(raw.headers))) : undefined,
       body: raw ? (raw.body.length <= keep ? raw.body : raw.body.subarray(0, keep)) : undefined,
       size: raw?.body.length,
     });
   }
 
   private static record(row: HistoryRow): DeliveryRecord {
-    return { ...(row.record as unknown as DeliveryRecord), id: row.id };
+    // (rows written before claims were cut hold them whole)
+    return { ...refusedKept(row.record as unknown as DeliveryRecord), id: row.id };
   }
 
   private static full(row: HistoryRow): FullRecord {
-    return { ...PgHistory.record(row), headers: row.headers ?? {}, ...bodyFields(row.body ?? undefined) };
+    return { ...PgHistory.record(row), headers: (row.verified ? row.headers : claimCut(row.headers ?? undefined)) ?? {}, ...bodyFields(row.body ?? undefined) };
   }
 
   async since(after: number): Promise<DeliveryRecord[]> {

@@ -2,10 +2,11 @@ import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { networkInterfaces } from 'node:os';
+import { StorageError } from '../errors.js';
 import { LineBuffer } from '../util/line-buffer.js';
 import { listenOn, shownHost } from '../util/net.js';
 import { verified } from './event.js';
-import type { HistorySource } from './history.js';
+import type { DeliveryRecord, HistorySource } from './history.js';
 import { fromRow, listedRow } from './listed.js';
 
 /**
@@ -42,6 +43,25 @@ export interface RunningInspector {
 /** How often the page's stream gets what happened since (events are batched, so a busy listen sends a message, not a thousand). */
 const BATCH_MS = 100;
 const KEEP_ALIVE_MS = 15_000;
+/**
+ * The most a page's stream may hold written and not yet read (past what the socket itself holds). A page
+ * that stops reading (a frozen tab) would otherwise keep every row sent since, in `listen`, at whatever
+ * pace anonymous senders set: 20,000 refused requests took `listen` from 55 to 452 MiB in 6 s (#32.5).
+ * Past it, the stream is sent nothing more; once it drains, it is ended, and the page reconnects and
+ * fills in what it missed (Last-Event-ID); one that does not drain within LAGGING_MS is cut.
+ */
+const STREAM_UNREAD_MAX = 1024 * 1024;
+const LAGGING_MS = 2 * KEEP_ALIVE_MS;
+/** How soon a page reconnects to a stream that was ended (the browser's own default is 3 s). */
+const RECONNECT_MS = 1000;
+
+/** A page's stream. */
+interface Stream {
+  /** The bytes it may hold unread: STREAM_UNREAD_MAX, and its first message (what it missed, bounded by the history). */
+  most: number;
+  /** Until its first message is written: what came for it meanwhile (`most` counts them down). */
+  waiting?: Buffer[];
+}
 
 /** The built page: dist/inspector/ beside dist/bin/ (the bundle) and dist/receiver/ (tsc); from src/ in the tests. */
 function assets(): { js: string; css: string } {
@@ -73,7 +93,12 @@ const KNOCK = `<!doctype html>
 
 const FAVICON = `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 32 32"><rect width="32" height="32" rx="6" fill="#3559b5"/><path d="M6 20c4-8 8 8 12 0s6-8 8-4" stroke="#fff" stroke-width="3" fill="none" stroke-linecap="round"/></svg>`;
 
-const same = (a: string, b: string) => a.length === b.length && timingSafeEqual(Buffer.from(a), Buffer.from(b));
+/** Whether the token given is the session's: their bytes compared (a string of the same length in characters may be longer in bytes, which timingSafeEqual refuses with an error: #32.16). */
+function same(given: string, token: string): boolean {
+  const a = Buffer.from(given, 'utf8');
+  const b = Buffer.from(token, 'utf8');
+  return a.length === b.length && timingSafeEqual(a, b);
+}
 
 /** The host names (with the port) a request may name: the bound address as shown, localhost, the names given, and every address of this machine when bound to all. */
 function hostsFor(host: string, port: number, names: string[]): Set<string> {
@@ -109,8 +134,21 @@ export async function startInspector(o: InspectorOptions): Promise<RunningInspec
   /** This listen's run: a page that sees another knows listen restarted (its ids begin again). */
   const session = randomBytes(6).toString('hex');
   const { js, css } = assets();
-  const streams = new Set<ServerResponse>();
+  const streams = new Map<ServerResponse, Stream>();
+  /** Streams past it, sent nothing more, and since when. */
+  const lagging = new Map<ServerResponse, number>();
   let allowedHosts: Set<string>;
+  /** Whether `res` may be written to now: a stream that holds too much unread is sent nothing more, and ended once it drains. */
+  const writable = (res: ServerResponse, most: number): boolean => {
+    if (res.writableLength <= most) return true;
+    streams.delete(res);
+    lagging.set(res, Date.now());
+    res.once('drain', () => {
+      lagging.delete(res);
+      res.end();
+    });
+    return false;
+  };
 
   // The stream's messages: one `data:` line per record (a row, src/receiver/listed.ts), written into a
   // buffer as each record comes, then the id of the last one. Records kept in an array until the batch
@@ -120,9 +158,15 @@ export async function startInspector(o: InspectorOptions): Promise<RunningInspec
   let lastRow = 0;
   const rows = new LineBuffer((chunk) => {
     const end = Buffer.from(`id: ${lastRow}\nevent: deliveries\n\n`);
-    for (const res of streams) {
-      res.write(chunk);
-      res.write(end);
+    for (const [res, s] of streams) {
+      if (s.waiting) {
+        s.waiting.push(chunk, end);
+        s.most -= chunk.length + end.length;
+        if (s.most < 0) s.waiting = []; // too much meanwhile: it is ended after its first message, and reconnects from there
+      } else if (writable(res, s.most)) {
+        res.write(chunk);
+        res.write(end);
+      }
     }
   }, BATCH_MS);
   const unsubscribe = o.history.subscribe((row, id) => {
@@ -131,7 +175,9 @@ export async function startInspector(o: InspectorOptions): Promise<RunningInspec
     lastRow = id;
   });
   const keepAlive = setInterval(() => {
-    for (const res of streams) res.write(': keep-alive\n\n');
+    for (const [res, s] of streams) if (!s.waiting && writable(res, s.most)) res.write(': keep-alive\n\n');
+    // a page that has read nothing for this long (a tab frozen for good) lets go of what it holds
+    for (const [res, since] of lagging) if (Date.now() - since > LAGGING_MS) (lagging.delete(res), res.destroy());
   }, KEEP_ALIVE_MS).unref();
 
   const json = (res: ServerResponse, status: number, body: unknown) => {
@@ -179,10 +225,36 @@ export async function startInspector(o: InspectorOptions): Promise<RunningInspec
       res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-store', connection: 'keep-alive' });
       // the page's own reconnects say where they were: what they missed comes first
       const after = Number(req.headers['last-event-id'] ?? u.searchParams.get('after') ?? 0) || 0;
-      const missed = await o.history.since(after);
-      res.write(`id: ${missed.at(-1)?.id ?? after}\nevent: ready\ndata: ${JSON.stringify({ session, rows: missed.map((r) => listedRow(r, r.id, r.replay_of)) })}\n\n`);
-      streams.add(res);
-      req.on('close', () => streams.delete(res));
+      // taking rows from now on, before what it missed is read: a row that comes while it is read (from
+      // the shared store, it may take a while) would be in neither (#32.12); a row in both is shown once
+      const stream: Stream = { most: STREAM_UNREAD_MAX, waiting: [] };
+      streams.set(res, stream);
+      req.on('close', () => {
+        streams.delete(res);
+        lagging.delete(res);
+      });
+      let missed: DeliveryRecord[];
+      try {
+        missed = await o.history.since(after);
+      } catch {
+        // the history cannot be read now (its database is away): the page tries again shortly, from where it was
+        streams.delete(res);
+        if (!res.writableEnded) res.end(`retry: ${RECONNECT_MS * 5}\n\n`);
+        return;
+      }
+      if (!streams.has(res) || res.writableEnded) return; // gone meanwhile, or the inspector closed
+      const ready = `retry: ${RECONNECT_MS}\nid: ${missed.at(-1)?.id ?? after}\nevent: ready\ndata: ${JSON.stringify({ session, rows: missed.map((r) => listedRow(r, r.id, r.replay_of)) })}\n\n`;
+      res.write(ready);
+      const came = stream.waiting!;
+      const cameBytes = STREAM_UNREAD_MAX - stream.most;
+      stream.waiting = undefined;
+      if (stream.most < 0) {
+        streams.delete(res);
+        res.end();
+        return;
+      }
+      for (const chunk of came) res.write(chunk);
+      stream.most = STREAM_UNREAD_MAX + Buffer.byteLength(ready) + cameBytes;
       return;
     }
     if (req.method === 'GET' && path === '/api/deliveries') {
@@ -240,7 +312,8 @@ export async function startInspector(o: InspectorOptions): Promise<RunningInspec
 
   const server: Server = createServer((req, res) => {
     handle(req, res).catch((err: Error) => {
-      if (!res.headersSent) refuse(res, 500, err.message);
+      // a history that cannot be read now (its database is away) is no bug here: 503, and the page tries again
+      if (!res.headersSent) refuse(res, err instanceof StorageError ? 503 : 500, err.message);
     });
   });
   const { port, url } = await listenOn(server, o.host, o.port, '/');
@@ -255,7 +328,8 @@ export async function startInspector(o: InspectorOptions): Promise<RunningInspec
       // what is in the batch goes now: its timer, firing after the streams have ended, would write to
       // them after their end, an 'error' that nothing listens for
       rows.flush();
-      for (const res of streams) res.end();
+      for (const res of streams.keys()) res.end();
+      for (const res of lagging.keys()) res.destroy();
       await new Promise<void>((resolve) => {
         server.close(() => resolve());
         server.closeAllConnections();

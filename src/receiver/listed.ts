@@ -1,6 +1,9 @@
 // What the inspector page's list needs of a record, and how its event stream carries it: each record as
 // an array of these fields' values, in this order (null for none). The server writes rows with `listedRow`
-// and the page reads them with `fromRow`, so the order lives here only. No imports: the page bundles it.
+// and the page reads them with `fromRow`, so the order lives here only. No imports but an import-free one:
+// the page bundles it.
+
+import { claimKept } from '../store/history-limits.js';
 
 /** The fields of a record the page's list shows and filters on; the rest comes with the record itself, when one is picked. */
 export interface Listed {
@@ -52,10 +55,15 @@ export const LISTED: readonly (keyof Listed)[] = [
  * deliveries a second).
  */
 export function listedRow(r: Omit<Listed, 'id' | 'replay_of'>, id: number, replayOf?: number): unknown[] {
-  return LISTED.map((name) =>
+  const row = LISTED.map((name) =>
     name === 'id' ? id : name === 'replay_of' ? (replayOf ?? null) : name === 'message' && r.outcome === 'accepted' ? null : (r[name] ?? null),
   ); // a message is for refused requests: an accepted delivery's says only that it was accepted
+  // a claimed Trigger-Id goes to every page cut, however it was kept (src/store/history-limits.ts)
+  if (r.claimed_trigger_id !== undefined) row[CLAIMED] = claimKept(r.claimed_trigger_id);
+  return row;
 }
+
+const CLAIMED = LISTED.indexOf('claimed_trigger_id');
 
 /** A row of the stream as the record it came from (its listed fields). */
 export function fromRow(row: unknown[]): Listed {

@@ -106,6 +106,11 @@ export interface HistoryEntry {
  */
 const HISTORY_PENDING_BYTES = 32 * 1024 * 1024;
 
+/** The most body bytes one INSERT of the history's small rows carries (see insertHistory). */
+const HISTORY_STATEMENT_BYTES = 4 * 1024 * 1024;
+/** A body larger than this is written in a statement of its own, not in an array (see insertHistory). */
+const HISTORY_ARRAY_BODY = 64 * 1024;
+
 const quoteIdent = (name: string) => `"${name}"`;
 
 interface Waiting<T> {
@@ -119,6 +124,44 @@ interface Waiting<T> {
 const LOST_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', '57P01', '57P02', '57P03', '08006', '08001', '08003', '08000']);
 /** What `pg` says, without a code, when its connection ends or cannot be made within `connectionTimeoutMillis`. */
 const LOST_MESSAGES = /^(Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error and is not queryable)/;
+
+/** A connection checked out of the pool, listened to while it is held. */
+interface Held {
+  client: PoolClient;
+  /** The error its connection ended with, if it did. */
+  broken(): Error | undefined;
+  /** Hands it back: as broken (the pool drops it) when it is, or when `err` says it went away. */
+  release(err?: unknown): void;
+}
+
+/**
+ * A connection of the pool, listened to from the moment it is handed over. While it is checked out, no
+ * listener of the pool's is on it, and one the database ends (a restart: 57P01, "Connection terminated
+ * unexpectedly") emitted an 'error' nothing listened for, and `listen` exited 1 (#32.2). Not with
+ * `await pool.connect()`: its promise hands the connection over a turn of microtasks later, and the
+ * chunk of the socket that finished its previous statement (and so freed it for us) may already hold the
+ * database's goodbye, parsed at once. The callback is called as it is handed over.
+ */
+function checkOut(pool: Pool): Promise<Held> {
+  return new Promise((resolve, reject) =>
+    pool.connect((err, client) => {
+      if (err || !client) return reject(err ?? new Error('no connection from the pool'));
+      let broken: Error | undefined;
+      const onError = (e: Error) => (broken ??= e);
+      client.on('error', onError);
+      resolve({
+        client,
+        broken: () => broken,
+        release(failed?: unknown) {
+          if (!broken && failed !== undefined && connectionLost(failed)) broken = failed as Error;
+          // a broken connection keeps the listener: it may say more before it is gone
+          if (!broken) client.removeListener('error', onError);
+          client.release(broken);
+        },
+      });
+    }),
+  );
+}
 
 /** Errors that mean the database could not be reached or went away, rather than a mistake in a statement. */
 function connectionLost(err: unknown): boolean {
@@ -183,9 +226,9 @@ export class PgStore implements PairStore {
     const pool = new pg.Pool({ connectionString: options.url, max: 8, connectionTimeoutMillis: 5000, idleTimeoutMillis: 10_000 });
     pool.on('error', () => undefined); // an idle connection that breaks: the next query finds out, and says so
     const store = new PgStore(pool, options);
-    let client: PoolClient;
+    let held: Held;
     try {
-      client = await pool.connect();
+      held = await checkOut(pool);
     } catch (err) {
       await pool.end().catch(() => undefined);
       clearInterval(store.sweeper);
@@ -196,13 +239,13 @@ export class PgStore implements PairStore {
       });
     }
     try {
-      await (options.readOnly ? store.checkVersion(client) : store.migrate(client));
+      await (options.readOnly ? store.checkVersion(held.client) : store.migrate(held.client));
     } catch (err) {
-      client.release();
+      held.release(err);
       await store.close();
       throw err;
     }
-    client.release();
+    held.release();
     return store;
   }
 
@@ -506,6 +549,12 @@ export class PgStore implements PairStore {
    * past them by more than one batch: the verified rows past `rows`, the refused past `refusedRows`, and
    * the bodies of the older verified rows cut to `partBytes` once all together pass `bytes`. Instances
    * take turns at it (an advisory lock), so two trims never wait on each other's rows.
+   *
+   * One row the database refuses fails the statement, and with it every row of the batch: an anonymous
+   * request's 8 KB Trigger-Id (past what an index entry may hold) took the verified rows of its batch
+   * with it: 8 of 50 were kept (#32.11). So what goes in is what PostgreSQL takes (`historyColumns`), and a batch
+   * that fails all the same is written again row by row, so that only the row it cannot take is lost,
+   * and said (a `history_dropped` notice).
    */
   private async flushHistory(): Promise<void> {
     const batch = this.pendingHistory;
@@ -513,45 +562,33 @@ export class PgStore implements PairStore {
     const limits = this.options.history;
     if (!batch.length || !limits) return;
     const bytes = batch.reduce((n, b) => n + (b.body?.length ?? 0), 0);
-    const s = this.s;
+    const rows = batch.map(historyColumns);
     try {
-      await this.transaction(async (client) => {
-        await client.query(
-          `INSERT INTO ${s}.deliveries (instance, verified, outcome, type, trigger_id, subscription_id, record, headers, body, size)
-           SELECT $1, * FROM unnest($2::boolean[], $3::text[], $4::text[], $5::text[], $6::text[], $7::jsonb[], $8::jsonb[], $9::bytea[], $10::int[])`,
-          [
-            this.instance,
-            batch.map((b) => b.verified),
-            batch.map((b) => b.outcome),
-            batch.map((b) => b.type ?? null),
-            batch.map((b) => b.trigger ?? null),
-            batch.map((b) => b.subscription ?? null),
-            batch.map((b) => JSON.stringify(b.record)),
-            batch.map((b) => (b.headers ? JSON.stringify(b.headers) : null)),
-            batch.map((b) => b.body ?? null),
-            batch.map((b) => b.size ?? null),
-          ],
-        );
-        await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`wxhooks:${this.options.schema}:history`]);
-        for (const [verified, keep] of [[true, limits.rows], [false, limits.refusedRows]] as const) {
-          if (!batch.some((b) => b.verified === verified)) continue;
-          await client.query(
-            `DELETE FROM ${s}.deliveries WHERE verified = $1 AND id <= (SELECT id FROM ${s}.deliveries WHERE verified = $1 ORDER BY id DESC OFFSET $2 LIMIT 1)`,
-            [verified, keep],
-          );
-        }
-        if (batch.some((b) => b.verified && (b.body?.length ?? 0) > limits.partBytes)) {
-          // the newest bodies whole, as many as fit; the older ones cut to their start
-          await client.query(
-            `UPDATE ${s}.deliveries SET body = substring(body FROM 1 FOR $1) WHERE id IN (
-               SELECT id FROM (
-                 SELECT id, sum(octet_length(body)) OVER (ORDER BY id DESC) AS upto FROM ${s}.deliveries
-                 WHERE verified AND octet_length(body) > $1) AS newest
-               WHERE upto > $2)`,
-            [limits.partBytes, limits.bytes],
-          );
-        }
-      });
+      try {
+        await this.transaction(async (client) => {
+          await this.insertHistory(client, rows);
+          await this.trimHistory(client, batch, limits);
+        });
+      } catch (err) {
+        if (connectionLost(err)) throw err;
+        let lost = 0;
+        let reason = '';
+        await this.transaction(async (client) => {
+          for (const row of rows) {
+            await client.query('SAVEPOINT one_row');
+            try {
+              await this.insertHistory(client, [row]);
+            } catch (e) {
+              if (connectionLost(e)) throw e;
+              await client.query('ROLLBACK TO SAVEPOINT one_row');
+              lost++;
+              reason ||= (e as Error).message.slice(0, 200);
+            }
+          }
+          await this.trimHistory(client, batch, limits);
+        });
+        if (lost) this.options.onNotice?.({ kind: 'history_dropped', rows: lost, reason });
+      }
     } catch {
       // the history is for looking at: losing a few rows while the database is away is not losing a delivery
     } finally {
@@ -559,18 +596,90 @@ export class PgStore implements PairStore {
     }
   }
 
-  /** Runs `work` in a transaction on one connection of the pool (a failure is reported as `run` does). */
+  /**
+   * Inserts `rows`, in order: the small ones together, in statements of at most HISTORY_STATEMENT_BYTES
+   * of bodies each; a large body in a statement of its own, as a parameter `pg` sends as it is. (In an
+   * array, `pg` writes each bytea as hex text, twice its size, and the statement's buffer grows by doubling:
+   * writing 31 pending bodies of 1 MiB took the peak RSS up 218 MiB in one statement, 88-108 MiB in
+   * statements of 4 MiB, 62 MiB with each in its own; #32.6.)
+   */
+  private async insertHistory(client: PoolClient, rows: HistoryColumns[]): Promise<void> {
+    const large = (r: HistoryColumns) => (r.body?.length ?? 0) > HISTORY_ARRAY_BODY;
+    for (let from = 0; from < rows.length; ) {
+      const first = rows[from]!;
+      if (large(first)) {
+        await client.query(
+          `INSERT INTO ${this.s}.deliveries (instance, verified, outcome, type, trigger_id, subscription_id, record, headers, body, size)
+           VALUES ($1, $2, $3, $4, $5, $6, $7::jsonb, $8::jsonb, $9, $10)`,
+          [this.instance, first.verified, first.outcome, first.type, first.trigger, first.subscription, first.record, first.headers, first.body, first.size],
+        );
+        from++;
+        continue;
+      }
+      let to = from + 1;
+      for (let bytes = first.body?.length ?? 0; to < rows.length && !large(rows[to]!) && bytes + (rows[to]!.body?.length ?? 0) <= HISTORY_STATEMENT_BYTES; to++) bytes += rows[to]!.body?.length ?? 0;
+      await this.insertHistoryRows(client, rows.slice(from, to));
+      from = to;
+    }
+  }
+
+  private async insertHistoryRows(client: PoolClient, rows: HistoryColumns[]): Promise<void> {
+    await client.query(
+      `INSERT INTO ${this.s}.deliveries (instance, verified, outcome, type, trigger_id, subscription_id, record, headers, body, size)
+       SELECT $1, * FROM unnest($2::boolean[], $3::text[], $4::text[], $5::text[], $6::text[], $7::jsonb[], $8::jsonb[], $9::bytea[], $10::int[])`,
+      [
+        this.instance,
+        rows.map((r) => r.verified),
+        rows.map((r) => r.outcome),
+        rows.map((r) => r.type),
+        rows.map((r) => r.trigger),
+        rows.map((r) => r.subscription),
+        rows.map((r) => r.record),
+        rows.map((r) => r.headers),
+        rows.map((r) => r.body),
+        rows.map((r) => r.size),
+      ],
+    );
+  }
+
+  private async trimHistory(client: PoolClient, batch: HistoryEntry[], limits: HistoryLimits): Promise<void> {
+    const s = this.s;
+    await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`wxhooks:${this.options.schema}:history`]);
+    for (const [verified, keep] of [[true, limits.rows], [false, limits.refusedRows]] as const) {
+      if (!batch.some((b) => b.verified === verified)) continue;
+      await client.query(
+        `DELETE FROM ${s}.deliveries WHERE verified = $1 AND id <= (SELECT id FROM ${s}.deliveries WHERE verified = $1 ORDER BY id DESC OFFSET $2 LIMIT 1)`,
+        [verified, keep],
+      );
+    }
+    if (batch.some((b) => b.verified && (b.body?.length ?? 0) > limits.partBytes)) {
+      // the newest bodies whole, as many as fit; the older ones cut to their start
+      await client.query(
+        `UPDATE ${s}.deliveries SET body = substring(body FROM 1 FOR $1) WHERE id IN (
+           SELECT id FROM (
+             SELECT id, sum(octet_length(body)) OVER (ORDER BY id DESC) AS upto FROM ${s}.deliveries
+             WHERE verified AND octet_length(body) > $1) AS newest
+           WHERE upto > $2)`,
+        [limits.partBytes, limits.bytes],
+      );
+    }
+  }
+
+  /** Runs `work` in a transaction on one connection of the pool (see checkOut: a restart under it is an error of `work`'s, never an exit). */
   private async transaction(work: (client: PoolClient) => Promise<void>): Promise<void> {
-    const client = await this.pool.connect();
+    const held = await checkOut(this.pool);
+    const { client } = held;
+    let failed: unknown;
     try {
       await client.query('BEGIN');
       await work(client);
       await client.query('COMMIT');
     } catch (err) {
-      await client.query('ROLLBACK').catch(() => undefined);
+      failed = err;
+      if (!held.broken() && !connectionLost(err)) await client.query('ROLLBACK').catch(() => undefined);
       throw err;
     } finally {
-      client.release();
+      held.release(failed);
     }
   }
 
@@ -614,7 +723,7 @@ export class PgStore implements PairStore {
 
   /** The ids of the history rows whose record or body holds `text` (any case), newest first. */
   async historySearch(text: string, limit: number): Promise<number[]> {
-    const like = `%${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+    const like = `%${likeText(pgText(text))}%`;
     const rows = await this.run<{ id: number }>(
       `SELECT id::int FROM ${this.s}.deliveries WHERE record::text ILIKE $1 OR encode(body, 'escape') ILIKE $1 ORDER BY id DESC LIMIT $2`,
       [like, limit],
@@ -633,10 +742,11 @@ export class PgStore implements PairStore {
 
   /** The Trigger-Ids of verified rows that start with `prefix` (at most `limit`), and how many refused rows claimed one that does. */
   async historyTriggers(prefix: string, limit: number): Promise<{ triggers: string[]; claims: number }> {
-    const like = `${prefix.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+    // found by the indexed column (a long id's start), and told apart by the whole id in the record
     const rows = await this.run<{ trigger_id: string; verified: boolean; n: number }>(
-      `SELECT trigger_id, ${VERIFIED} AS verified, count(*)::int AS n FROM ${this.s}.deliveries WHERE trigger_id LIKE $1 GROUP BY 1, 2 ORDER BY 1 LIMIT $2`,
-      [like, limit * 2],
+      `SELECT coalesce(record->>'trigger_id', trigger_id) AS trigger_id, ${VERIFIED} AS verified, count(*)::int AS n FROM ${this.s}.deliveries
+       WHERE trigger_id LIKE $1 AND coalesce(record->>'trigger_id', trigger_id) LIKE $2 GROUP BY 1, 2 ORDER BY 1 LIMIT $3`,
+      [`${likeText(historyTrigger(prefix))}%`, `${likeText(pgText(prefix))}%`, limit * 2],
     );
     return { triggers: rows.filter((r) => r.verified).map((r) => r.trigger_id).slice(0, limit), claims: rows.filter((r) => !r.verified).reduce((n, r) => n + r.n, 0) };
   }
@@ -644,8 +754,8 @@ export class PgStore implements PairStore {
   /** The verified attempts of a Trigger-Id (a refused request may claim any: it is no attempt of it), the latest hundred, oldest first. */
   async historyOfTrigger(trigger: string): Promise<HistoryRow[]> {
     const rows = await this.run<HistoryRow>(
-      `SELECT ${ROW_COLUMNS} FROM ${this.s}.deliveries WHERE trigger_id = $1 AND ${VERIFIED} ORDER BY id DESC LIMIT 100`,
-      [trigger],
+      `SELECT ${ROW_COLUMNS} FROM ${this.s}.deliveries WHERE trigger_id = $1 AND record->>'trigger_id' = $2 AND ${VERIFIED} ORDER BY id DESC LIMIT 100`,
+      [historyTrigger(trigger), pgText(trigger)],
     );
     return rows.reverse();
   }
@@ -679,6 +789,62 @@ export interface HistoryRow {
   body: Buffer | null;
   size: number | null;
 }
+
+/** A history row's columns, as PostgreSQL takes them. */
+interface HistoryColumns {
+  verified: boolean;
+  outcome: string;
+  type: string | null;
+  trigger: string | null;
+  subscription: string | null;
+  record: string;
+  headers: string | null;
+  body: Buffer | null;
+  size: number | null;
+}
+
+/**
+ * The most characters of a Trigger-Id the history's indexed column holds: an index entry may not pass
+ * 2,704 bytes (an 8 KB one failed its whole batch, #32.11), and a character is at most 4. A longer id is
+ * found by its start, and told apart by the whole id in its record.
+ */
+const HISTORY_TRIGGER_KEPT = 200;
+
+// eslint-disable-next-line no-control-regex
+const NOT_PG_TEXT = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
+/** JSON text that holds what PostgreSQL's jsonb refuses: an escaped NUL, or a lone surrogate (JSON.stringify escapes both). */
+const NOT_PG_JSON = /\\u0000|\\ud[89a-f]/i;
+
+/** Text as PostgreSQL takes it: a NUL (which text and jsonb refuse) or a lone surrogate (not UTF-8) becomes U+FFFD. */
+const pgText = (text: string): string => text.replace(NOT_PG_TEXT, '\ufffd');
+
+/** A value as jsonb takes it: every string in it as pgText (only when one needs it: the look costs a regex over the text). */
+function pgJson(value: unknown): string {
+  const text = JSON.stringify(value);
+  return NOT_PG_JSON.test(text) ? JSON.stringify(value, (_, v: unknown) => (typeof v === 'string' ? pgText(v) : v)) : text;
+}
+
+/** A Trigger-Id as the history's indexed column holds it. */
+const historyTrigger = (id: string): string => pgText(id.slice(0, HISTORY_TRIGGER_KEPT));
+
+const optionalText = (text: string | undefined) => (text === undefined ? null : pgText(text));
+
+function historyColumns(b: HistoryEntry): HistoryColumns {
+  return {
+    verified: b.verified,
+    outcome: pgText(b.outcome),
+    type: optionalText(b.type),
+    trigger: b.trigger === undefined ? null : historyTrigger(b.trigger),
+    subscription: optionalText(b.subscription),
+    record: pgJson(b.record),
+    headers: b.headers ? pgJson(b.headers) : null,
+    body: b.body ?? null,
+    size: b.size ?? null,
+  };
+}
+
+/** Text for a LIKE pattern, matched as it is. */
+const likeText = (text: string) => text.replace(/[\\%_]/g, (c) => `\\${c}`);
 
 const key = (trigger: string, subscription: string) => `${subscription}\u0000${trigger}`;
 
