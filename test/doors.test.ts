@@ -128,3 +128,29 @@ describe('the three doors answer alike', () => {
     expect(JSON.parse(answers.listen!.body)).toEqual({ error: 'not found', hint: 'deliveries go to /' });
   });
 });
+
+describe('an id no store can key by (#32.11): every door keys it by its hash, and its retry is a duplicate', () => {
+  it.each([
+    ['a 10 KB trigger_id', `trg_${'k'.repeat(10_000)}`, '1'],
+    ['a trigger_id with a NUL', 'trg_with\u0000nul', '1'],
+    ['a subscription_id with a lone surrogate', 'trg_doors_odd_sub', 'sub_\ud800'],
+  ])('%s', async (_name, trigger, subscription) => {
+    // the body's ids (a header cannot carry a NUL), under an ordinary Trigger-Id
+    const make = () => signed('trg_doors_header', { body: { trigger_id: trigger, subscription_id: subscription } });
+    const first = await each(make);
+    const again = await each(make);
+    for (const name of Object.keys(first)) {
+      expect([name, first[name]!.status, first[name]!.body]).toEqual([name, 200, '{"ok":true}']);
+      expect([name, again[name]!.status, again[name]!.body]).toEqual([name, 200, '{"ok":true,"duplicate":true}']);
+    }
+  });
+
+  it('the rule: over 200 characters, a control character or a lone surrogate; the key is the SHA-256 of the id', async () => {
+    const { unkeyable, withHashedIds, MAX_ID_LENGTH } = await import('../src/delivery/pair.js');
+    expect(['trg_1', 'x'.repeat(MAX_ID_LENGTH), 'Zürich 🌧'].map(unkeyable)).toEqual([false, false, false]);
+    expect(['x'.repeat(MAX_ID_LENGTH + 1), 'a\u0000', 'a\n', '\udc00', 'a\ud800b'].map(unkeyable)).toEqual([true, true, true, true, true]);
+    const { createHash } = await import('node:crypto');
+    const digest = createHash('sha256').update('a\u0000').digest();
+    expect(withHashedIds({ trigger: 'a\u0000', subscription: '1', source: 'body' }, { trigger: digest })).toEqual({ trigger: `sha256:${digest.toString('base64url')}`, subscription: '1', source: 'body' });
+  });
+});

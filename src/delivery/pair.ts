@@ -30,3 +30,25 @@ export function pairFrom(v: VerifySuccess): Pair | { subscription: string; hashP
 
 /** The pair whose trigger is the SHA-256 of the hash prefix and the body. */
 export const hashedPair = (subscription: string, digest: Uint8Array): Pair => ({ trigger: `sha256:${toBase64Url(digest)}`, subscription, source: 'hash' });
+
+/**
+ * The longest id a store keys a pair by. A real trigger or subscription id is ~30 characters; a sender's
+ * may be any length (a 10 KB one passed PostgreSQL's index limit and failed its whole claim batch, #32.11).
+ */
+export const MAX_ID_LENGTH = 200;
+
+/** Over MAX_ID_LENGTH, or holding what a store cannot keep as text (NUL and the other controls, a lone surrogate). */
+export const unkeyable = (id: string): boolean => id.length > MAX_ID_LENGTH || /[\u0000-\u001f]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/.test(id);
+
+/** The ids of a pair that must be stored by their hash (unkeyable): the one rule, every door and every store. */
+export const unkeyableIds = (pair: Pair): ('trigger' | 'subscription')[] => (['trigger', 'subscription'] as const).filter((k) => unkeyable(pair[k]));
+
+/**
+ * The pair with those ids replaced by `sha256:` and the base64url of the SHA-256 of the id's UTF-8
+ * (each door hashes with its own crypto): the same id always gives the same key, so its retries are
+ * duplicates, and every store can key it. The id itself is still reported and kept in the history.
+ */
+export function withHashedIds(pair: Pair, digests: Partial<Record<'trigger' | 'subscription', Uint8Array>>): Pair {
+  const key = (k: 'trigger' | 'subscription') => (digests[k] ? `sha256:${toBase64Url(digests[k]!)}` : pair[k]);
+  return { ...pair, trigger: key('trigger'), subscription: key('subscription') };
+}

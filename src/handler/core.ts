@@ -1,7 +1,7 @@
 import { ANSWERS, type Answer } from '../delivery/answers.js';
 import { DEFAULTS } from '../delivery/defaults.js';
 import type { Outcome } from '../delivery/outcomes.js';
-import { hashedPair, pairFrom, type Pair } from '../delivery/pair.js';
+import { hashedPair, pairFrom, unkeyableIds, withHashedIds, type Pair } from '../delivery/pair.js';
 import { settle, type Timers } from '../delivery/runner.js';
 import type { PairStore } from '../delivery/store.js';
 import type { Scheme } from '../signing/layouts.js';
@@ -231,6 +231,9 @@ export class WebhooksCore {
     if (!v.ok) return refusal(v);
     const found = pairFrom(v);
     const pair: Pair = 'trigger' in found ? found : hashedPair(found.subscription, await this.engine.sha256(found.hashPrefix, bytes));
+    // an id no store can key by is stored by its hash (the handlers see it as it came)
+    const odd = unkeyableIds(pair);
+    const stored = odd.length ? withHashedIds(pair, Object.fromEntries(await Promise.all(odd.map(async (k) => [k, await this.engine.sha256('', encoder.encode(pair[k]))])))) : pair;
     const payload = v.payload;
     // the payload is typed by what the service sends; its type is not checked here, only verified
     const event = {
@@ -243,7 +246,7 @@ export class WebhooksCore {
     let failed: WebhookHandlerError | undefined;
     const settled = await settle({
       store: this.store,
-      pair,
+      pair: stored,
       timeoutMs: this.handlerTimeoutMs,
       timers: this.timers,
       handle: async () => {

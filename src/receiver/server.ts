@@ -15,7 +15,7 @@ import { listenOn } from '../util/net.js';
 import type { ReceiverEvent } from './event.js';
 import { forwardDelivery } from './forward.js';
 import { declaredLength, InflightBudget, readBody, type BodyRead } from '../util/read-body.js';
-import { deliveryEvent, failureEvent, pairOf } from './report.js';
+import { deliveryEvent, failureEvent, keyedPair, pairOf } from './report.js';
 import { saveDelivery, savedMeta } from './saved.js';
 
 export interface ReceiverOptions {
@@ -212,8 +212,9 @@ export async function startReceiver(options: ReceiverOptions): Promise<RunningRe
     }
     // the report and the pair are all that is kept of the parsed body: the rest (several times the body's
     // size, for a large forecast) is let go before the app is waited on
-    const pair = pairOf(v, body);
-    const event = deliveryEvent(time, path, v, pair, body.length);
+    const found = pairOf(v, body);
+    const event = deliveryEvent(time, path, v, found, body.length);
+    const pair = keyedPair(found); // as the store keys it
     working++;
     const done = () => {
       budget.give(read.held);
