@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
-import { Option, type Command } from 'commander';
+import type { Command } from 'commander';
 import { NGROK_API, ngrokPublicUrl } from '../api/ngrok.js';
 import type { Webhook } from '../api/normalize.js';
 import { createTemporary, type Temporary } from '../api/temporary.js';
@@ -35,8 +35,9 @@ import { collect, duration, hostPort, hours, integer, isoTime, size, timeLimit, 
 import { printable } from '../util/printable.js';
 import { addSensitive } from '../util/redact.js';
 import { isKnownType, SUBSCRIPTION_TYPES, suggestion } from '../vocabulary.js';
+import { declare, type OptionsOf } from './option-types.js';
 import { portOption, schemeOption, toleranceOption, valued } from './options.js';
-import { resolveSecrets, secretSourceOptions, serviceFor } from './shared.js';
+import { resolveSecrets, secretSourceOptions, serviceFor, type SecretSource } from './shared.js';
 
 /**
  * Bodies over this are parsed for their small members only (what the report shows): a 450 KB gridded
@@ -45,15 +46,15 @@ import { resolveSecrets, secretSourceOptions, serviceFor } from './shared.js';
  */
 const SHALLOW_ABOVE = 64 * 1024;
 
-export function register(cmd: Command, act: Act): void {
-  cmd
+/** listen's flags, in the groups its help shows; `ListenOptions` is derived from them. */
+function declareListen(cmd: Command) {
+  return declare(cmd)
     .optionsGroup('Where it listens:')
     .addOption(portOption(8787))
     .option('--host <host>', 'address to bind', '127.0.0.1')
     .option('--path <path>', 'the path deliveries are POSTed to', '/')
-    .optionsGroup('What it verifies with:');
-  secretSourceOptions(cmd, 'verify with');
-  cmd
+    .optionsGroup('What it verifies with:')
+    .with<Pick<SecretSource, 'webhook' | 'secretEnv'>>((c) => secretSourceOptions(c, 'verify with'))
     .addOption(schemeOption('signature layout: auto tries each that signs the timestamp, then pins it'))
     .addOption(toleranceOption('how far a timestamp may be off, either way'))
     .optionsGroup('A webhook of its own, from the real service:')
@@ -84,16 +85,19 @@ export function register(cmd: Command, act: Act): void {
     .addOption(valued('--max-inflight <size>', 'the body bytes all requests together may hold while they are read and processed (with --save-dir, each counts twice); past it, 503', size, [RECEIVER_DEFAULTS.maxInflight, '256MiB']))
     .addOption(valued('--read-timeout <duration>', 'slow-client guard: headers must arrive within this, the whole request within 6 times it', timeLimit, [RECEIVER_DEFAULTS.readTimeoutMs, '10s']))
     .optionsGroup('The inspector page:')
-    .addOption(
-      new Option('--inspect [host:port]', 'serve the inspector page: every delivery live, in detail, replayable (default 127.0.0.1:8789); listen prints its link, with the token it needs')
-        .preset('127.0.0.1:8789')
-        .argParser((text: string) => hostPort(text, '--inspect')),
-    )
+    .addOption(valued('--inspect [host:port]', 'serve the inspector page: every delivery live, in detail, replayable (default 127.0.0.1:8789); listen prints its link, with the token it needs', hostPort).preset('127.0.0.1:8789'))
     .option('--inspect-allow-remote', 'let --inspect bind an address other machines can reach (the token is still needed)')
     .option('--inspect-host <name>', 'with --inspect-allow-remote: a host name the page is reached by (repeatable), besides its address', collect)
     .addOption(valued('--history <n>', 'with --inspect, or a postgres store: how many verified requests are kept (refused ones apart: the last 100, their first 4 KiB)', integer(1, 1_000_000), [HISTORY_DEFAULTS.rows, String(HISTORY_DEFAULTS.rows)]))
-    .addOption(valued('--history-size <size>', 'the body bytes the kept verified requests may hold together; past it, older bodies are kept in part', size, [HISTORY_DEFAULTS.bytes, '64MiB']))
-    .addHelpText(
+    .addOption(valued('--history-size <size>', 'the body bytes the kept verified requests may hold together; past it, older bodies are kept in part', size, [HISTORY_DEFAULTS.bytes, '64MiB']));
+}
+
+/** What `runListen` is given: every flag of `declareListen`, parsed. */
+export type ListenOptions = OptionsOf<ReturnType<typeof declareListen>>;
+
+export function register(cmd: Command, act: Act): void {
+  declareListen(cmd)
+    .cmd.addHelpText(
       'after',
       `
 The secret comes from --webhook ID (the store), --secret-env VAR, or stdin; never from a flag. With
@@ -117,43 +121,6 @@ Examples:
   $ wxhooks listen --webhook 7 --forward-to http://localhost:3000/hooks --inspect   # open the link it prints`,
     )
     .action(act(runListen, { longRunning: true }));
-}
-
-export interface ListenOptions {
-  port: number;
-  host: string;
-  path: string;
-  webhook?: string;
-  secretEnv?: string;
-  publicUrl?: string;
-  subscribe?: string[];
-  clean?: boolean;
-  check?: boolean;
-  scheme: Scheme;
-  tolerance: number;
-  forwardTo?: string;
-  forwardTimeout: number;
-  saveDir?: string;
-  maxBody: number;
-  maxInflight: number;
-  respondStatus?: number;
-  dedupeTtl: number;
-  fsync?: boolean;
-  store?: string;
-  storeSchema: string;
-  claimTimeout: number;
-  exitAfter?: number;
-  until?: string;
-  untilRun?: string | true;
-  expectHours?: number[];
-  initEvent: boolean;
-  within?: number;
-  readTimeout: number;
-  inspect?: HostPort;
-  inspectAllowRemote?: boolean;
-  inspectHost?: string[];
-  history: number;
-  historySize: number;
 }
 
 /** Every check that needs more than one flag, or the environment: before anything starts (exit 2). */
@@ -189,6 +156,37 @@ function checkOptions(ctx: Context, o: ListenOptions): void {
   if (o.claimTimeout <= o.forwardTimeout) {
     throw new UsageError(`--claim-timeout (${formatDuration(o.claimTimeout)}) must be longer than --forward-timeout (${formatDuration(o.forwardTimeout)}): a claim must outlive the forward it covers.`);
   }
+}
+
+/** What `listen` has counted so far towards its end. */
+export interface Seen {
+  /** Verified new deliveries (`--exit-after`). */
+  accepted: number;
+}
+
+/** Why `listen` stops: what it waited for came (`done`), the store failed for good, or `--within` ran out first. */
+export type Stop = 'done' | 'storage_failed' | 'not_complete';
+
+/** What happened: a request's report (and, with --until-run, whether it completed the run), or `--within` ran out. */
+export type StopInput = { event: Pick<ReceiverEvent, 'outcome' | 'type' | 'fatal'>; runComplete?: boolean } | 'expired';
+
+const delivered = (e: Pick<ReceiverEvent, 'outcome'>) => e.outcome === 'accepted' || e.outcome === 'duplicate';
+
+/**
+ * When `listen` stops, as a function of its flags, what it has counted and what just happened: after
+ * `--exit-after N` verified new deliveries; at the first verified `--until TYPE` (a duplicate counts: the
+ * delivery came); once `--until-run`'s run is complete; when the processed pairs can no longer be written;
+ * and, when `--within` runs out first, not complete (exit 9).
+ */
+export function whenToStop(o: Pick<ListenOptions, 'exitAfter' | 'until' | 'untilRun' | 'within'>, seen: Seen, input: StopInput): { seen: Seen; stop?: Stop } {
+  if (input === 'expired') return { seen, stop: o.within !== undefined && (o.until !== undefined || o.untilRun !== undefined) ? 'not_complete' : undefined };
+  const { event } = input;
+  const now = event.outcome === 'accepted' ? { accepted: seen.accepted + 1 } : seen;
+  if (event.fatal) return { seen: now, stop: 'storage_failed' };
+  if (o.exitAfter !== undefined && now.accepted >= o.exitAfter) return { seen: now, stop: 'done' };
+  if (o.until !== undefined && event.type === o.until && delivered(event)) return { seen: now, stop: 'done' };
+  if (o.untilRun !== undefined && input.runComplete) return { seen: now, stop: 'done' };
+  return { seen: now };
 }
 
 /** The run `--until-run` waits for, from its value: `MODEL`, `MODEL@INIT` or `@INIT` (an ISO time), or nothing. */
@@ -258,9 +256,10 @@ export async function runListen(ctx: Context, o: ListenOptions): Promise<void> {
     const history: HistorySource | undefined =
       opened.kind === 'postgres' ? (ctx.given('history') || ctx.given('historySize') || o.inspect ? new PgHistory(opened.store, limits) : undefined) : o.inspect ? new History(limits) : undefined;
 
-    let accepted = 0;
-    let finish: (why: 'done' | WxError) => void = () => undefined;
-    const finished = new Promise<'done' | WxError>((resolve) => (finish = resolve));
+    let seen: Seen = { accepted: 0 };
+    let fatal: string | undefined;
+    let finish: (why: Stop) => void = () => undefined;
+    const finished = new Promise<Stop>((resolve) => (finish = resolve));
     receiver = await startReceiver({
       port: o.port,
       host: o.host,
@@ -280,20 +279,20 @@ export async function runListen(ctx: Context, o: ListenOptions): Promise<void> {
         output.push(json ? JSON.stringify(event) : formatEvent(event, style));
         log?.push(event);
         history?.add(event, raw);
-        const delivered = event.outcome === 'accepted' || event.outcome === 'duplicate';
-        if (event.outcome === 'accepted') accepted++;
-        if (o.exitAfter !== undefined && accepted >= o.exitAfter) finish('done');
-        if (o.until !== undefined && event.type === o.until && delivered) finish('done');
-        if (runs && delivered && runs.add(event)?.counted) {
+        let runComplete: boolean | undefined;
+        if (runs && delivered(event) && runs.add(event)?.counted) {
           const p = runs.progress()!;
           if (json) {
             output.push(JSON.stringify({ event: 'run_progress', ...p }));
             if (p.complete) output.push(JSON.stringify({ event: 'run_complete', ...p }));
           } else if (status) status.show(progressBar(p, o.initEvent, styleErr));
           else line(ctx.stderr, progressLine(p, event.type === 'initialization_time.available' ? 'its initialization_time.available in' : `+${event.forecast_hour}h in`));
-          if (p.complete) finish('done');
+          runComplete = p.complete;
         }
-        if (event.fatal) finish(new StorageError(`Stopped: ${event.message ?? 'the processed pairs can no longer be written.'}`, { hint: 'Free some space or fix the store, then start listen again: the service retries what was not acknowledged.' }));
+        const step = whenToStop(o, seen, { event, runComplete });
+        seen = step.seen;
+        if (step.stop === 'storage_failed') fatal ??= event.message;
+        if (step.stop) finish(step.stop);
       },
     });
     reportReady(ctx, o, receiver, listening, output, styleErr);
@@ -306,10 +305,15 @@ export async function runListen(ctx: Context, o: ListenOptions): Promise<void> {
     if (log) await reportCheck(ctx, output, listening, o, receiver, log);
     if (status) status.show(styleErr.dim(`waiting for ${runs!.waitingFor()}: ${o.expectHours!.length} forecast hours${o.initEvent ? ' and its initialization_time.available' : ''}…`));
 
-    const expired = o.within === undefined ? new Promise<never>(() => undefined) : ctx.clock.after(o.within).then(() => 'expired' as const);
-    const why = await Promise.race([finished, expired, ctx.interrupted]);
-    if (why === 'expired') throw notComplete(o, runs);
-    if (typeof why === 'object') throw why;
+    if (o.within !== undefined) {
+      void ctx.clock.after(o.within).then(() => {
+        const step = whenToStop(o, seen, 'expired');
+        if (step.stop) finish(step.stop);
+      });
+    }
+    const why = await Promise.race([finished, ctx.interrupted]);
+    if (why === 'not_complete') throw notComplete(o, runs);
+    if (why === 'storage_failed') throw new StorageError(`Stopped: ${fatal ?? 'the processed pairs can no longer be written.'}`, { hint: 'Free some space or fix the store, then start listen again: the service retries what was not acknowledged.' });
     if (why !== 'done') throw new InterruptedError(why);
   } finally {
     // in this order: no new request, every request taken answered and its pair stored, then the store closed
