@@ -236,7 +236,8 @@ export function fishScript(program: Command): string {
     if (!n.subs.length && n.values.length) lines.push(`complete -c wxhooks -n ${at} -a ${fishValues(n.values)}`);
     for (const f of n.flags) {
       const flag = f.name.startsWith('--') ? `-l ${f.name.slice(2)}` : `-s ${f.name.slice(1)}`;
-      lines.push(`complete -c wxhooks -n ${at} ${flag}${f.takesValue ? ' -r' : ''}${f.values ? ` -a ${fishValues(f.values)}` : ''} -d ${q(f.description.slice(0, 60))}`);
+      // -x (a value, and no file names) where the values are known; -r (a value: file names too) where not
+      lines.push(`complete -c wxhooks -n ${at} ${flag}${f.takesValue ? (f.values ? ' -x' : ' -r') : ''}${f.values ? ` -a ${fishValues(f.values)}` : ''} -d ${q(f.description.slice(0, 60))}`);
     }
   }
   return `${lines.join('\n')}\n`;

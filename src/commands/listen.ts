@@ -311,7 +311,6 @@ export async function runListen(ctx: Context, o: ListenOptions): Promise<void> {
         if (step.stop) finish(step.stop);
       },
     });
-    reportReady(ctx, o, receiver, listening, output, styleErr);
     unannounce = await announceListen(configDir(ctx.env), {
       pid: process.pid,
       host: o.host,
@@ -321,6 +320,7 @@ export async function runListen(ctx: Context, o: ListenOptions): Promise<void> {
       base_url: listening.base ?? null,
       started: new Date(ctx.clock.now()).toISOString(),
     });
+    reportReady(ctx, o, receiver, listening, output, styleErr);
     if (o.webhook !== undefined && listening.base !== undefined) secretWatch = watchSecret(ctx, o.webhook, listening.base, listening.secrets[0]!, verifier, say);
 
     if (history && o.inspect) {
