@@ -11,5 +11,7 @@ export interface Postgres {
   remove(): Promise<void>;
 }
 export function startPostgres(): Promise<Postgres>;
+export function pgBin(env?: Record<string, string | undefined>, root?: string): string | undefined;
+export function chromiumPaths(env?: Record<string, string | undefined>, debian?: string): string[];
 export function launchBrowser(): Promise<import('playwright-core').Browser>;
 export function clickToDetail(): Promise<number>;
