@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../scripts/harness.js';
@@ -73,9 +73,10 @@ describe('2. what the service did is visible', () => {
   });
 
   it('a restarted emulator keeps its webhooks (in the store folder, by port), so their stored secrets stay good; --in-memory keeps nothing', async () => {
-    const dir = tempDir();
+    const dir = join(tempDir(), 'store');
     const port = String(await freePort());
     const first = await emulatorCommand(['--port', port], dir);
+    expect(statSync(dir).mode & 0o777).toBe(0o700); // made private, as the secrets' folder is
     const hook = await created(first.env, 'https://example.com/hooks', 'degree_days.available');
     expect(await first.run.stop()).toBe(130);
 
@@ -231,11 +232,12 @@ describe('3. commands that do not fight the user', () => {
     mkdirSync(bin);
     symlinkSync(BIN, join(bin, 'wxhooks'));
     const shellEnv = { ...process.env, ...e, PATH: `${bin}:${process.env.PATH}` };
-    const script = (shell: string) => {
-      const file = join(dir, `completion.${shell}`);
-      writeFileSync(file, execFileSync(process.execPath, [BIN, 'completion', shell], { env: shellEnv, encoding: 'utf8' }));
-      return file;
-    };
+    const scripts: Record<string, string> = {};
+    for (const shell of ['bash', 'zsh', 'fish']) {
+      scripts[shell] = join(dir, `completion.${shell}`);
+      writeFileSync(scripts[shell], (await runInProcess(['completion', shell])).stdout);
+    }
+    const script = (shell: string) => scripts[shell]!;
     const sorted = (text: string) => text.split(/\s+/).filter(Boolean).sort();
     const bash = execFileSync('bash', ['-c', `source ${script('bash')}; COMP_WORDS=(wxhooks listen --webhook ''); COMP_CWORD=3; _wxhooks; echo "\${COMPREPLY[*]}"; COMP_WORDS=(wxhooks webhook get ''); COMP_CWORD=3; _wxhooks; echo "\${COMPREPLY[*]}"`], { env: shellEnv, encoding: 'utf8' }).split('\n');
     expect(sorted(bash[0]!)).toEqual(['12', '3']);
@@ -245,7 +247,7 @@ describe('3. commands that do not fight the user', () => {
     expect(sorted(zsh)).toEqual(['12', '3']);
     const fish = execFileSync('fish', ['-c', `source ${script('fish')}; complete -C 'wxhooks listen --webhook ' | string split -f1 \\t`], { env: shellEnv, encoding: 'utf8' });
     expect(sorted(fish)).toEqual(['12', '3']);
-  });
+  }, 90_000); // each Tab above runs wxhooks: four processes, slow on a loaded machine
 });
 
 describe('4. fit the terminal', () => {

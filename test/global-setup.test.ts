@@ -35,4 +35,4 @@ it('npm test on such a machine stops at once, with that one message, and runs no
   expect(r.stderr).toContain('- zsh (the completion tests run zsh\'s own completion): get it with apt-get install zsh');
   expect(r.stderr).not.toMatch(/Error|at .*global-setup/);
   expect(r.stdout).not.toContain('passed');
-});
+}, 60_000); // a vitest of its own

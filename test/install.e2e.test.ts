@@ -49,7 +49,7 @@ describe('npm pack, then npm install -g of the tarball', () => {
     // npx finds the globally installed one (its prefix), installing nothing
     const project = tempDir();
     expect((await run('npx', ['--no-install', 'wxhooks', '--version'], { cwd: project, env: { ...env, npm_config_prefix: prefix } })).stdout.trim()).toBe(version);
-  });
+  }, 60_000);
 
   it('a short emulator flow from the installed binary: emulator, webhook create, listen, trigger', async () => {
     const emulator = spawn('wxhooks', ['emulator', '--port', '0', '--in-memory', '--json'], { env });
@@ -71,7 +71,7 @@ describe('npm pack, then npm install -g of the tarball', () => {
     } finally {
       emulator.kill('SIGTERM');
     }
-  });
+  }, 120_000); // five processes of the installed binary
 
   it('the library from the installed package: wxhooks in Node, wxhooks/web for any runtime', async () => {
     const app = tempDir();

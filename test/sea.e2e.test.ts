@@ -41,4 +41,4 @@ it('runs a command: an emulator, and auth status against it', async () => {
   } finally {
     emulator.kill('SIGTERM');
   }
-});
+}, 60_000);

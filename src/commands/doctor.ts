@@ -186,7 +186,7 @@ async function deliveryChecks(ctx: Context, service: Service, hook: Webhook, sec
       if (running) return throughListen(service, hook, running);
     }
     if (err instanceof BindError) {
-      return [{ name: 'delivery', ok: false, detail: `no receiver could be started on port ${listenPort}: ${messageOf(err)}`, hint: 'Is `wxhooks listen` running there (with another store folder)? Stop it, or check with `wxhooks listen --webhook ID --check` instead.' }];
+      return [{ name: 'delivery', ok: false, detail: `no receiver could be started on port ${listenPort}: ${messageOf(err)}`, hint: 'Is `wxhooks listen` running there? Stop it, or check with `wxhooks listen --webhook ID --check` instead.' }];
     }
     throw err;
   } finally {

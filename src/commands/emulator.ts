@@ -8,7 +8,7 @@ import { attemptLine, attemptsTable } from '../output/attempts.js';
 import { emit } from '../output/render.js';
 import { reportWriter } from '../output/report-writer.js';
 import { styleFor } from '../output/style.js';
-import { configDir } from '../store/paths.js';
+import { configDir, ensurePrivateDir } from '../store/paths.js';
 import { formatDuration } from '../util/duration.js';
 import { ensureWritableDir } from '../util/files.js';
 import { isLoopback } from '../util/net.js';
@@ -109,7 +109,7 @@ export async function runEmulator(ctx: Context, opts: EmulatorCommandOptions): P
   if (opts.apiKey !== undefined && !opts.apiKey.trim()) throw new UsageError('--api-key is empty.');
   const dataFile = stateFile(ctx, opts);
   if (opts.dataFile !== undefined) await ensureWritableDir(dirname(opts.dataFile), 'the folder of --data-file');
-  else if (dataFile !== undefined) await ensureWritableDir(dirname(dataFile), 'the store folder');
+  else if (dataFile !== undefined) ensurePrivateDir(dirname(dataFile)); // the store folder: private, as for the secrets
   if (opts.newKey && (opts.apiKey !== undefined || opts.clientId !== undefined)) throw new UsageError('--new-key makes a key of its own: it goes without --api-key and --client-id.');
   const kept = opts.apiKey === undefined && opts.clientId === undefined ? await keptKey(ctx, Boolean(opts.newKey)) : undefined;
   const json = ctx.global.json;
