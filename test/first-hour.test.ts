@@ -1,6 +1,6 @@
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { mkdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../scripts/harness.js';
 import { main } from '../src/cli.js';
@@ -314,5 +314,17 @@ describe('4. fit the terminal', () => {
     expect(uses).toBeLessThan(help.indexOf('Where it listens:'));
     const first = help.slice(uses).split('\n').slice(1, 4);
     expect(first.map((l) => /wxhooks listen (.*?) {2,}#|wxhooks listen (.*)$/.exec(l)?.slice(1).find(Boolean))).toEqual(['--webhook 7', '--webhook 7 --forward-to http://localhost:3000/webhooks', '--public-url ngrok --check']);
+  });
+});
+
+describe('the README', () => {
+  it('its first screen says: install, try it offline, then the real service; Install leads with the tarball', () => {
+    const readme = readFileSync(resolve(import.meta.dirname, '../README.md'), 'utf8');
+    const screen = readme.split('\n').slice(0, 24).join('\n');
+    const steps = ['npm install -g ./wxhooks-', 'wxhooks emulator', 'wxhooks auth status'].map((s) => screen.indexOf(s));
+    expect(steps.every((i) => i > -1), screen).toBe(true);
+    expect(steps).toEqual([...steps].sort((a, b) => a - b));
+    const install = /## Install\n[\s\S]*?```sh\n([\s\S]*?)```/.exec(readme)![1]!;
+    expect(install.split('\n').filter((l) => l.startsWith('npm')).map((l) => l.split('#')[0]!.trim())).toEqual(['npm ci && npm pack', 'npm install -g ./wxhooks-0.1.0.tgz']);
   });
 });
