@@ -98,7 +98,6 @@ export function stateFile(ctx: Context, opts: Pick<EmulatorCommandOptions, 'data
  */
 async function keptKey(ctx: Context, fresh: boolean): Promise<string> {
   const { keptValue } = await import('../store/kept.js');
-  const { configDir } = await import('../store/paths.js');
   const r = await keptValue(configDir(ctx.env), 'emulator-key.json', () => emulatorCredentials(undefined, undefined).apiKey, fresh);
   if (!r.kept) line(ctx.stderr, `warning: the emulator's key could not be kept in the store folder (${r.problem}): a restart will make a new one.`);
   return r.value;
