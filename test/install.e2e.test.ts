@@ -62,6 +62,8 @@ describe('npm pack, then npm install -g of the tarball', () => {
       const port = await freePort();
       const hook = JSON.parse((await run('wxhooks', ['webhook', 'create', '--url', `http://127.0.0.1:${port}/`, '--subscribe', 'forecast_hour.available', '--json'], { env: e })).stdout) as { id: string };
       const listen = spawn('wxhooks', ['listen', '--webhook', hook.id, '--port', String(port), '--exit-after', '1'], { env: e });
+      // from the start: listen may be gone before the trigger command is
+      const exited = new Promise<number | null>((done) => listen.on('close', done));
       let said = '';
       let told = '';
       listen.stdout.setEncoding('utf8').on('data', (d: string) => (said += d));
@@ -70,7 +72,7 @@ describe('npm pack, then npm install -g of the tarball', () => {
         listen.on('close', (code) => reject(new Error(`listen exited ${code}: ${told}`)));
       });
       await run('wxhooks', ['trigger', 'forecast_hour.available', '--forecast-hour', '6'], { env: e });
-      expect(await new Promise((done) => listen.on('close', done))).toBe(0);
+      expect(await exited).toBe(0);
       expect(said).toMatch(/✓ 200 {2}forecast_hour\.available .* \+6h/);
     } finally {
       emulator.kill('SIGTERM');
