@@ -12,7 +12,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { generateSecret } from '../dist/index.js';
+import { generateSecret } from '../dist/signing/sign.js';
 import { freePort } from '../scripts/harness.js';
 
 const ROOT = new URL('..', import.meta.url).pathname;

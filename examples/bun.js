@@ -2,7 +2,7 @@
 import { Webhooks, createWebHandler } from 'wxhooks/web';
 
 const webhooks = new Webhooks({
-  secrets: [Bun.env.WX_WEBHOOK_SECRET, Bun.env.WX_WEBHOOK_SECRET_OLD].filter(Boolean),
+  secrets: [Bun.env.WX_WEBHOOK_SECRET, Bun.env.WX_WEBHOOK_SECRET_OLD].filter((s) => s !== undefined),
 });
 
 webhooks.on('forecast_hour.available', async (event) => {

@@ -4,7 +4,7 @@ import { Webhooks, createNodeMiddleware } from 'wxhooks';
 
 const webhooks = new Webhooks({
   // during a rotation, both: a delivery signed with either is accepted
-  secrets: [process.env.WX_WEBHOOK_SECRET, process.env.WX_WEBHOOK_SECRET_OLD].filter(Boolean),
+  secrets: [process.env.WX_WEBHOOK_SECRET, process.env.WX_WEBHOOK_SECRET_OLD].filter((s) => s !== undefined),
 });
 
 webhooks.on('forecast_hour.available', async (event) => {

@@ -3,7 +3,7 @@ import { Hono } from 'hono';
 import { Webhooks, createWebHandler } from 'wxhooks/web';
 
 const webhooks = new Webhooks({
-  secrets: [process.env.WX_WEBHOOK_SECRET, process.env.WX_WEBHOOK_SECRET_OLD].filter(Boolean),
+  secrets: [process.env.WX_WEBHOOK_SECRET, process.env.WX_WEBHOOK_SECRET_OLD].filter((s) => s !== undefined),
 });
 
 webhooks.on('forecast_hour.available', async (event) => {

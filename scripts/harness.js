@@ -165,3 +165,112 @@ export async function clickToDetail() {
   await shown;
   return performance.now() - started;
 }
+
+/**
+ * A broker's server binary: NATS_SERVER / REDIS_SERVER when set, else the one on the PATH. Never skipped:
+ * a missing binary throws and names the Debian package that brings it (which .ci/run installs).
+ */
+async function brokerBinary(name, envVar, debianPackage) {
+  const { execFileSync } = await import('node:child_process');
+  if (process.env[envVar]) return process.env[envVar];
+  try {
+    return execFileSync('sh', ['-c', `command -v ${name}`], { encoding: 'utf8' }).trim();
+  } catch {
+    throw new Error(`no ${name} on this machine: install it (Debian: apt-get install ${debianPackage}), as .ci/run does, or set ${envVar}`);
+  }
+}
+
+/**
+ * A broker server in a throwaway folder on 127.0.0.1 and a free port, started from `bin` with `args`;
+ * ready when it has written `ready` (a regular expression) on stdout or stderr. `restart()` stops it
+ * (SIGTERM: the orderly stop a deploy does, which writes what it holds) and starts the same server on the
+ * same port and folder; `kill()` stops it with SIGKILL; `remove()` stops it and deletes its folder.
+ */
+async function startBroker(name, bin, args, ready, dir, port) {
+  const { spawn } = await import('node:child_process');
+  const { rmSync } = await import('node:fs');
+  let server;
+  const start = () =>
+    new Promise((resolve, reject) => {
+      server = spawn(bin, args, { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
+      let said = '';
+      let done = false;
+      const timer = setTimeout(() => finish(new Error(`${name} did not start within 20 s: ${said.slice(-2000)}`)), 20_000);
+      const finish = (err) => {
+        if (done) return;
+        done = true;
+        clearTimeout(timer);
+        if (err) reject(err);
+        else resolve();
+      };
+      for (const stream of [server.stdout, server.stderr]) {
+        stream.setEncoding('utf8').on('data', (d) => {
+          if (done) return;
+          said += d;
+          if (ready.test(said)) finish();
+        });
+      }
+      server.once('exit', (code) => finish(new Error(`${name} exited (${code}) at start: ${said.slice(-2000)}`)));
+    });
+  const halt = (signal = 'SIGTERM') => new Promise((resolve) => (server.exitCode !== null || server.signalCode !== null ? resolve() : (server.once('exit', () => resolve()), server.kill(signal))));
+  // a test or benchmark that dies without remove() must not leave its broker running
+  process.once('exit', () => server.exitCode === null && server.signalCode === null && server.kill('SIGKILL'));
+  await start();
+  return {
+    port,
+    get pid() {
+      return server.pid;
+    },
+    async restart(pauseMs = 0) {
+      await halt();
+      if (pauseMs) await new Promise((r) => setTimeout(r, pauseMs));
+      await start();
+    },
+    stop: () => halt(),
+    kill: () => halt('SIGKILL'),
+    start,
+    async remove() {
+      await halt();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/**
+ * A throwaway NATS server with JetStream (its store in a new folder; `{ jetstream: false }` for one
+ * without), on 127.0.0.1 and a free port, from the machine's `nats-server` (Debian's nats-server
+ * package). Connections need a user and a password (`password` random, also in `url`), so that the tests
+ * can check it is never shown.
+ */
+export async function startNats({ jetstream = true } = {}) {
+  const { mkdtempSync } = await import('node:fs');
+  const { randomBytes } = await import('node:crypto');
+  const { tmpdir } = await import('node:os');
+  const { join } = await import('node:path');
+  const bin = await brokerBinary('nats-server', 'NATS_SERVER', 'nats-server');
+  const dir = mkdtempSync(join(process.env.WXHOOKS_TEST_TMP ?? tmpdir(), 'wxhooks-nats-'));
+  const port = await freePort();
+  const password = `pw-${randomBytes(9).toString('hex')}`;
+  const args = ['-a', '127.0.0.1', '-p', String(port), ...(jetstream ? ['-js', '-sd', join(dir, 'js')] : []), '--user', 'wx', '--pass', password, '-n', `wxhooks-test-${port}`];
+  const broker = await startBroker('nats-server', bin, args, /Server is ready/, dir, port);
+  return Object.assign(broker, { url: `nats://wx:${password}@127.0.0.1:${port}`, password });
+}
+
+/**
+ * A throwaway Redis server (its data in a new folder, the append-only file synced at every write so that
+ * a restart keeps what it acknowledged), on 127.0.0.1 and a free port, from the machine's `redis-server`
+ * (Debian's redis-server package). Connections need a password (`password`, random, also in `url`).
+ */
+export async function startRedis() {
+  const { mkdtempSync } = await import('node:fs');
+  const { randomBytes } = await import('node:crypto');
+  const { tmpdir } = await import('node:os');
+  const { join } = await import('node:path');
+  const bin = await brokerBinary('redis-server', 'REDIS_SERVER', 'redis-server');
+  const dir = mkdtempSync(join(process.env.WXHOOKS_TEST_TMP ?? tmpdir(), 'wxhooks-redis-'));
+  const port = await freePort();
+  const password = `pw-${randomBytes(9).toString('hex')}`;
+  const args = ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--requirepass', password, '--appendonly', 'yes', '--appendfsync', 'always', '--save', '', '--daemonize', 'no', '--logfile', '', '--protected-mode', 'no'];
+  const broker = await startBroker('redis-server', bin, args, /Ready to accept connections/, dir, port);
+  return Object.assign(broker, { url: `redis://:${password}@127.0.0.1:${port}`, password });
+}

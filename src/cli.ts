@@ -21,8 +21,10 @@ export interface Io {
   setRecoveryHint?(hint: string): void;
   /** The clocks (default: the machine's). */
   clock?: Clock;
-  /** Builds the service client instead of the usual one (tests: a shorter retry delay). */
+  /** Builds the service client instead of the usual one. */
   serviceFactory?: Context['serviceFactory'];
+  /** The first delay before a retry of a request to the service (default 250 ms): a test passes a short one. */
+  retryBaseMs?: number;
 }
 
 /** The global options: declared once, here, for commander and for finding the command group before commander is loaded. */
@@ -59,7 +61,9 @@ export const GROUPS: [name: string, summary: string, load: () => Promise<{ regis
   ['runs', 'model runs in a folder of saved deliveries: the forecast hours present, and those missing', () => import('./commands/runs.js')],
   ['verify', 'check a captured delivery offline: which signature layout matched, or why none did', () => import('./commands/verify.js')],
   ['send', 'sign and POST one delivery, as the service would, to any receiver (to test your own endpoint)', () => import('./commands/send.js')],
+  ['mcp', 'an MCP server over stdio for a coding agent: the deliveries of a running listen, replay, verify, send, the service', () => import('./commands/mcp.js')],
   ['secret', 'the local store of webhook secrets (keyed by base URL and webhook id)', () => import('./commands/secret.js')],
+  ['relay', 'a relay of your own (a Cloudflare Worker, or a small VM): the service posts to it, listen --relay takes from it', () => import('./commands/relay.js')],
   ['emulator', 'run a local copy of the service: the whole API, signed deliveries, retries', () => import('./commands/emulator.js')],
   ['trigger', 'make the emulator publish an event, or a whole model run (refuses anything but an emulator)', () => import('./commands/trigger.js')],
   ['config', 'settings kept in the store (the API key is never stored)', () => import('./commands/config.js')],
@@ -111,6 +115,7 @@ function actFor(io: Io): Act {
         },
         clock: io.clock ?? systemClock,
         serviceFactory: io.serviceFactory,
+        retryBaseMs: io.retryBaseMs,
       };
       await run(ctx, ...args.slice(0, -1));
     };

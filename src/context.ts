@@ -46,6 +46,8 @@ export interface Context {
   clock: Clock;
   /** Builds the service client in place of the usual one (src/commands/shared.ts, serviceFor), for tests. */
   serviceFactory?: (ctx: Context) => Promise<{ service: Service; base: ResolvedBaseUrl; credentials: Credentials }>;
+  /** The first delay before a retry of a request to the service (default 250 ms): a test passes a short one. */
+  retryBaseMs?: number;
 }
 
 /** A command's run function: the context first, then commander's arguments (positionals, then options). */

@@ -1,38 +1,18 @@
-export {
-  ExitCode,
-  WxError,
-  UsageError,
-  AuthError,
-  NotFoundError,
-  RefusedError,
-  UnreachableError,
-  DeliveryFailedError,
-  NotVerifiedError,
-  SecretNotSavedError,
-} from './errors.js';
-export { HttpClient, type HttpClientOptions } from './api/http.js';
-export { Service } from './api/service.js';
-export { resolveCredentials, type Credentials } from './api/credentials.js';
-export type { Webhook, Subscription, WebhookPage, AuthStatus } from './api/normalize.js';
-export {
-  verifyDelivery,
-  signDelivery,
-  generateSecret,
-  Verifier,
-  LAYOUTS,
-  LAYOUT_NAMES,
-  SCHEMES,
-  type Layout,
-  type LayoutName,
-  type Scheme,
-  type VerifyOptions,
-  type VerifyResult,
-  type VerifySuccess,
-  type VerifyFailure,
-  type VerifyFailureReason,
-  type SignOptions,
-  type SignedHeaders,
-} from './signing/index.js';
+// `import … from 'wxhooks'`: the library a handler author uses, and nothing of the CLI. Each name here is
+// a decision: test/exports.test.ts lists them, for this entry and for `wxhooks/web`.
 export { Webhooks, createNodeMiddleware, openStore, type NodeMiddlewareOptions, type OpenStoreOptions } from './handler/node.js';
-export { MemoryStore, WebhookHandlerError, type HandlerStore, type MemoryStoreOptions, type Receipt, type RawBody, type WebhooksOptions } from './handler/core.js';
+export {
+  WebhookHandlerError,
+  WebhookSetupError,
+  WebhookTimeoutError,
+  type Receipt,
+  type ReceiptOutcome,
+  type RawBody,
+  type SetupMistake,
+  type WebhooksOptions,
+} from './handler/core.js';
+export { MemoryStore, type MemoryStoreOptions } from './delivery/memory-store.js';
+export type { Claim, PairStore } from './delivery/store.js';
+export type { Outcome } from './delivery/outcomes.js';
 export type * from './handler/types.js';
+export * from './signing/index.js';

@@ -1,9 +1,8 @@
-import { randomBytes } from 'node:crypto';
-
 /**
  * The service's vocabulary and the rules its values follow, in one place: the CLI checks what it is
  * about to send with them (a usage error, exit 2), and the emulator checks what it receives with the
- * same ones (a 400). Each check returns what is wrong, in words, or undefined.
+ * same ones (a 400). Each check returns what is wrong, in words, or undefined. No imports: the handler
+ * library's web entry and the inspector page use it too.
  */
 
 /** The subscription types SERVICE.md names. Others are sent anyway, with a warning. */
@@ -110,9 +109,4 @@ export function latestCycle(now = new Date()): string {
   const d = new Date(now);
   d.setUTCHours(Math.floor(d.getUTCHours() / 6) * 6, 0, 0, 0);
   return isoSeconds(d);
-}
-
-/** `trg_` + a time-ordered, random identifier. */
-export function newTriggerId(): string {
-  return `trg_${Date.now().toString(36).padStart(10, '0')}${randomBytes(8).toString('hex')}`;
 }

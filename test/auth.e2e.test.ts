@@ -157,7 +157,8 @@ describe('auth status', () => {
   it('an unreachable service exits 6 quickly, naming the emulator', async () => {
     const port = await closedPort();
     const r = await runCli(['auth', 'status'], {
-      env: { WX_API_KEY: KEY, WX_BASE_URL: `http://127.0.0.1:${port}`, WXHOOKS_RETRY_BASE_MS: '10' },
+      env: { WX_API_KEY: KEY, WX_BASE_URL: `http://127.0.0.1:${port}` },
+      retryBaseMs: 10,
     });
     expect(r.code).toBe(6);
     expect(r.stderr).toContain('connection refused');
@@ -196,7 +197,7 @@ describe('auth status', () => {
       n++ === 0 ? sendJson(res, 502, { error: 'bad gateway' }) : sendJson(res, 200, { authed: true, client_id: 'c9' }),
     );
     try {
-      const r = await runCli(['auth', 'status'], { env: { WX_API_KEY: KEY, WX_BASE_URL: s.url, WXHOOKS_RETRY_BASE_MS: '10' } });
+      const r = await runCli(['auth', 'status'], { env: { WX_API_KEY: KEY, WX_BASE_URL: s.url }, retryBaseMs: 10 });
       expect(r.code).toBe(0);
       expect(s.requests.length).toBe(2);
       expect(r.stdout).toContain('c9');

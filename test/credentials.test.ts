@@ -1,5 +1,6 @@
 import { createHmac } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { decodeCurrentKey, resolveCredentials } from '../src/api/credentials.js';
 import { authProblem, emulatorCredentials } from '../src/emulator/auth.js';
 import { startEmulator, type RunningEmulator } from '../src/emulator/server.js';
 import { runInProcess } from './helpers/context.js';
@@ -201,6 +202,82 @@ describe('the emulator checks credentials as the live service does', () => {
       expect(emu.secret).toMatch(/^[0-9a-f]{32}$/);
     } finally {
       await emu.close();
+    }
+  });
+});
+
+// #32.13: a legacy key `wb_` + 32 hexadecimal characters was read as a current key about 1 time in 9, its
+// remainder decoded leniently (bad UTF-8 replaced, any client id taken): a garbled client id "from the wb_
+// key", WB_CLIENT_ID ignored, and an emulator that refused to start with it and a client id.
+describe('a legacy key that begins with wb_ is never read as a current key (#32.13)', () => {
+  const FOUND = 'wb_2fbf3eb3d524d25fc14c8d8302068527'; // the probe's: leniently, "client id" and secret of bytes that are not UTF-8
+
+  /** A small seeded generator (mulberry32): the same keys on every run. */
+  function seeded(seed: number) {
+    let a = seed >>> 0;
+    return () => {
+      a = (a + 0x6d2b79f5) >>> 0;
+      let t = a;
+      t = Math.imul(t ^ (t >>> 15), t | 1);
+      t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+      return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+    };
+  }
+  const random = seeded(32_13);
+  const hexKeys = Array.from({ length: 5000 }, () => `wb_${Array.from({ length: 32 }, () => '0123456789abcdef'[Math.floor(random() * 16)]).join('')}`);
+  // how many Buffer.from's lenient decoding takes for `client_id:secret`: what the old decoder did
+  const lenient = hexKeys.filter((k) => {
+    const text = Buffer.from(k.slice(3), 'base64').toString('utf8');
+    const colon = text.indexOf(':');
+    return colon > 0 && colon < text.length - 1;
+  });
+
+  it(`none of 5,000 random wb_ + 32 hex keys decodes (about 1 in 9 did, leniently), the probe's included`, () => {
+    expect(lenient.length).toBeGreaterThan(300); // the property is tested where the old decoder failed
+    expect(lenient.length).toBeLessThan(900);
+    for (const key of [FOUND, ...hexKeys]) expect(decodeCurrentKey(key), key).toBeUndefined();
+  });
+
+  it('each is a legacy key: with a client id, Basic with that id (the CLI and the emulator alike); without one, refused (exit 2)', () => {
+    for (const key of [FOUND, ...lenient]) {
+      const c = resolveCredentials({ WB_API_KEY: key, WB_CLIENT_ID: CLIENT });
+      expect(c).toMatchObject({ scheme: 'basic', clientId: CLIENT, clientIdFrom: 'WB_CLIENT_ID' });
+      expect(emulatorCredentials(key, CLIENT)).toMatchObject({ apiKey: key, clientId: CLIENT, secret: key });
+      expect(() => resolveCredentials({ WB_API_KEY: key })).toThrow(/starts with wb_ but is not a current key/);
+    }
+  });
+
+  it('auth status with the probe\'s key and WB_CLIENT_ID: the legacy scheme, the client id from WB_CLIENT_ID', async () => {
+    const r = await runInProcess(['auth', 'status', '--json'], { env: { WB_API_KEY: FOUND, WB_CLIENT_ID: CLIENT, WX_BASE_URL: strict.url } });
+    // the strict server knows other credentials: 401 (exit 3), but what was sent, and said, is the point
+    const sent = strict.requests.at(-1)!.headers.authorization!;
+    expect(sent).toMatch(/^Basic /);
+    expect(Buffer.from(sent.slice(6), 'base64').toString('utf8').split(':')[0]).toBe(CLIENT);
+    expect(r.stderr + r.stdout).not.toContain('wb_ key');
+  });
+
+  it('strict, and still every current key decodes: padded or not, a UUID client id, any secret', () => {
+    const uuid = '3f2b8c1e-9d4a-4c6b-8e2f-1a2b3c4d5e6f';
+    for (const [id, secret] of [
+      [CLIENT, WB_SECRET],
+      [uuid, 'a'],
+      ['x', 's:with:colons'],
+      ['emulator', 'é ünïcode'],
+    ] as const) {
+      const b64 = Buffer.from(`${id}:${secret}`).toString('base64');
+      for (const key of [`wb_${b64}`, `wb_${b64.replace(/=+$/, '')}`]) expect(decodeCurrentKey(key)).toEqual({ clientId: id, secret });
+    }
+    // what is not strictly base64 of `client_id:secret`
+    const bad = (text: string) => `wb_${Buffer.from(text).toString('base64')}`;
+    for (const key of [
+      bad('Acme:secret'), // a client id of another form
+      bad('acme:'), // no secret
+      bad(':secret'),
+      `wb_${Buffer.from([0x61, 0x3a, 0xff, 0xfe]).toString('base64')}`, // not UTF-8
+      `${bad('acme:secret')}=`, // wrong padding
+      `wb_${Buffer.from('acme:secre').toString('base64').replace(/=+$/, '').slice(0, -1)}B`, // stray bits in the last character
+    ]) {
+      expect(decodeCurrentKey(key), key).toBeUndefined();
     }
   });
 });

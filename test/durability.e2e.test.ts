@@ -1,14 +1,19 @@
-import { watch, writeFileSync, readdirSync, statSync } from 'node:fs';
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { readdirSync, rmSync, statSync, watch, writeFileSync } from 'node:fs';
 import { Agent } from 'node:http';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { eachLine } from '../scripts/harness.js';
+import type { StoreNotice } from '../src/delivery/store.js';
 import { FilePairStore } from '../src/store/file-pairs.js';
-import { tempDir } from './helpers/cli.js';
+import { runCli, tempDir } from './helpers/cli.js';
 import { deliverSigned } from './helpers/deliver.js';
 import { startCli, type Running } from './helpers/process.js';
 import { sendJson, startServer } from './helpers/server.js';
 
 const SECRET = 'whsec_' + Buffer.alloc(32, 7).toString('base64');
+const DIST = resolve(import.meta.dirname, '../dist/index.js');
 
 const deliver = (url: string, agent: Agent, trigger: string) => deliverSigned(url, agent, SECRET, trigger);
 
@@ -161,4 +166,163 @@ describe('compaction never drops a live pair, even when the process dies in the 
       await proc.stop();
     }
   }, 60_000);
+});
+
+describe('one owner per pairs file (#32.1): two processes never share one', () => {
+  const SEVEN = SECRET;
+  const EIGHT = 'whsec_' + Buffer.alloc(32, 8).toString('base64');
+
+  /** A store folder holding the secrets of webhooks 7 and 8 (as `webhook create` leaves them). */
+  async function folderWithWebhooks(): Promise<Record<string, string>> {
+    const env = { WXHOOKS_CONFIG_DIR: tempDir(), WX_BASE_URL: 'http://127.0.0.1:9' };
+    for (const [id, secret] of [['7', SEVEN], ['8', EIGHT]]) expect((await runCli(['secret', 'set', id!], { env, stdin: secret })).code).toBe(0);
+    return env;
+  }
+
+  it('a second listen for the same webhook on the same folder exits 2, saying which process holds the file, why two cannot share it, and what to do', async () => {
+    const env = await folderWithWebhooks();
+    const first = startCli(['listen', '--port', '0', '--json', '--webhook', '7'], env);
+    try {
+      await first.waitFor<{ event?: string }>((v) => v.event === 'listening');
+      const second = startCli(['listen', '--port', '0', '--json', '--webhook', '7'], env);
+      const ended = await Promise.race([second.exited, second.waitFor<{ event?: string }>((v) => v.event === 'listening').then(() => 'listening' as const, () => 'gone' as const)]);
+      if (ended === 'listening') await second.stop();
+      expect(ended === 'listening' ? ended : await second.exited).toBe(2);
+      const said = second.stderr();
+      expect(said).toContain(`processed-pairs.webhook-7.ndjson is in use by process ${first.child.pid} (wxhooks.js listen, started `);
+      expect(said).toContain('Two processes cannot share one: each would forget the pairs the other processed, and process a delivery twice.');
+      expect(said).toContain('Run one listen per webhook');
+      expect(said).toContain('--store postgres://');
+      expect(said).not.toContain('    at '); // no stack
+    } finally {
+      await first.stop();
+    }
+  }, 30_000);
+
+  it('two listen for two webhooks on one folder both run; their files deleted under them, both killed -9 and restarted: the retry of every acknowledged delivery is a duplicate, none forwarded again', async () => {
+    const env = await folderWithWebhooks();
+    const forwarded = new Map<string, number>();
+    const app = await startServer((req, res) => {
+      const t = (req.json as { trigger_id: string }).trigger_id;
+      forwarded.set(t, (forwarded.get(t) ?? 0) + 1);
+      sendJson(res, 200, { ok: true });
+    });
+    const start = (id: string) => {
+      const proc = startCli(['listen', '--port', '0', '--json', '--webhook', id, '--forward-to', `${app.url}/hooks`], env);
+      return proc.waitFor<{ event?: string; url: string }>((v) => v.event === 'listening').then((ready) => ({ proc, url: ready.url }));
+    };
+    const hooks = [
+      { id: '7', secret: SEVEN, acknowledged: [] as string[] },
+      { id: '8', secret: EIGHT, acknowledged: [] as string[] },
+    ];
+    const agent = new Agent({ keepAlive: true, maxSockets: 10 });
+    const send = async (url: string, secret: string, triggers: string[]) => Promise.all(triggers.map((t) => deliverSigned(url, agent, secret, t)));
+    try {
+      const running = await Promise.all(hooks.map((h) => start(h.id)));
+      for (const [round, count] of [['a', 40], ['b', 20]] as const) {
+        for (const [i, h] of hooks.entries()) {
+          const triggers = Array.from({ length: count }, (_, n) => `trg_${h.id}_${round}${n}`);
+          expect(await send(running[i]!.url, h.secret, triggers)).toEqual(triggers.map(() => 200));
+          h.acknowledged.push(...triggers);
+        }
+        if (round === 'a') {
+          // someone clears the folder's pairs files while both run: each writes its own again (and only its own)
+          for (const f of readdirSync(env.WXHOOKS_CONFIG_DIR!)) if (/^processed-pairs.*\.ndjson$/.test(f)) rmSync(join(env.WXHOOKS_CONFIG_DIR!, f));
+          await Promise.all(running.map((r) => r.proc.waitFor<{ event?: string }>((v) => v.event === 'file_replaced')));
+        }
+      }
+      for (const r of running) r.proc.child.kill('SIGKILL');
+      await Promise.all(running.map((r) => r.proc.exited));
+      expect([...forwarded.values()].every((n) => n === 1)).toBe(true);
+      const before = forwarded.size;
+
+      const again = await Promise.all(hooks.map((h) => start(h.id)));
+      try {
+        for (const [i, h] of hooks.entries()) expect(await send(again[i]!.url, h.secret, h.acknowledged)).toEqual(h.acknowledged.map(() => 200));
+        expect(forwarded.size).toBe(before);
+        expect([...forwarded].filter(([, n]) => n > 1).map(([t]) => t)).toEqual([]);
+        // each took its file over from its killed predecessor, and said so
+        for (const r of again) await r.proc.waitFor<{ event?: string; file?: string }>((v) => v.event === 'lock_taken_over' && /processed-pairs\.webhook-[78]\.ndjson$/.test(v.file ?? ''));
+      } finally {
+        for (const r of again) await r.proc.stop();
+      }
+    } finally {
+      agent.destroy();
+      await app.close();
+    }
+  }, 60_000);
+
+  /** An app in a process of its own, opening `openStore('file', { dir })` (the built library): what it says, one JSON line each. */
+  function startApp(dir: string): { child: ChildProcessWithoutNullStreams; waitFor: <T>(match: (v: T) => boolean) => Promise<T>; exited: Promise<number | null> } {
+    const script = `
+      const { openStore } = await import(${JSON.stringify(pathToFileURL(DIST).href)});
+      const say = (v) => console.log(JSON.stringify(v));
+      try {
+        await openStore('file', { dir: ${JSON.stringify(dir)}, onNotice: (notice) => say({ notice }) });
+        say({ open: process.pid });
+        setInterval(() => undefined, 1 << 30);
+      } catch (e) {
+        say({ refused: e.message, hint: e.hint, exitCode: e.exitCode });
+        process.exitCode = e.exitCode ?? 1;
+      }`;
+    const child = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['pipe', 'pipe', 'pipe'] });
+    const lines: unknown[] = [];
+    const wake = new Set<() => void>();
+    eachLine(child.stdout, (l) => {
+      lines.push(JSON.parse(l));
+      wake.forEach((w) => w());
+    });
+    const exited = new Promise<number | null>((resolve) => child.on('close', resolve));
+    return {
+      child,
+      exited,
+      waitFor: <T>(match: (v: T) => boolean) =>
+        new Promise<T>((resolve, reject) => {
+          const look = () => {
+            const found = lines.find((v) => match(v as T));
+            if (found !== undefined) return wake.delete(look), resolve(found as T);
+            if (child.exitCode !== null) reject(new Error(`the app exited (${child.exitCode}) having said ${JSON.stringify(lines)}`));
+          };
+          wake.add(look);
+          void exited.then(look);
+          look();
+        }),
+    };
+  }
+
+  it("two instances of an app on one openStore('file', { dir }): the second is refused, saying which process holds it and what an app can do", async () => {
+    const dir = tempDir();
+    const first = startApp(dir);
+    try {
+      await first.waitFor<{ open?: number }>((v) => v.open !== undefined);
+      const second = startApp(dir);
+      const said = await second.waitFor<{ refused?: string; open?: number; hint?: string; exitCode?: number }>((v) => v.refused !== undefined || v.open !== undefined);
+      if (said.open) second.child.kill();
+      expect(said.refused).toContain(`is in use by process ${first.child.pid}`);
+      expect(said.hint).toContain("Give each instance of the app its own dir, or share one PostgreSQL store between them (openStore('postgres://…'))");
+      expect(said.exitCode).toBe(2);
+      expect(await second.exited).toBe(2);
+    } finally {
+      first.child.kill('SIGKILL');
+      await first.exited;
+    }
+  }, 30_000);
+
+  it('a lock left by a process killed with -9 is taken over at once, and said', async () => {
+    const dir = tempDir();
+    const killed = startApp(dir);
+    await killed.waitFor<{ open?: number }>((v) => v.open !== undefined);
+    killed.child.kill('SIGKILL');
+    await killed.exited;
+    expect(readdirSync(dir)).toContain('processed-pairs.ndjson.owner');
+    const next = startApp(dir);
+    try {
+      const notice = await next.waitFor<{ notice?: StoreNotice }>((v) => v.notice !== undefined);
+      expect(notice.notice).toMatchObject({ kind: 'lock_taken_over', file: join(dir, 'processed-pairs.ndjson'), pid: killed.child.pid });
+      await next.waitFor<{ open?: number }>((v) => v.open !== undefined);
+    } finally {
+      next.child.kill('SIGKILL');
+      await next.exited;
+    }
+  }, 30_000);
 });

@@ -1,8 +1,13 @@
-import { appendFileSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { appendFileSync, existsSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { FilePairStore } from '../src/store/file-pairs.js';
-import { PairStoreError } from '../src/store/pair-store.js';
+import { MemoryStore } from '../src/delivery/memory-store.js';
+import { PairStoreError, type StoreNotice } from '../src/delivery/store.js';
+import { UsageError } from '../src/errors.js';
+import { openStore } from '../src/index.js';
+import { FilePairStore, pairsFileName } from '../src/store/file-pairs.js';
 import { tempDir } from './helpers/cli.js';
 import { manualClock, type ManualClock } from './helpers/clock.js';
 
@@ -201,3 +206,247 @@ describe('FilePairStore', () => {
     }
   });
 });
+
+/** Each in-process store on a clock the test moves: MemoryStore, and the file store as an app opens it (openStore). */
+const IN_PROCESS = [
+  ['MemoryStore', async (clock: ManualClock, leaseMs: number) => new MemoryStore({ leaseMs, now: () => clock.monotonic() })],
+  ["openStore('file')", async (clock: ManualClock, leaseMs: number) => openStore('file', { dir: tempDir(), leaseMs, clock })],
+] as const;
+
+describe.each(IN_PROCESS)('leases (#32.8): %s', (_name, make) => {
+  const LEASE = 30_000;
+
+  it('a claim neither extended nor completed (a hung handler) is taken over once its lease has passed, not before', async () => {
+    const clock = manualClock(1000);
+    const s = await make(clock, LEASE);
+    try {
+      expect(s.leaseMs).toBe(LEASE);
+      expect(await s.claim('t', 's')).toBe('won');
+      clock.advance(LEASE);
+      expect(await s.claim('t', 's')).toBe('held');
+      clock.advance(1);
+      expect(await s.claim('t', 's')).toBe('won'); // the service's retry processes it
+      expect(await s.claim('t', 's')).toBe('held'); // and holds it in turn
+    } finally {
+      await s.close();
+    }
+  });
+
+  it('extend keeps a claim held past its lease, as long as it is extended; then done once completed', async () => {
+    const clock = manualClock(1000);
+    const s = await make(clock, LEASE);
+    try {
+      expect(await s.claim('t', 's')).toBe('won');
+      for (let i = 0; i < 10; i++) {
+        clock.advance(LEASE / 3); // what the core does while the delivery is handled
+        expect(await s.extend('t', 's')).toBe(true);
+        expect(await s.claim('t', 's')).toBe('held');
+      }
+      await s.complete('t', 's');
+      expect(await s.claim('t', 's')).toBe('done');
+    } finally {
+      await s.close();
+    }
+  });
+
+  it('extend of a claim let go, completed or never made resolves false, and claims nothing', async () => {
+    const clock = manualClock(1000);
+    const s = await make(clock, LEASE);
+    try {
+      expect(await s.extend('never', 's')).toBe(false);
+      await s.claim('released', 's');
+      await s.release('released', 's');
+      expect(await s.extend('released', 's')).toBe(false);
+      expect(await s.claim('released', 's')).toBe('won');
+      await s.claim('completed', 's');
+      await s.complete('completed', 's');
+      expect(await s.extend('completed', 's')).toBe(false);
+      expect(await s.claim('completed', 's')).toBe('done');
+    } finally {
+      await s.close();
+    }
+  });
+
+  it('taken over in this process: the late holder\'s release does not free the pair under the one that took it; an extend renews the pair\'s claim', async () => {
+    const clock = manualClock(1000);
+    const s = await make(clock, LEASE);
+    try {
+      expect(await s.claim('t', 's')).toBe('won'); // a handler whose event loop is then held past the lease
+      clock.advance(LEASE + 1);
+      expect(await s.claim('t', 's')).toBe('won'); // the retry takes it over
+      await s.release('t', 's'); // the first handler fails at last, and lets go
+      expect(await s.claim('t', 's')).toBe('held'); // the retry still handles it: no third run
+      // the two holders of one pair in one store cannot be told apart (the contract names a claim by its pair)
+      expect(await s.extend('t', 's')).toBe(true);
+      await s.release('t', 's');
+      expect(await s.claim('t', 's')).toBe('won');
+    } finally {
+      await s.close();
+    }
+  });
+
+  it('a claim whose lease passed, extended before anyone took it over, is held again (a holder late to extend keeps it)', async () => {
+    const clock = manualClock(1000);
+    const s = await make(clock, LEASE);
+    try {
+      await s.claim('t', 's');
+      clock.advance(LEASE * 2);
+      expect(await s.extend('t', 's')).toBe(true);
+      expect(await s.claim('t', 's')).toBe('held');
+    } finally {
+      await s.close();
+    }
+  });
+});
+
+describe('one owner per pairs file (#32.1), in this process', () => {
+  it('a second store on the folder is refused (exit 2) while the first is open, saying who holds it, why and what to do; once closed, it opens', async () => {
+    const dir = tempDir();
+    const first = await store(dir, 1000);
+    const err = await store(dir, 1000).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(UsageError);
+    expect((err as UsageError).exitCode).toBe(2);
+    expect((err as Error).message).toBe(
+      `The processed-pairs file ${join(dir, 'processed-pairs.ndjson')} is in use by this process, which has it open already. Two processes cannot share one: each would forget the pairs the other processed, and process a delivery twice.`,
+    );
+    expect((err as UsageError).hint).toMatch(/^Run one listen per webhook: `listen --webhook ID` keeps a file of its own.*--store postgres:\/\//);
+    await first.claim('t', '1');
+    await first.complete('t', '1');
+    await first.close();
+    expect(existsSync(join(dir, 'processed-pairs.ndjson.owner'))).toBe(false);
+    const second = await store(dir, 2000);
+    try {
+      expect(await second.claim('t', '1')).toBe('done');
+    } finally {
+      await second.close();
+    }
+  });
+
+  it('an app is told what an app can do', async () => {
+    const dir = tempDir();
+    const first = await openStore('file', { dir });
+    try {
+      const err = await openStore('file', { dir }).catch((e: unknown) => e);
+      expect((err as UsageError).hint).toBe(
+        "Give each instance of the app its own dir, or share one PostgreSQL store between them (openStore('postgres://…')), which processes each delivery once whichever instance receives it.",
+      );
+    } finally {
+      await first.close();
+    }
+  });
+
+  it('a lock whose process is gone is taken over and said; one whose pid is now another process is too; a live one, or one on another host, is not', async () => {
+    const dir = tempDir();
+    const file = join(dir, 'processed-pairs.ndjson');
+    const owner = join(dir, 'processed-pairs.ndjson.owner');
+    const { pid: gonePid } = await exited(); // a process that ran, and is gone
+    const plant = (o: object) => writeFileSync(owner, JSON.stringify({ host: hostname(), token: 'abc', started: '2026-11-24T00:00:00.000Z', command: 'wxhooks.js listen', ...o }));
+
+    plant({ pid: gonePid });
+    const notices: StoreNotice[] = [];
+    const s = await FilePairStore.open({ dir, ttlMs: HOUR, onNotice: (n) => notices.push(n) });
+    await s.close();
+    expect(notices).toEqual([{ kind: 'lock_taken_over', file, pid: gonePid, host: hostname(), started: '2026-11-24T00:00:00.000Z' }]);
+
+    // a live process (the test runner's parent), recorded with another start: its pid was reused, the owner is gone
+    const start = Number(readFileSync(`/proc/${process.ppid}/stat`, 'utf8').split(') ')[1]!.split(' ')[19]);
+    plant({ pid: process.ppid, start: start + 1 });
+    await (await store(dir, 1000)).close();
+    // with its own start, it is the owner, and it runs
+    plant({ pid: process.ppid, start });
+    const live = await store(dir, 1000).catch((e: unknown) => e);
+    expect((live as Error).message).toContain(`is in use by process ${process.ppid} (wxhooks.js listen, started 2026-11-24T00:00:00.000Z)`);
+    // another host's process cannot be asked about: refused, and told how to take it if that process is gone
+    plant({ pid: process.ppid, host: 'elsewhere.example' });
+    const remote = await store(dir, 1000).catch((e: unknown) => e);
+    expect((remote as Error).message).toContain(`is in use by process ${process.ppid} on elsewhere.example`);
+    expect((remote as UsageError).hint).toContain(`If that process no longer runs, remove ${owner}.`);
+    // our own pid, but not an opening of this process: a process before us in this pid (a container restarted)
+    plant({ pid: process.pid });
+    await (await store(dir, 1000)).close();
+  });
+
+  it('one file per webhook: two stores for two webhooks share the folder, a second for one of them is refused', async () => {
+    const dir = tempDir();
+    const seven = await FilePairStore.open({ dir, webhook: '7', ttlMs: HOUR });
+    const eight = await FilePairStore.open({ dir, webhook: '8', ttlMs: HOUR });
+    const shared = await FilePairStore.open({ dir, ttlMs: HOUR });
+    try {
+      expect([seven.file, eight.file, shared.file]).toEqual(['processed-pairs.webhook-7.ndjson', 'processed-pairs.webhook-8.ndjson', 'processed-pairs.ndjson'].map((f) => join(dir, f)));
+      await expect(FilePairStore.open({ dir, webhook: '7', ttlMs: HOUR })).rejects.toThrow(/processed-pairs\.webhook-7\.ndjson is in use by this process/);
+      // an id that is no plain file name gets a hash of itself
+      expect(pairsFileName('../x y')).toMatch(/^processed-pairs\.webhook-~[0-9a-f]{32}\.ndjson$/);
+      expect(pairsFileName('../x y')).not.toBe(pairsFileName('../x z'));
+    } finally {
+      await Promise.all([seven.close(), eight.close(), shared.close()]);
+    }
+  });
+
+  it("a webhook's file starts from the shared file, so what was acknowledged before each webhook had its own is still skipped", async () => {
+    const dir = tempDir();
+    const before = await store(dir, 1000);
+    await before.claim('acked', '12');
+    await before.complete('acked', '12');
+    await before.close();
+    const seven = await FilePairStore.open({ dir, webhook: '7', ttlMs: HOUR, clock: manualClock(2000) });
+    try {
+      expect(await seven.claim('acked', '12')).toBe('done');
+    } finally {
+      await seven.close();
+    }
+  });
+
+  it("a temporary webhook's file goes when its store closes; one left by a process that is gone goes at the next one's start", async () => {
+    const dir = tempDir();
+    const tmp = await FilePairStore.open({ dir, webhook: '41', temporary: true, ttlMs: HOUR });
+    expect(tmp.file).toBe(join(dir, 'processed-pairs.temporary-41.ndjson'));
+    await tmp.claim('t', '1');
+    await tmp.complete('t', '1');
+    await tmp.close();
+    expect(readdirSync(dir)).toEqual([]);
+    // killed -9: its file and its lock are left
+    writeFileSync(join(dir, 'processed-pairs.temporary-42.ndjson'), '{"t":"t","s":"1","at":1}\n');
+    writeFileSync(join(dir, 'processed-pairs.temporary-42.ndjson.owner'), JSON.stringify({ pid: (await exited()).pid, host: hostname(), token: 'x', started: '?', command: '?' }));
+    const next = await FilePairStore.open({ dir, webhook: '43', temporary: true, ttlMs: HOUR });
+    try {
+      expect(readdirSync(dir).sort()).toEqual(['processed-pairs.temporary-43.ndjson', 'processed-pairs.temporary-43.ndjson.owner']);
+    } finally {
+      await next.close();
+    }
+  });
+
+  it('the guard of the lock: another process in its turn is waited for; one left by a process that died in its turn is removed', async () => {
+    const dir = tempDir();
+    const guard = join(dir, 'processed-pairs.ndjson.owner.guard');
+    writeFileSync(guard, '');
+    let opened = false;
+    const waiting = store(dir, 1000).then((s) => ((opened = true), s));
+    for (let i = 0; i < 5; i++) await new Promise((r) => setTimeout(r, 10)); // its tries, while the guard is held
+    expect(opened).toBe(false);
+    rmSync(guard); // that process's turn ends
+    await (await waiting).close();
+    writeFileSync(guard, '');
+    utimesSync(guard, new Date(Date.now() - 60_000), new Date(Date.now() - 60_000));
+    await (await store(dir, 1000)).close();
+    expect(existsSync(guard)).toBe(false);
+  });
+
+  it('the lock deleted while the store runs (a folder cleaned by hand) is written again at the next look', async () => {
+    const dir = tempDir();
+    const s = await FilePairStore.open({ dir, ttlMs: HOUR, watchMs: 0 });
+    try {
+      rmSync(join(dir, 'processed-pairs.ndjson.owner'));
+      s.watch();
+      await expect(store(dir, 1000)).rejects.toThrow(/in use by this process/);
+    } finally {
+      await s.close();
+    }
+  });
+});
+
+/** A process that ran and exited: its pid is no one's (until the system gives it out again, long after). */
+async function exited(): Promise<{ pid: number }> {
+  const child = spawn(process.execPath, ['-e', '0']);
+  await new Promise((resolve) => child.on('exit', resolve));
+  return { pid: child.pid! };
+}

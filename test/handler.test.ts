@@ -1,10 +1,11 @@
 import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { connect, type AddressInfo } from 'node:net';
 import express from 'express';
 import Fastify from 'fastify';
 import { afterAll, beforeAll, describe, expect, expectTypeOf, it } from 'vitest';
 import { startPostgres, type Postgres } from '../scripts/harness.js';
-import { MemoryStore, Webhooks, WebhookHandlerError, createNodeMiddleware, openStore, type WebhookEvent } from '../src/index.js';
+import { MemoryStore, Webhooks, WebhookHandlerError, WebhookSetupError, WebhookTimeoutError, createNodeMiddleware, openStore, type WebhookEvent } from '../src/index.js';
+import { manualTimers } from './helpers/clock.js';
 import { Webhooks as WebWebhooks, createWebHandler } from '../src/handler/web.js';
 import { signDelivery } from '../src/signing/index.js';
 import { tempDir } from './helpers/cli.js';
@@ -33,6 +34,15 @@ async function listen(server: Server): Promise<string> {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 }
+/** Sends raw bytes; resolves with all the server answered once it closes. */
+function rawRequest(port: number, data: string): Promise<string> {
+  return new Promise((resolve) => {
+    const socket = connect(port, '127.0.0.1', () => socket.write(data));
+    let answer = '';
+    socket.setEncoding('latin1').on('data', (d: string) => (answer += d));
+    socket.on('close', () => resolve(answer));
+  });
+}
 const close = (server: Server) => new Promise<void>((resolve) => (server.closeAllConnections(), server.close(() => resolve())));
 
 /** An app as a user writes one: a handler per type, what it saw kept, and a switch to make it throw. */
@@ -40,13 +50,14 @@ function app(options: ConstructorParameters<typeof Webhooks>[0] = { secret: SECR
   const webhooks = new Webhooks(options);
   const seen: string[] = [];
   const errors: WebhookHandlerError[] = [];
+  const setup: WebhookSetupError[] = [];
   const failFor = new Set<string>();
   webhooks.on('forecast_hour.available', async (event) => {
     if (failFor.delete(event.id)) throw new Error('the database is down');
     seen.push(`${event.id} +${event.payload.data.forecast_hour}h`);
   });
-  webhooks.onError((error) => void errors.push(error));
-  return { webhooks, seen, errors, failFor };
+  webhooks.onError((error) => void (error instanceof WebhookHandlerError ? errors.push(error) : setup.push(error)));
+  return { webhooks, seen, errors, setup, failFor };
 }
 
 describe('createNodeMiddleware on node:http', () => {
@@ -121,7 +132,7 @@ describe('createNodeMiddleware on node:http', () => {
     await expect.poll(() => runs).toBe(1);
     expect(await slow.verifyAndReceive(d)).toMatchObject({ status: 409, outcome: 'in_progress' });
     release();
-    expect(await first).toMatchObject({ status: 200, outcome: 'processed' });
+    expect(await first).toMatchObject({ status: 200, outcome: 'accepted' });
     expect(runs).toBe(1);
   });
 });
@@ -235,7 +246,7 @@ describe('the dedupe key and the stores', () => {
     for (let restart = 0; restart < 2; restart++) {
       const store = await openStore('file', { dir });
       const a = app({ secret: SECRET, store });
-      expect((await a.webhooks.verifyAndReceive(d)).outcome).toBe(restart === 0 ? 'processed' : 'duplicate');
+      expect((await a.webhooks.verifyAndReceive(d)).outcome).toBe(restart === 0 ? 'accepted' : 'duplicate');
       await store.close();
     }
   });
@@ -252,7 +263,7 @@ describe('the dedupe key and the stores', () => {
         const triggers = Array.from({ length: 20 }, (_, i) => `trg_pg_${i}`);
         const receipts = await Promise.all(triggers.flatMap((t) => apps.map((a) => a.webhooks.verifyAndReceive(delivery(t)))));
         // at once: one of the two processes it, the other finds it done or still held (409: the service retries)
-        expect(receipts.filter((r) => r.outcome === 'processed')).toHaveLength(20);
+        expect(receipts.filter((r) => r.outcome === 'accepted')).toHaveLength(20);
         const again = await Promise.all(triggers.map((t) => apps[1]!.webhooks.verifyAndReceive(delivery(t))));
         expect(again.every((r) => r.outcome === 'duplicate')).toBe(true);
         expect([...apps[0]!.seen, ...apps[1]!.seen].sort()).toEqual(triggers.map((t) => `${t} +6h`).sort());
@@ -276,8 +287,117 @@ describe('types', () => {
     webhooks.onAny((event: WebhookEvent) => {
       if (event.type === 'forecast_hour.available') expectTypeOf(event.payload.data.forecast_hour).toEqualTypeOf<number>();
     });
-    // @ts-expect-error: not a delivery type of the service
-    webhooks.on('forecast_hour.availble', () => undefined);
     expect(() => new Webhooks({})).toThrow(/needs the webhook's secret/);
+  });
+});
+
+describe('mistakes seen where they are made (#34)', () => {
+  it('on() with a type wxhooks does not know (a typo, in plain JavaScript) throws at registration, naming the nearest type; a type the service adds later reaches onAny', async () => {
+    const webhooks = new Webhooks({ secret: SECRET });
+    // @ts-expect-error: not a delivery type of the service
+    expect(() => webhooks.on('forecast_hour.availble', () => undefined)).toThrow(/not a delivery type wxhooks knows \(did you mean forecast_hour\.available\?\)/);
+    const asJavaScript = webhooks.on.bind(webhooks) as (type: unknown, handler: () => void) => unknown;
+    expect(() => asJavaScript(['degree_days.available', 'forecast_hour.availble'], () => undefined)).toThrow(/forecast_hour\.available/);
+    // nothing of a refused registration was kept: a delivery of the right type runs no handler
+    const seen: string[] = [];
+    webhooks.on('degree_days.available', () => void seen.push('degree days'));
+    webhooks.onAny((event) => void seen.push(`any ${event.type}`));
+    expect((await webhooks.verifyAndReceive(delivery('trg_new_type', { type: 'storm_surge.available' }))).outcome).toBe('accepted');
+    expect((await webhooks.verifyAndReceive(delivery('trg_typo_type'))).outcome).toBe('accepted');
+    expect(seen).toEqual(['any storm_surge.available', 'any forecast_hour.available']);
+  });
+
+  it('express.json() before the middleware: answered 500 as before, and onError is given a WebhookSetupError; with no onError, the log says it once per kind of mistake', async () => {
+    const a = app();
+    const warned: string[] = [];
+    const quiet = new Webhooks({ secret: SECRET, log: { warn: (m: string) => void warned.push(m) } });
+    const web = express();
+    web.use(express.json());
+    web.use(createNodeMiddleware(a.webhooks, { path: '/told' }));
+    web.use(createNodeMiddleware(quiet, { path: '/logged' }));
+    const server = createServer(web);
+    const url = await listen(server);
+    try {
+      for (const n of [1, 2]) {
+        const d = delivery(`trg_parsed_${n}`);
+        const told = await post(`${url}/told`, d.headers, d.body);
+        expect(told.status).toBe(500);
+        expect(told.body).toContain('parsed before wxhooks could verify it');
+        const logged = await post(`${url}/logged`, d.headers, d.body);
+        expect(logged.status).toBe(500);
+      }
+      expect(a.setup).toHaveLength(2);
+      expect(a.setup[0]).toBeInstanceOf(WebhookSetupError);
+      expect(a.setup[0]).toMatchObject({ kind: 'body_parsed', hint: expect.stringContaining('before any JSON body parser') });
+      expect(a.errors).toEqual([]);
+      expect(warned).toHaveLength(1);
+      expect(warned[0]).toContain('already parsed');
+      expect(warned[0]).toContain('express.raw()');
+    } finally {
+      await close(server);
+    }
+  });
+
+  it('a handler still running after handlerTimeoutMs: 500 handler_timed_out, onError told (WebhookTimeoutError), its claim let go so the retry runs it; the claim was extended meanwhile', async () => {
+    // the store's clock moves with the timers: a claim not extended would run out at 30 s
+    const start = Date.now();
+    let now = start;
+    const timers = manualTimers((ms) => (now = start + ms));
+    const store = new MemoryStore({ leaseMs: 30_000, now: () => now });
+    const webhooks = new Webhooks({ secret: SECRET, store, handlerTimeoutMs: 100_000, timers });
+    const errors: unknown[] = [];
+    webhooks.onError((e) => void errors.push(e));
+    let runs = 0;
+    let began = false;
+    webhooks.on('forecast_hour.available', () => ((runs++, (began = true)), new Promise(() => undefined)));
+    const d = delivery('trg_hung');
+    const first = webhooks.verifyAndReceive(d);
+    await expect.poll(() => began).toBe(true);
+    await timers.advance(99_999);
+    // past its 30 s lease, still held: extended every 10 s
+    expect((await webhooks.verifyAndReceive(d)).outcome).toBe('in_progress');
+    await timers.advance(1);
+    const receipt = await first;
+    expect(receipt).toMatchObject({ status: 500, outcome: 'handler_timed_out', error: expect.any(WebhookTimeoutError) });
+    expect(JSON.parse(receipt.body)).toEqual({ error: 'a handler took longer than 100 s; the delivery will be retried' });
+    expect(errors).toEqual([expect.any(WebhookTimeoutError)]);
+    expect((errors[0] as WebhookTimeoutError).message).toContain('took longer than 100 s');
+    began = false;
+    const retry = webhooks.verifyAndReceive(d);
+    await expect.poll(() => began).toBe(true);
+    expect(runs).toBe(2);
+    await timers.advance(100_000);
+    expect((await retry).outcome).toBe('handler_timed_out');
+  });
+
+  it('with no onError, a handler that throws is said on the log (every time: each is a delivery that failed)', async () => {
+    const warned: string[] = [];
+    const webhooks = new Webhooks({ secret: SECRET, log: { warn: (m: string) => void warned.push(m) } });
+    webhooks.on('forecast_hour.available', () => {
+      throw new Error('no table "forecasts"');
+    });
+    expect((await webhooks.verifyAndReceive(delivery('trg_logged_throw'))).status).toBe(500);
+    expect(warned).toEqual([expect.stringContaining('no table "forecasts"')]);
+  });
+
+  it('two Webhook-Signature headers, the valid one first: accepted, as listen accepts them (#32.15)', async () => {
+    const a = app();
+    const server = createServer(createNodeMiddleware(a.webhooks, { path: '/hooks' }));
+    const url = await listen(server);
+    try {
+      const d = delivery('trg_two_signatures');
+      const h = d.headers as Record<string, string>;
+      const wrong = `v1,${Buffer.alloc(32, 1).toString('base64')}`;
+      for (const [first, second] of [[h['Webhook-Signature']!, wrong], [wrong, h['Webhook-Signature']!]]) {
+        const port = Number(new URL(url).port);
+        const head =
+          `POST /hooks HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(d.body)}\r\n` +
+          `trigger-id: ${h['Trigger-Id']}\r\nwebhook-timestamp: ${h['Webhook-Timestamp']}\r\nwebhook-signature: ${first}\r\nwebhook-signature: ${second}\r\nconnection: close\r\n\r\n`;
+        expect(await rawRequest(port, head + d.body)).toMatch(/^HTTP\/1\.1 200/);
+      }
+      expect(a.seen).toEqual(['trg_two_signatures +6h']);
+    } finally {
+      await close(server);
+    }
   });
 });

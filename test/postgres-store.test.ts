@@ -4,6 +4,7 @@ import { freePort, startPostgres, type Postgres } from '../scripts/harness.js';
 import { ExitCode, UnreachableError, UsageError, WxError } from '../src/errors.js';
 import { MIGRATIONS, PgStore, SCHEMA_VERSION, type PgStoreOptions } from '../src/store/postgres.js';
 import { HISTORY_DEFAULTS } from '../src/store/history-limits.js';
+import type { StoreNotice } from '../src/delivery/store.js';
 
 // The PostgreSQL store against a real server (the machine's own binaries; .ci/run installs them when missing).
 
@@ -163,6 +164,91 @@ describe('PgStore: claims', () => {
   });
 });
 
+describe('PgStore: leases (#32.8)', () => {
+  /** Moves a claim's lease in the database, whose now() is the leases' clock (no test waits on it). */
+  const leaseEndsIn = (schema: string, trigger: string, interval: string) => admin.query(`UPDATE "${schema}".pairs SET lease_until = now() + $2::interval WHERE trigger_id = $1`, [trigger, interval]);
+  const leaseLeft = async (schema: string, trigger: string) =>
+    (await admin.query<{ s: number }>(`SELECT extract(epoch FROM lease_until - now())::float AS s FROM "${schema}".pairs WHERE trigger_id = $1`, [trigger])).rows[0]!.s;
+
+  it('extend renews our claim for another lease: held, by us and by another instance, past the lease it was claimed with', async () => {
+    const schema = `t${++schemas}_${process.pid}`;
+    const a = await PgStore.open({ url: server.url, schema, ttlMs: 3600_000, leaseMs: 60_000 });
+    const b = await PgStore.open({ url: server.url, schema, ttlMs: 3600_000, leaseMs: 60_000 });
+    try {
+      expect(a.leaseMs).toBe(60_000);
+      expect(await a.claim('t', 's')).toBe('won');
+      await leaseEndsIn(schema, 't', '1 second'); // its lease nearly over: a slow handler
+      expect(await a.extend('t', 's')).toBe(true);
+      expect(await leaseLeft(schema, 't')).toBeGreaterThan(50);
+      await leaseEndsIn(schema, 't', '-1 second'); // late to extend (its event loop was held), but no one took it
+      expect(await a.extend('t', 's')).toBe(true);
+      // a claim this instance holds with a live lease is held: the retry that comes here is not run beside it
+      expect(await a.claim('t', 's')).toBe('held');
+      expect(await b.claim('t', 's')).toBe('held');
+      await a.complete('t', 's');
+      expect(await b.claim('t', 's')).toBe('done');
+      expect(await a.extend('t', 's')).toBe(false); // done: nothing to extend
+    } finally {
+      await a.close();
+      await b.close();
+    }
+  });
+
+  it('a claim not extended is taken over once its lease has passed; extend of the claim taken over resolves false, and touches the new one not', async () => {
+    const schema = `t${++schemas}_${process.pid}`;
+    const hung = await PgStore.open({ url: server.url, schema, ttlMs: 3600_000, leaseMs: 60_000 });
+    const other = await PgStore.open({ url: server.url, schema, ttlMs: 3600_000, leaseMs: 60_000 });
+    try {
+      expect(await hung.claim('t', 's')).toBe('won');
+      await leaseEndsIn(schema, 't', '-1 second');
+      expect(await other.claim('t', 's')).toBe('won');
+      await leaseEndsIn(schema, 't', '10 seconds');
+      expect(await hung.extend('t', 's')).toBe(false);
+      expect(await leaseLeft(schema, 't')).toBeLessThan(11);
+      expect(await other.extend('t', 's')).toBe(true);
+      expect(await leaseLeft(schema, 't')).toBeGreaterThan(50);
+      await hung.release('t', 's');
+      expect(await pairs(schema)).toEqual([{ trigger_id: 't', subscription_id: 's', state: 'claimed' }]);
+    } finally {
+      await hung.close();
+      await other.close();
+    }
+  });
+
+  it('our own lapsed claim taken over by our next delivery: the late one letting go does not free the pair under the other', async () => {
+    const schema = `t${++schemas}_${process.pid}`;
+    const s = await PgStore.open({ url: server.url, schema, ttlMs: 3600_000, leaseMs: 60_000 });
+    const other = await PgStore.open({ url: server.url, schema, ttlMs: 3600_000, leaseMs: 60_000 });
+    try {
+      expect(await s.claim('t', 's')).toBe('won');
+      await leaseEndsIn(schema, 't', '-1 second');
+      expect(await s.claim('t', 's')).toBe('won');
+      await s.release('t', 's'); // the first, late, fails and lets go
+      expect(await other.claim('t', 's')).toBe('held');
+      expect(await s.extend('t', 's')).toBe(true); // the second still holds it, and extends it
+      await s.release('t', 's');
+      expect(await other.claim('t', 's')).toBe('won');
+    } finally {
+      await s.close();
+      await other.close();
+    }
+  });
+
+  it("a turn's extensions go in one statement: 300 claims extended at once, each answered for itself", async () => {
+    const schema = `t${++schemas}_${process.pid}`;
+    const s = await PgStore.open({ url: server.url, schema, ttlMs: 3600_000, leaseMs: 60_000 });
+    try {
+      const triggers = Array.from({ length: 300 }, (_, i) => `trg_${i}`);
+      await Promise.all(triggers.map((t) => s.claim(t, 's')));
+      await Promise.all(triggers.slice(0, 100).map((t) => s.release(t, 's')));
+      const extended = await Promise.all([...triggers.map((t) => s.extend(t, 's')), s.extend('trg_0', 's')]);
+      expect(extended).toEqual([...triggers.map((_, i) => i >= 100), false]);
+    } finally {
+      await s.close();
+    }
+  });
+});
+
 describe('PgStore: schema', () => {
   it('created on first use at the current version, by one of several instances starting at once', async () => {
     const schema = `t${++schemas}_${process.pid}`;
@@ -229,21 +315,31 @@ describe('PgStore: faults', () => {
     expect((err as Error).message).not.toContain('sekrit-pw');
   });
 
-  it('the database away: claims reject; a processed pair whose completion failed is kept claimed, and committed once it is back', async () => {
+  it('the database away: claims reject; a processed pair whose completion failed is kept claimed, and committed once it is back (at its retry, or in the background, said in one notice)', async () => {
     const schema = `t${++schemas}_${process.pid}`;
     const states: string[] = [];
-    const s = await PgStore.open({ url: server.url, schema, ttlMs: 3600_000, leaseMs: 60_000, onConnection: (state) => states.push(state) });
+    const notices: StoreNotice[] = [];
+    const s = await PgStore.open({ url: server.url, schema, ttlMs: 3600_000, leaseMs: 60_000, settleMs: 0, onConnection: (state) => states.push(state), onNotice: (n) => notices.push(n) });
     try {
       expect(await s.claim('before', 's')).toBe('won');
+      expect(await s.claim('quiet', 's')).toBe('won');
       await server.stop();
       await expect(s.complete('before', 's')).rejects.toThrow(/PostgreSQL store .* failed/);
+      await expect(s.complete('quiet', 's')).rejects.toThrow(/PostgreSQL store .* failed/);
       await expect(s.claim('during', 's')).rejects.toThrow(/PostgreSQL store .* failed/);
+      // its retry while the database is still away: 503, never processed again
+      const retry = await s.claim('before', 's').catch((e: unknown) => e);
+      expect(retry).toMatchObject({ processed: true, message: expect.stringMatching(/^Already processed, and its pair still cannot be stored/) });
       expect(states).toEqual(['lost']);
       await server.start();
       // the service's retry of the processed delivery, here: a duplicate, committed now (stored later)
       expect(await s.claim('before', 's')).toBe('stored_now');
       expect(states).toEqual(['lost', 'restored']);
       expect(await s.claim('during', 's')).toBe('won');
+      // the other, whose retry has not come, is committed by the store itself (what its timer does every second), and said once
+      await s.settle();
+      expect(notices).toEqual([{ kind: 'stored_later', pairs: 1 }]);
+      expect(await s.claim('quiet', 's')).toBe('done');
     } finally {
       await s.close();
     }
@@ -253,6 +349,7 @@ describe('PgStore: faults', () => {
       expect((await fresh.query(`SELECT trigger_id, state FROM "${schema}".pairs ORDER BY trigger_id`)).rows).toEqual([
         { trigger_id: 'before', state: 'done' },
         { trigger_id: 'during', state: 'claimed' },
+        { trigger_id: 'quiet', state: 'done' },
       ]);
     } finally {
       await fresh.end();

@@ -127,16 +127,17 @@ describe('a full disk', () => {
     }
   });
 
-  it('a full disk that stays full: listen stops with exit 10 once the pairs have not been writable for the give-up time, having said so', async () => {
+  it('a full disk that stays full: listen stops with exit 10 once the pairs have not been writable for the give-up time, having said so; started on it, listen cannot take its file (exit 2)', async () => {
     const disk = smallDisk(64);
     disks.push(disk);
-    disk.fill();
     const clock = manualClock(Date.now());
     const port = await freePort();
-    const run = runInProcess(['listen', '--port', String(port), '--json', '--secret-env', 'S'], { env: { S: TEST_SECRET, WXHOOKS_CONFIG_DIR: disk.dir, WXHOOKS_STORE_GIVE_UP_MS: '60000' }, clock });
+    const env = { S: TEST_SECRET, WXHOOKS_CONFIG_DIR: disk.dir };
+    const run = runInProcess(['listen', '--port', String(port), '--json', '--secret-env', 'S'], { env, clock });
     const agent = new Agent({ keepAlive: true });
     try {
       await waitUntilListening(port);
+      disk.fill();
       const ts = () => Math.floor(clock.now() / 1000);
       expect(await deliver(`http://127.0.0.1:${port}/`, agent, 'trg_full_1', ts())).toBe(503);
       clock.advance(61_000);
@@ -148,6 +149,11 @@ describe('a full disk', () => {
     } finally {
       agent.destroy();
     }
+    // started on a disk with no room at all: it cannot record itself as the file's owner
+    disk.fill();
+    const again = await runInProcess(['listen', '--port', '0', '--json', '--secret-env', 'S'], { env, clock });
+    expect(again.code).toBe(2);
+    expect(again.stderr).toContain(`Cannot lock the processed-pairs file ${join(disk.dir, 'processed-pairs.ndjson')}: the disk is full (ENOSPC).`);
   });
 });
 

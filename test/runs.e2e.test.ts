@@ -1,7 +1,8 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { compressHours, parseRunName, RunTracker } from '../src/receiver/runs.js';
+import { compressHours, parseRunName, RunTracker } from '../src/delivery/runs.js';
+import { saveDelivery, toSaved } from '../src/receiver/saved.js';
 import { freePort } from '../scripts/harness.js';
 import { runCli, runInTerminal, tempDir } from './helpers/cli.js';
 import { manualClock } from './helpers/clock.js';
@@ -41,6 +42,31 @@ describe('the run tracker', () => {
     expect(parseRunName('wm-6')).toEqual({ model: 'wm-6' });
     expect(parseRunName('wm-6@2026-11-22T00:00Z')).toEqual({ model: 'wm-6', init: '2026-11-22T00:00Z' });
     expect(parseRunName('@2026-11-22T00:00Z')).toEqual({ model: undefined, init: '2026-11-22T00:00Z' });
+  });
+});
+
+describe('a ping is no part of a model run (#33)', () => {
+  it('`runs --dir` leaves test deliveries out, as the history and the SQL do, and says how many', async () => {
+    const dir = join(tempDir(), 'saved');
+    const save = (trigger: string, test: boolean, hour: number) => {
+      const body = Buffer.from(JSON.stringify({ type: 'forecast_hour.available', webhook_id: '1', subscription_id: '1', trigger_id: trigger, test, data: { model: test ? 'wm-ping' : 'wm-6', initialization_time: '2026-11-22T00:00:00Z', forecast_hour: hour } }));
+      return saveDelivery(dir, toSaved('2026-11-22T01:00:00.000Z', 'POST', '/', { 'trigger-id': trigger }, body, 'standard'), trigger);
+    };
+    await save('trg_ping', true, 0);
+    await save('trg_real', false, 6);
+    const r = await runCli(['runs', '--dir', dir, '--json']);
+    expect(r.code).toBe(0);
+    expect(JSON.parse(r.stdout)).toEqual({ runs: [{ model: 'wm-6', initialization_time: '2026-11-22T00:00:00Z', hours: [6], init_event: false }], deliveries: 2, tests: 1 });
+    const text = await runCli(['runs', '--dir', dir]);
+    expect(text.stdout).not.toContain('wm-ping');
+    expect(text.stderr).toContain('1 test delivery (a ping) is left out of the runs.');
+  });
+
+  it('the tracker leaves a test delivery out, whatever else it says', () => {
+    const t = new RunTracker({ expect: [0], needInit: false });
+    expect(t.add({ type: 'forecast_hour.available', model: 'wm-6', initialization_time: '2026-11-22T00:00:00Z', forecast_hour: 0, test: true })).toBeUndefined();
+    expect(t.runs()).toEqual([]);
+    expect(t.add({ type: 'forecast_hour.available', model: 'wm-6', initialization_time: '2026-11-22T00:00:00Z', forecast_hour: 0 })?.counted).toBe(true);
   });
 });
 
@@ -149,11 +175,11 @@ describe('end to end with the emulator', () => {
     await trigger(['--hours', '0-24/6', '--skip-hours', '12']);
     await runCli(['trigger', 'run', '--model', 'wm-9', '--init-time', INIT, '--hours', '0'], { env });
     await proc.exited;
-    const r = await runCli(['runs', '--dir', saveDir, '--expect-hours', '0-24/6', '--json']);
+    const r = await runCli(['runs', '--dir', saveDir, '--expect-hours', '0-24/6', '--json'], { env }); // the store folder of the listen that saved them: its mark
     expect(r.code).toBe(0);
     const runs = (JSON.parse(r.stdout) as { runs: Record<string, unknown>[] }).runs;
     expect(runs).toContainEqual({ model: 'wm-6', initialization_time: INIT, hours: [0, 6, 18, 24], init_event: true, missing: [12], complete: false });
-    const text = await runCli(['runs', '--dir', saveDir, '--expect-hours', '0-24/6']);
+    const text = await runCli(['runs', '--dir', saveDir, '--expect-hours', '0-24/6'], { env });
     expect(text.stdout.split('\n')[0]).toMatch(/^MODEL\tINITIALISED\tHOURS\tMISSING\tINIT EVENT$/);
     expect(text.stdout).toContain(`wm-6\t${INIT}\t+0h, +6h, +18h, +24h\t+12h\tyes`);
   });

@@ -9,7 +9,7 @@ import { tempDir } from './helpers/cli.js';
 import { post } from './helpers/http.js';
 
 // The handler library in each runtime, for real: the README's examples (examples/), unchanged, run by
-// Node (Express), Deno (Deno.serve), Bun (Bun.serve), Hono on Deno and on Bun, and workerd (a Worker),
+// Node (Express, Fastify), Deno (Deno.serve), Bun (Bun.serve), Hono on Deno and on Bun, and workerd (a Worker),
 // each on 127.0.0.1, sent deliveries signed by signDelivery. A runtime that is missing fails the test:
 // the deno, bun and workerd npm packages (devDependencies) bring them.
 
@@ -31,6 +31,7 @@ interface Runtime {
 const example = (file: string) => join(ROOT, 'examples', file);
 const runtimes: Runtime[] = [
   { name: 'Node, Express 5 (examples/express.js)', start: () => ({ command: process.execPath, args: [example('express.js')], cwd: ROOT }) },
+  { name: 'Node, Fastify 5 (examples/fastify.js)', start: () => ({ command: process.execPath, args: [example('fastify.js')], cwd: ROOT }) },
   { name: 'Deno, Deno.serve (examples/deno.js)', start: () => ({ command: bin('deno'), args: ['run', '--allow-env', '--allow-net=127.0.0.1', '--allow-read', example('deno.js')], cwd: ROOT }) },
   { name: 'Bun, Bun.serve (examples/bun.js)', start: () => ({ command: bin('bun'), args: ['run', example('bun.js')], cwd: ROOT }) },
   { name: 'Hono on Deno (examples/hono.js)', start: (port) => ({ command: bin('deno'), args: ['serve', '--host', '127.0.0.1', '--port', String(port), '--allow-env', '--allow-net=127.0.0.1', '--allow-read', example('hono.js')], cwd: ROOT }) },
@@ -154,5 +155,5 @@ describe.each(runtimes)('$name', (rt) => {
 
 it("the README's handler examples are these files, word for word", () => {
   const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
-  for (const file of ['express.js', 'hono.js', 'worker.js']) expect(readme).toContain(readFileSync(example(file), 'utf8').trim());
+  for (const file of ['express.js', 'fastify.js', 'hono.js', 'worker.js']) expect(readme).toContain(readFileSync(example(file), 'utf8').trim());
 });

@@ -63,7 +63,7 @@ describe('the Node entry and the web entry verify alike', () => {
   it.each(vectors)('$name', async (v) => {
     const secret = v.secrets ?? [SECRET];
     const node: VerifyResult = verifyDelivery({ secret, headers: v.headers, body: v.body, now: NOW, scheme: v.scheme });
-    const session = new Verifier({ secret, scheme: v.scheme, pin: false }).verify(v.headers, Buffer.from(v.body), NOW);
+    const session = new Verifier({ secret, scheme: v.scheme, pin: false, diagnosePerMinute: Infinity }).verify(v.headers, Buffer.from(v.body), NOW);
     const web = await new WebVerifier({ secret, scheme: v.scheme, diagnosePerMinute: Infinity }).verify(new Headers(v.headers), typeof v.body === 'string' ? v.body : new Uint8Array(v.body), NOW);
     expect(web).toEqual(node);
     expect(session).toEqual(node);
@@ -100,6 +100,17 @@ describe('the Node entry and the web entry verify alike', () => {
     expect(results[5]).toMatchObject({ ok: false, reason: 'no_match', diagnosisSkipped: true });
     // a minute later, the budget is back
     expect(await web.verify(headers, BODY, NOW + 60_000)).not.toHaveProperty('diagnosisSkipped');
+  });
+
+  it('the exported Verifier rations it by default too (#33): an unrationed one gives anonymous senders several verifications for one', () => {
+    const session = new Verifier({ secret: SECRET });
+    const headers = lower(sign(BODY, 'standard', OLD));
+    const results = Array.from({ length: 6 }, () => session.verify(headers, Buffer.from(BODY), NOW));
+    expect(results.slice(0, 5).every((r) => !r.ok && !r.diagnosisSkipped)).toBe(true);
+    expect(results[5]).toMatchObject({ ok: false, reason: 'no_match', diagnosisSkipped: true });
+    // told otherwise, every look is taken
+    const generous = new Verifier({ secret: SECRET, diagnosePerMinute: Infinity });
+    expect(Array.from({ length: 6 }, () => generous.verify(headers, Buffer.from(BODY), NOW)).some((r) => !r.ok && r.diagnosisSkipped)).toBe(false);
   });
 
   it("the neutral encodings agree with Node's Buffer, byte for byte", () => {

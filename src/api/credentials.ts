@@ -31,7 +31,7 @@ const HOW_TO_SET =
 
 const CLIENT_ID = /^[a-z0-9_]+$/;
 const UUID_V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/i;
-const BASE64 = /^[A-Za-z0-9+/]+={0,2}$/;
+const BASE64 = /^[A-Za-z0-9+/]+$/;
 
 /** Whether a client id has one of the two forms the service issues: lowercase letters, digits and `_`, or a UUID v4. */
 export function isClientId(text: string): boolean {
@@ -41,12 +41,32 @@ export function isClientId(text: string): boolean {
 /** How long a legacy key is: 32 characters, or 35 (which may begin with `wb_` without being a current key). */
 const LEGACY_LENGTHS = [32, 35];
 
-/** `client_id:secret` in a `wb_` key, or undefined when what follows `wb_` is not base64 of that. */
-function decodeCurrent(key: string): { clientId: string; secret: string } | undefined {
+const UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+
+/**
+ * `client_id:secret` in a `wb_` key, or undefined when what follows `wb_` is not exactly that: strict
+ * base64 (padding optional, but then right; no stray bits: it must encode back to itself), valid UTF-8,
+ * and a client id of the documented form before the first colon, a secret after it. The one decoder of
+ * the CLI and the emulator. (Decoded leniently, as Buffer.from does, about 1 in 9 legacy keys of `wb_` +
+ * 32 hexadecimal characters read as a current key with a garbled client id: #32.13.)
+ */
+export function decodeCurrentKey(key: string): { clientId: string; secret: string } | undefined {
+  if (!key.startsWith('wb_')) return undefined;
   const encoded = key.slice(3);
-  const decoded = BASE64.test(encoded) ? Buffer.from(encoded, 'base64').toString('utf8') : '';
+  const bare = encoded.replace(/={1,2}$/, '');
+  if (!BASE64.test(bare) || bare.length % 4 === 1 || (bare !== encoded && encoded.length % 4 !== 0)) return undefined;
+  const bytes = Buffer.from(bare, 'base64');
+  if (bytes.toString('base64').replace(/=+$/, '') !== bare) return undefined;
+  let decoded: string;
+  try {
+    decoded = UTF8.decode(bytes);
+  } catch {
+    return undefined;
+  }
   const colon = decoded.indexOf(':');
-  return colon <= 0 || colon === decoded.length - 1 ? undefined : { clientId: decoded.slice(0, colon), secret: decoded.slice(colon + 1) };
+  if (colon <= 0 || colon === decoded.length - 1) return undefined;
+  const clientId = decoded.slice(0, colon);
+  return isClientId(clientId) ? { clientId, secret: decoded.slice(colon + 1) } : undefined;
 }
 
 /**
@@ -57,7 +77,7 @@ function decodeCurrent(key: string): { clientId: string; secret: string } | unde
  */
 export function currentKeyParts(key: string, variable: string, clientId?: string): { clientId: string; secret: string } | undefined {
   if (!key.startsWith('wb_')) return undefined;
-  const parts = decodeCurrent(key);
+  const parts = decodeCurrentKey(key);
   if (parts) return parts;
   if (clientId !== undefined && LEGACY_LENGTHS.includes(key.length)) return undefined;
   throw new UsageError(`${variable} starts with wb_ but is not a current key: what follows wb_ must be base64 of "client_id:secret".`, {

@@ -24,14 +24,14 @@ Examples:
   config.command('path').description('where the settings and secrets live').action(act(runConfigPath));
 }
 
-/** The settings file, through conf: loaded only here, since every other command reads the one setting it needs directly. */
+/** The settings, read and written: loaded only here, since every other command reads the one setting it needs directly. */
 async function settings(ctx: Context) {
   const { Settings } = await import('../store/settings.js');
   return Settings.open(ctx.env);
 }
 
 export async function runConfigGet(ctx: Context, key: string): Promise<void> {
-  const value = (await settings(ctx)).get(key);
+  const value = await (await settings(ctx)).get(key);
   if (value === undefined && !ctx.global.json) {
     line(ctx.stderr, `${key} is not set.`);
     return;
@@ -40,19 +40,19 @@ export async function runConfigGet(ctx: Context, key: string): Promise<void> {
 }
 
 export async function runConfigSet(ctx: Context, key: string, value: string): Promise<void> {
-  const stored = (await settings(ctx)).set(key, value);
+  const stored = await (await settings(ctx)).set(key, value);
   emit(ctx, { [key]: stored }, () => `${key} = ${stored}`);
 }
 
 export async function runConfigUnset(ctx: Context, key: string): Promise<void> {
-  (await settings(ctx)).unset(key);
+  await (await settings(ctx)).unset(key);
   emit(ctx, { [key]: null }, () => `${key} unset`);
 }
 
 export async function runConfigList(ctx: Context): Promise<void> {
-  const all = (await settings(ctx)).all();
+  const all = await (await settings(ctx)).all();
   const text = Object.entries(all)
-    .map(([k, v]) => `${k} = ${v}`)
+    .map(([k, v]) => `${k} = ${typeof v === 'string' ? v : JSON.stringify(v)}`)
     .join('\n');
   emit(ctx, all, () => text || '(no settings stored)');
 }

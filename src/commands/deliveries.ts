@@ -1,11 +1,12 @@
 import type { Command } from 'commander';
 import { line, type Act, type Context } from '../context.js';
-import { DeliveryFailedError, UnreachableError } from '../errors.js';
+import { DeliveryFailedError, NotVerifiedError, UnreachableError } from '../errors.js';
 import { printable } from '../util/printable.js';
 import { emit, table } from '../output/render.js';
 import { styleFor } from '../output/style.js';
 import { replayDelivery } from '../receiver/replay.js';
-import { findStored, listStored, sourceOf, whereOf } from '../receiver/stored.js';
+import { skippedLines, unprovenError } from '../receiver/saved.js';
+import { findStored, listStored, sourceOf, unverifiedLine, whereOf } from '../receiver/stored.js';
 import { textOrBase64 } from '../util/bytes.js';
 import { url } from '../util/parse.js';
 import { valued } from './options.js';
@@ -17,16 +18,28 @@ interface SourceOptions {
   storeSchema?: string;
 }
 
+interface CheckOptions {
+  webhook?: string;
+  secretEnv?: string;
+}
+
+/** The secrets `--webhook` or `--secret-env` give to check the signatures of saved files without the mark; none if neither is given. */
+async function checkSecrets(ctx: Context, o: CheckOptions, command: string): Promise<string[]> {
+  if (o.webhook === undefined && o.secretEnv === undefined) return [];
+  return (await resolveSecrets(ctx, { ...o, command })).secrets;
+}
+
 export function register(cmd: Command, act: Act): void {
   const list = cmd
     .command('list')
     .description('the deliveries saved in a `listen --save-dir` folder, or kept in a shared store\'s history, oldest first')
     .option('--type <type>', 'only this type')
-    .option('--outcome <outcome>', 'only this outcome: "verified", "test" (a test ping), and from a store\'s history also what was refused ("duplicate", "unverified", ...)');
-  deliverySourceOptions(list)
+    .option('--outcome <outcome>', 'only this outcome: "verified", "test" (a test ping), "unverified" (a saved file that shows no verification), and from a store\'s history also what was refused ("duplicate", ...)')
+    .option('--sink <url>', 'or what a sink\'s stream holds (nats://host:4222/SUBJECT, redis://host:6379/STREAM): its newest 100 messages, what each consumer group has pending, the dead letters');
+  secretSourceOptions(deliverySourceOptions(list), 'with --dir, check saved files without the mark with')
     .addHelpText(
       'after',
-      '\nExamples:\n  $ wxhooks deliveries list --dir ./deliveries\n  $ wxhooks deliveries list --dir ./deliveries --type initialization_time.available --json\n  $ wxhooks deliveries list --store postgres://wxhooks@db.internal/wxhooks --outcome unverified',
+      '\nA folder\'s file is verified when it carries the mark of the listen that saved it with this store folder\n(WXHOOKS_CONFIG_DIR), or when its own signature verifies with the secret given (--webhook, --secret-env).\n\nExamples:\n  $ wxhooks deliveries list --dir ./deliveries\n  $ wxhooks deliveries list --dir ./deliveries --type initialization_time.available --json\n  $ wxhooks deliveries list --dir ./copied-from-the-server --webhook 7\n  $ wxhooks deliveries list --store postgres://wxhooks@db.internal/wxhooks --outcome unverified\n  $ wxhooks deliveries list --sink nats://broker.internal:4222/wxhooks.deliveries',
     )
     .action(act(runDeliveriesList));
   const show = cmd
@@ -42,16 +55,19 @@ export function register(cmd: Command, act: Act): void {
     .argument('<which>', 'a saved file, a history id (#12) from a store, or a Trigger-Id (or a unique start of one): its latest verified attempt')
     .addOption(valued('--to <url>', 'the receiver (your app)', url).makeOptionMandatory());
   secretSourceOptions(deliverySourceOptions(replay), 'sign with')
-    .addHelpText('after', '\nOnly what verified is replayed: a request that did not verify is never signed with the secret (exit 9).\nExit 0 when the receiver answers 2xx, 7 when it answers anything else, 6 when it cannot be reached.\n\nExamples:\n  $ wxhooks deliveries replay trg_00mwq3… --dir ./deliveries --to http://localhost:3000/hooks --webhook 7\n  $ wxhooks deliveries replay \'#12\' --store "$WXHOOKS_STORE_URL" --to http://localhost:3000/hooks --webhook 7')
+    .addHelpText('after', '\nOnly what verified is replayed: a request that did not verify is never signed with the secret (exit 9), nor a\nsaved file that shows no verification (the mark of this store\'s listen, or its own signature with the secret).\nExit 0 when the receiver answers 2xx, 7 when it answers anything else, 6 when it cannot be reached.\n\nExamples:\n  $ wxhooks deliveries replay trg_00mwq3… --dir ./deliveries --to http://localhost:3000/hooks --webhook 7\n  $ wxhooks deliveries replay \'#12\' --store "$WXHOOKS_STORE_URL" --to http://localhost:3000/hooks --webhook 7')
     .action(act(runDeliveriesReplay));
 }
 
-export async function runDeliveriesList(ctx: Context, o: SourceOptions & { type?: string; outcome?: string }): Promise<void> {
-  const source = sourceOf(o, ctx.env);
+export async function runDeliveriesList(ctx: Context, o: SourceOptions & CheckOptions & { type?: string; outcome?: string; sink?: string }): Promise<void> {
+  if (o.sink !== undefined) return (await import('./deliveries-sink.js')).runDeliveriesSink(ctx, o.sink, o);
+  const source = sourceOf(o, ctx.env, await checkSecrets(ctx, o, 'deliveries list'));
   const where = whereOf(source);
   const { entries: all, skipped } = await listStored(source);
   const entries = all.filter((e) => (o.type === undefined || e.type === o.type) && (o.outcome === undefined || e.outcome === o.outcome));
-  if (skipped) line(ctx.stderr, `warning: ${skipped} file(s) in ${where} are not saved deliveries; passed over.`);
+  for (const text of skippedLines(skipped, where)) line(ctx.stderr, text);
+  const unverified = unverifiedLine(all, source);
+  if (unverified) line(ctx.stderr, unverified);
   if (!ctx.global.json && !entries.length) {
     line(ctx.stderr, `No delivery${o.type || o.outcome ? ' matches' : ''} in ${where}.`);
     return;
@@ -79,12 +95,16 @@ export async function runDeliveriesShow(ctx: Context, which: string, o: SourceOp
 }
 
 export async function runDeliveriesReplay(ctx: Context, which: string, o: SourceOptions & { to: string; webhook?: string; secretEnv?: string }): Promise<void> {
-  const { found } = await findStored(sourceOf(o, ctx.env), which, { verifiedOnly: true });
   const { secrets } = await resolveSecrets(ctx, { webhook: o.webhook, secretEnv: o.secretEnv, command: 'deliveries replay' });
+  const { found } = await findStored(sourceOf(o, ctx.env, secrets), which, { verifiedOnly: true });
+  if (found.file && found.outcome === 'unverified') {
+    const { message, hint } = unprovenError(found.file, true);
+    throw new NotVerifiedError(message, { hint });
+  }
   const { Agent } = await import('undici');
   const agent = new Agent();
   try {
-    const result = await replayDelivery({ headers: found.headers, body: found.body, secret: secrets[0]!, to: o.to, timeoutMs: ctx.global.timeoutMs, dispatcher: agent });
+    const result = await replayDelivery({ headers: found.headers, body: found.body, secret: secrets[0]!, layout: found.layout, to: o.to, timeoutMs: ctx.global.timeoutMs, dispatcher: agent });
     if (result.error) throw new UnreachableError(`Could not replay to ${o.to}: ${result.error}.`, { hint: 'Is your receiver running on that address?' });
     const ok = result.ok;
     emit(ctx, { replayed: true, delivered: ok, ...(found.file ? { file: found.file } : { id: found.id }), ...result }, () => {

@@ -15,7 +15,7 @@ import { checkChain, EventLog } from '../receiver/check.js';
 import { startReceiver } from '../receiver/server.js';
 import { Verifier } from '../signing/verify.js';
 import { FilePairStore } from '../store/file-pairs.js';
-import { listenOnPort, type RunningListen } from '../store/listening.js';
+import { listenOnPort, type RunningListen } from '../store/running.js';
 import { configDir } from '../store/paths.js';
 import { BindError, isLoopback } from '../util/net.js';
 import { identifier, port, url } from '../util/parse.js';
@@ -85,9 +85,15 @@ async function isEmulator(service: Service): Promise<boolean> {
 }
 
 export async function runDoctor(ctx: Context, o: DoctorOptions): Promise<void> {
+  const { checks, webhooks } = await diagnose(ctx, o);
+  report(ctx, checks, webhooks, o);
+}
+
+/** The checks of the chain, link by link, without printing (`doctor`, and the MCP server's doctor tool); without --webhook, the webhooks too. */
+export async function diagnose(ctx: Context, o: DoctorOptions): Promise<{ checks: Check[]; webhooks?: Webhook[] }> {
   const checks: Check[] = [];
   let webhooks: Webhook[] | undefined;
-  const done = () => report(ctx, checks, webhooks, o);
+  const done = () => ({ checks, webhooks });
 
   // 1. credentials
   const { service, base, credentials } = await serviceFor(ctx);
@@ -170,7 +176,7 @@ async function deliveryChecks(ctx: Context, service: Service, hook: Webhook, sec
       port: listenPort,
       host: '127.0.0.1',
       path: target.pathname || '/',
-      verifier: new Verifier({ secret }),
+      verifier: new Verifier({ secret, diagnosePerMinute: Infinity }), // the service's pings only: each failure says why
       store,
       onEvent: (event) => log.push(event),
     });

@@ -2,6 +2,7 @@ import { dirname, join } from 'node:path';
 import { Option, type Command } from 'commander';
 import { EmulatorClient } from '../api/emulator-client.js';
 import { line, type Act, type Context } from '../context.js';
+import { DEFAULTS } from '../delivery/defaults.js';
 import { InterruptedError, UsageError } from '../errors.js';
 import { emulatorCredentials } from '../emulator/auth.js';
 import { attemptLine, attemptsTable } from '../output/attempts.js';
@@ -23,7 +24,7 @@ export function register(cmd: Command, act: Act): void {
     .option('--api-key <key>', 'the API key it accepts: a current wb_ key, or a legacy key (default: the wb_ key it made the first time, kept in the store folder)')
     .option('--new-key', 'make a new wb_ key (and keep it) instead of the one kept from before')
     .option('--client-id <id>', 'the client id it reports and accepts with Basic auth (default: emulator, or the one in a wb_ --api-key)')
-    .addOption(valued('--retry-delays <list>', 'delays before the (up to 3) retries of a failed delivery', durations, [[5_000, 30_000, 120_000], '5s,30s,2m']))
+    .addOption(valued('--retry-delays <list>', 'delays before the (up to 3) retries of a failed delivery', durations, [[...DEFAULTS.retryDelaysMs], DEFAULTS.retryDelaysMs.map(formatDuration).join(',')]))
     .addOption(valued('--attempt-timeout <duration>', 'a delivery with no answer by then has failed', timeLimit, [10_000, '10s']))
     .addOption(valued('--concurrency <n>', 'delivery attempts in flight at once, across every webhook', integer(1, 10_000), [64, '64']))
     .option('--data-file <file>', 'keep webhooks in this file (default: emulator-PORT.json in the store folder, so they survive a restart)')

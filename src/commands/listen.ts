@@ -16,19 +16,19 @@ import { History, PgHistory, type HistorySource } from '../receiver/history.js';
 import { startInspector, type RunningInspector } from '../receiver/inspector.js';
 import { verified, type ReceiverEvent } from '../receiver/event.js';
 import { replayCommands, replayFromHistory } from '../receiver/replay.js';
-import { readSavedDir, savedAsEvent, savedBody, type SavedDelivery } from '../receiver/saved.js';
-import { compressHours, parseRunName, RunTracker } from '../receiver/runs.js';
-import { RECEIVER_DEFAULTS, startReceiver, type RunningReceiver } from '../receiver/server.js';
+import { openSaveDir, readProvenBody, readSavedDir, saveKeyOf, savedAsEvent, savedBody } from '../receiver/saved.js';
+import { compressHours, parseRunName, RunTracker } from '../delivery/runs.js';
+import { startReceiver, type RunningReceiver } from '../receiver/server.js';
+import { BODY_READS, DEFAULTS } from '../delivery/defaults.js';
 import { DIAGNOSES_PER_MINUTE } from '../signing/rules.js';
 import { Verifier } from '../signing/verify.js';
 import { HISTORY_DEFAULTS, type HistoryLimits } from '../store/history-limits.js';
 import { openPairStore } from '../store/open.js';
 import type { PairStore } from '../store/pair-store.js';
-import { announceListen, listenOnPort } from '../store/listening.js';
+import { announceListen, listenOnPort, type Announced } from '../store/running.js';
 import { configDir } from '../store/paths.js';
 import { storeKind } from '../store/store-url.js';
 import { formatDuration } from '../util/duration.js';
-import { ensureWritableDir } from '../util/files.js';
 import type { LineBuffer } from '../util/line-buffer.js';
 import { BindError, isLoopback } from '../util/net.js';
 import { collect, duration, hostPort, hours, integer, isoTime, size, timeLimit, url } from '../util/parse.js';
@@ -36,7 +36,7 @@ import { printable } from '../util/printable.js';
 import { addSensitive } from '../util/redact.js';
 import { isKnownType, SUBSCRIPTION_TYPES, suggestion } from '../vocabulary.js';
 import { declare, type OptionsOf } from './option-types.js';
-import { portOption, schemeOption, toleranceOption, valued } from './options.js';
+import { msDefault, portOption, schemeOption, sizeDefault, toleranceOption, valued } from './options.js';
 import { baseUrlFor, resolveSecrets, secretSourceOptions, secretStoreFor, serviceFor, type SecretSource } from './shared.js';
 
 /**
@@ -64,15 +64,15 @@ function declareListen(cmd: Command) {
     .option('--check', 'once ready, ping each subscription through the service and say which link of the chain works')
     .optionsGroup('What it does with a verified delivery:')
     .addOption(valued('--forward-to <url>', 'POST each verified delivery (exact bytes and headers) to your app', url))
-    .addOption(valued('--forward-timeout <duration>', 'how long your app may take', timeLimit, [RECEIVER_DEFAULTS.forwardTimeoutMs, '30s']))
+    .addOption(valued('--forward-timeout <duration>', 'how long your app may take', timeLimit, msDefault(DEFAULTS.forwardTimeoutMs)))
     .option('--save-dir <dir>', 'write each verified delivery to a file that `verify` and `send` read back')
     .addOption(valued('--respond-status <code>', 'answer verified deliveries with this status (e.g. 500, to watch the retries)', integer(200, 599)))
     .optionsGroup('Processed once (the processed pairs):')
-    .addOption(valued('--dedupe-ttl <duration>', 'how long a processed (trigger, subscription) pair is remembered', duration, [24 * 3_600_000, '24h']))
+    .addOption(valued('--dedupe-ttl <duration>', 'how long a processed (trigger, subscription) pair is remembered', duration, msDefault(DEFAULTS.pairTtlMs)))
     .option('--fsync', 'sync each processed pair to the disk before answering (survives a power loss; slower)')
-    .option('--store <url>', 'where processed pairs (and the history) are kept: "file" (the store folder), or postgres://user:password@host/db shared by several receivers (else WXHOOKS_STORE_URL)')
-    .option('--store-schema <name>', 'with a postgres store: the schema its tables are in', 'wxhooks')
-    .addOption(valued('--claim-timeout <duration>', "with a postgres store: how long a claim holds before another instance takes it over (its holder died)", timeLimit, [60_000, '60s']))
+    .option('--store <url>', `where processed pairs (and the history) are kept: "file" (the store folder), or postgres://user:password@host/db shared by several receivers (else WXHOOKS_STORE_URL, else "${DEFAULTS.storeUrl}")`)
+    .option('--store-schema <name>', 'with a postgres store: the schema its tables are in', DEFAULTS.schema)
+    .addOption(valued('--claim-timeout <duration>', "with a postgres store: how long a claim holds before another instance takes it over (its holder died)", timeLimit, msDefault(DEFAULTS.claimLeaseMs)))
     .optionsGroup('When it stops (a CI gate):')
     .addOption(valued('--exit-after <n>', 'exit 0 after N verified new deliveries', integer(1)))
     .option('--until <type>', 'exit 0 at the first verified delivery of this type')
@@ -81,9 +81,9 @@ function declareListen(cmd: Command) {
     .option('--no-init-event', "with --until-run: the run is complete without its initialization_time.available")
     .addOption(valued('--within <duration>', 'with --until or --until-run: exit 9 if it has not come by then (and say what is missing)', duration))
     .optionsGroup('Limits (what any sender can make it hold):')
-    .addOption(valued('--max-body <size>', 'refuse bodies over this size with 413', size, [RECEIVER_DEFAULTS.maxBody, '25MiB']))
-    .addOption(valued('--max-inflight <size>', 'the body bytes all requests together may hold while they are read and processed (with --save-dir, each counts twice); past it, 503', size, [RECEIVER_DEFAULTS.maxInflight, '256MiB']))
-    .addOption(valued('--read-timeout <duration>', 'slow-client guard: headers must arrive within this, the whole request within 6 times it', timeLimit, [RECEIVER_DEFAULTS.readTimeoutMs, '10s']))
+    .addOption(valued('--max-body <size>', 'refuse bodies over this size with 413', size, sizeDefault(DEFAULTS.maxBodyBytes)))
+    .addOption(valued('--max-inflight <size>', 'the body bytes all requests together may hold while they are read and processed (with --save-dir, each counts twice); past it, 503', size, sizeDefault(DEFAULTS.maxInflightBytes)))
+    .addOption(valued('--read-timeout <duration>', `slow-client guard: headers must arrive within this, the whole request within ${BODY_READS} times it`, timeLimit, msDefault(DEFAULTS.readTimeoutMs)))
     .optionsGroup('The inspector page:')
     .addOption(valued('--inspect [host:port]', 'serve the inspector page: every delivery live, in detail, replayable (default 127.0.0.1:8789); listen prints its link, with the token it needs', hostPort).preset('127.0.0.1:8789'))
     .option('--inspect-allow-remote', 'let --inspect bind an address other machines can reach (the token is still needed)')
@@ -155,7 +155,7 @@ function checkOptions(ctx: Context, o: ListenOptions): void {
   if (o.inspect && !isLoopback(o.inspect.host) && !o.inspectAllowRemote) {
     throw new UsageError(`--inspect on ${o.inspect.host} would show every delivery, in full, to other machines.`, { hint: 'Add --inspect-allow-remote if that is what you want (the page still needs its token).' });
   }
-  const storeUrl = o.store ?? ctx.env.WXHOOKS_STORE_URL ?? 'file';
+  const storeUrl = o.store ?? ctx.env.WXHOOKS_STORE_URL ?? DEFAULTS.storeUrl;
   if (storeKind(storeUrl) === 'file' && o.inspect === undefined && (ctx.given('history') || ctx.given('historySize'))) {
     throw new UsageError('--history and --history-size are for what --inspect keeps, or a postgres --store keeps: give one of them.');
   }
@@ -226,7 +226,8 @@ interface Listening {
 export async function runListen(ctx: Context, o: ListenOptions): Promise<void> {
   checkOptions(ctx, o);
   const runs = runTarget(o);
-  if (o.saveDir !== undefined) await ensureWritableDir(o.saveDir, '--save-dir');
+  const saveWarning = o.saveDir === undefined ? undefined : await openSaveDir(o.saveDir, configDir(ctx.env)); // writable; its files marked as verified (#32.9)
+  if (saveWarning) line(ctx.stderr, `warning: ${saveWarning}`);
   const json = ctx.global.json;
   const style = styleFor(ctx, ctx.stdout);
   const styleErr = styleFor(ctx, ctx.stderr);
@@ -245,16 +246,16 @@ export async function runListen(ctx: Context, o: ListenOptions): Promise<void> {
   let receiver: RunningReceiver | undefined;
   let store: PairStore | undefined;
   let inspector: RunningInspector | undefined;
-  let unannounce: (() => Promise<void>) | undefined;
+  let announced: Announced | undefined;
   let secretWatch: { close(): void } | undefined;
   try {
     const limits: HistoryLimits = { ...HISTORY_DEFAULTS, rows: o.history, bytes: o.historySize };
     const opened = await openPairStore({
-      url: o.store ?? ctx.env.WXHOOKS_STORE_URL ?? 'file',
+      url: o.store ?? ctx.env.WXHOOKS_STORE_URL ?? DEFAULTS.storeUrl,
       dir: configDir(ctx.env),
+      webhook: temporary?.hook.id ?? o.webhook, temporary: temporary !== undefined, // a file of its own per webhook
       ttlMs: o.dedupeTtl,
       fsync: o.fsync,
-      giveUpMs: giveUpMs(ctx),
       schema: o.storeSchema,
       leaseMs: o.claimTimeout,
       history: ctx.given('history') || ctx.given('historySize') || o.inspect ? limits : undefined,
@@ -310,11 +311,13 @@ export async function runListen(ctx: Context, o: ListenOptions): Promise<void> {
         if (step.stop) finish(step.stop);
       },
     });
-    unannounce = await announceListen(configDir(ctx.env), {
+    announced = await announceListen(configDir(ctx.env), {
       pid: process.pid,
       host: o.host,
       port: receiver.port,
-      url: receiver.url,
+      receiver: receiver.url,
+      inspector: null,
+      forward_to: o.forwardTo ?? null,
       webhook_id: listening.temporary?.hook.id ?? o.webhook ?? null,
       base_url: listening.base ?? null,
       started: new Date(ctx.clock.now()).toISOString(),
@@ -324,6 +327,7 @@ export async function runListen(ctx: Context, o: ListenOptions): Promise<void> {
 
     if (history && o.inspect) {
       inspector = await startPage(ctx, o, history, receiver, listening, (event, id) => output.push(json ? JSON.stringify({ ...event, replay_of: id }) : formatEvent(event, style, view())));
+      await announced.update({ inspector: inspector.url.replace(/\?token=.*$/, '') }); // for `wxhooks mcp` to find, without its token
       say({ event: 'inspector', url: inspector.url }, `Inspector: ${styleErr.bold(inspector.url)}`);
       if (!isLoopback(o.inspect.host)) line(ctx.stderr, `warning: the inspector on ${o.inspect.host} can be reached from other machines: whoever has its link sees every delivery in full, and can replay it to your app.`);
     }
@@ -344,7 +348,7 @@ export async function runListen(ctx: Context, o: ListenOptions): Promise<void> {
     throw err instanceof BindError && err.reason === 'in_use' && receiver === undefined ? await portTaken(ctx, o, listening, err) : err;
   } finally {
     secretWatch?.close();
-    await unannounce?.();
+    await announced?.remove();
     // in this order: no new request, every request taken answered and its pair stored, then the store closed
     await inspector?.close();
     await receiver?.close();
@@ -363,26 +367,31 @@ export async function runListen(ctx: Context, o: ListenOptions): Promise<void> {
 async function startPage(ctx: Context, o: ListenOptions, history: HistorySource, receiver: RunningReceiver, l: Listening, reportReplay: (event: ReceiverEvent, id: number) => void): Promise<RunningInspector> {
   const { keptValue } = await import('../store/kept.js');
   const token = await keptValue(configDir(ctx.env), 'inspector-token.json', () => randomBytes(24).toString('base64url'));
+  if (token.warning) line(ctx.stderr, `warning: ${token.warning}`);
+  const saveKey = o.saveDir ? saveKeyOf(o.saveDir) : undefined; // the key openSaveDir took from the store folder
   if (o.saveDir && history instanceof History) {
-    const { deliveries } = await readSavedDir(o.saveDir);
-    for (const d of deliveries.slice(-history.limits.rows)) history.add(savedAsEvent(d), { headers: d.saved.headers, body: savedBody(d.saved), received: Date.parse(d.saved.received_at), ms: 0 });
+    // what was saved before: accepted if it shows it verified (the store's mark, or its signature), else listed as not verified
+    const { deliveries } = await readSavedDir(o.saveDir, saveKey);
+    for (const d of deliveries.slice(-history.limits.rows)) history.add(savedAsEvent(d, saveKey, l.secrets), { headers: d.saved.headers, body: savedBody(d.saved), received: Date.parse(d.saved.received_at), ms: 0 });
   }
   const secret = l.secrets[0]!;
   const bodyOf = async (id: number) => {
     const record = await history.get(id);
     const kept = await history.bodyOf(id);
     if (!record || !kept) return undefined;
-    return { record, body: !kept.whole && record.saved_to ? savedBody(JSON.parse(readFileSync(record.saved_to, 'utf8')) as SavedDelivery) : kept.body };
+    if (kept.whole || !record.saved_to) return { record, body: kept.body };
+    const whole = await readProvenBody(record.saved_to, saveKey, l.secrets);
+    return 'error' in whole ? { record, error: whole.error } : { record, body: whole.body };
   };
-  return startInspector({
+  const page = await startInspector({
     ...o.inspect!,
     hostNames: o.inspectHost,
     history,
     token: token.value,
-    about: { url: receiver.url, forward_to: o.forwardTo ?? null, keep: o.history, expect_hours: o.expectHours ?? null, webhook_id: l.temporary?.hook.id ?? o.webhook ?? null },
+    about: { url: receiver.url, forward_to: o.forwardTo ?? null, keep: o.history, expect_hours: o.expectHours ?? null, need_init: o.initEvent, webhook_id: l.temporary?.hook.id ?? o.webhook ?? null },
     replay: o.forwardTo
       ? async (id, edited) => {
-          const r = await replayFromHistory(history, id, { secret, to: o.forwardTo!, timeoutMs: o.forwardTimeout, clock: ctx.clock, edited });
+          const r = await replayFromHistory(history, id, { secret, to: o.forwardTo!, timeoutMs: o.forwardTimeout, clock: ctx.clock, edited, saveKey });
           if (!r.ok) return { status: r.status, body: { error: r.error } };
           reportReplay(r.event, id);
           return { status: 200, body: r.result };
@@ -392,9 +401,11 @@ async function startPage(ctx: Context, o: ListenOptions, history: HistorySource,
       const found = await bodyOf(id);
       if (!found) return { status: 404, body: { error: 'that delivery is no longer kept (see --history)' } };
       if (!verified(found.record)) return { status: 409, body: { error: 'only a verified delivery is signed again' } };
+      if (found.body === undefined) return { status: 409, body: { error: `only part of this body is kept, and ${found.error}` } };
       return { status: 200, body: replayCommands(found.record, found.body, secret, o.forwardTo ?? receiver.url, l.temporary ? undefined : o.webhook) };
     },
   });
+  return page;
 }
 
 /** The secret to verify with: the temporary webhook's (created now), or the one given; and the webhook, looked up when it can be. */
@@ -562,10 +573,4 @@ function notComplete(o: ListenOptions, runs: RunTracker | undefined): NotVerifie
   // some of the run came, so the chain works: sending the user to check the webhook (or doctor) would mislead
   const partial = `The rest of the run came, so deliveries reach listen: the service has not sent ${p.missing.length === 1 ? 'this hour' : 'these'} (yet). Wait longer with a larger --within${o.saveDir ? `; see what came with \`wxhooks runs --dir ${o.saveDir}\`` : ''}.`;
   return new NotVerifiedError(`Run ${p.model} ${p.initialization_time} is not complete after ${formatDuration(o.within!)} (${p.have.length}/${p.have.length + p.missing.length} hours): ${what}.`, { hint: partial });
-}
-
-/** How long the pairs file may stay unwritable before listen stops (60 s; WXHOOKS_STORE_GIVE_UP_MS for tests). */
-function giveUpMs(ctx: Context): number | undefined {
-  const v = ctx.env.WXHOOKS_STORE_GIVE_UP_MS;
-  return v && /^\d+$/.test(v) ? Number(v) : undefined;
 }

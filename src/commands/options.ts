@@ -1,6 +1,8 @@
 import { Argument, Option } from 'commander';
+import { DEFAULTS } from '../delivery/defaults.js';
 import { SCHEMES } from '../signing/layouts.js';
 import type { Scheme } from '../signing/layouts.js';
+import { formatDuration } from '../util/duration.js';
 import { collect, identifier, port, toleranceSeconds, type Parser } from '../util/parse.js';
 import type { TypedOption } from './option-types.js';
 
@@ -17,6 +19,18 @@ export function valued<T>(flags: string, description: string, parse: Parser<T>, 
   option.argParser((text: string) => parse(text, name));
   if (fallback) option.default(fallback[0], fallback[1]);
   return option;
+}
+
+/** A duration from the table of defaults (src/delivery/defaults.ts), and how help shows it. */
+export const msDefault = (ms: number): [number, string] => [ms, formatDuration(ms)];
+
+/** A size from the table of defaults, and how help shows it (`25MiB`). */
+export function sizeDefault(bytes: number): [number, string] {
+  const units = ['B', 'KiB', 'MiB', 'GiB'];
+  let n = bytes;
+  let unit = 0;
+  while (unit < units.length - 1 && n >= 1024 && n % 1024 === 0) (n /= 1024), unit++;
+  return [bytes, `${n}${units[unit]}`];
 }
 
 /** A repeatable option, each value through `parse` when given. */
@@ -36,7 +50,7 @@ export const portOption = (fallback: number, what = 'port to listen on (0 picks 
 export const schemeOption = (description: string) => new Option('--scheme <name>', description).choices(SCHEMES).default('auto') as TypedOption<'--scheme <name>', Scheme>;
 
 /** `--tolerance`: the same limits wherever a timestamp is checked. */
-export const toleranceOption = (description: string) => valued('--tolerance <seconds>', description, toleranceSeconds, [300, '300']);
+export const toleranceOption = (description: string) => valued('--tolerance <seconds>', description, toleranceSeconds, [DEFAULTS.toleranceSeconds, String(DEFAULTS.toleranceSeconds)]);
 
 /** An identifier argument (a webhook or subscription id), checked as it is read: safe in a URL path. */
 export const idArgument = (name: string, description: string) =>

@@ -1,38 +1,45 @@
 import { Option, type Command } from 'commander';
 import { type Act, type Context } from '../context.js';
-import { DeliveryFailedError, UnreachableError, UsageError } from '../errors.js';
+import { DeliveryFailedError, NotVerifiedError, UnreachableError, UsageError } from '../errors.js';
 import { printable } from '../util/printable.js';
 import { emit } from '../output/render.js';
 import { styleFor } from '../output/style.js';
-import { readCaptured } from '../receiver/saved.js';
+import { provenLayout, readCaptured, readSaveKey, unprovenError, type SavedDelivery } from '../receiver/saved.js';
 import { LAYOUT_NAMES, type LayoutName } from '../signing/layouts.js';
 import { buildPayload } from '../signing/payload.js';
-import { signDelivery } from '../signing/sign.js';
+import { newTriggerId, signDelivery, type SignedHeaders } from '../signing/sign.js';
+import { configDir } from '../store/paths.js';
 import { readInputFile } from '../util/files.js';
+import type { Clock } from '../util/clock.js';
 import { readStdinBytes } from '../util/input.js';
 import { networkReason, readStart } from '../util/net.js';
 import { unixSeconds, url } from '../util/parse.js';
-import { latestCycle, newTriggerId } from '../vocabulary.js';
+import { latestCycle } from '../vocabulary.js';
 import { valued } from './options.js';
 import { resolveSecrets, secretSourceOptions } from './shared.js';
+
+/** What a generated body is, and how it is signed, unless told otherwise (`send`, and the MCP server's send tool). */
+export const SEND_DEFAULTS = { type: 'forecast_hour.available', webhookId: '1', subscriptionId: '1', model: 'wm-6', layout: 'standard' } as const satisfies Record<string, string> & { layout: LayoutName };
 
 export function register(cmd: Command, act: Act): void {
   cmd
     .argument('[saved]', 'a delivery saved by `listen --save-dir`, re-signed now (same body and Trigger-Id)')
     .addOption(valued('--to <url>', 'the receiver', url).makeOptionMandatory());
   secretSourceOptions(cmd, 'sign with')
-    .option('--type <type>', 'the event type, for a generated body', 'forecast_hour.available')
+    .option('--type <type>', 'the event type, for a generated body', SEND_DEFAULTS.type)
     .option('--body <file>', 'send this file (- for stdin) as the body, byte for byte, instead of a generated one')
-    .addOption(new Option('--layout <name>', 'how to sign').choices(LAYOUT_NAMES).default('standard'))
+    .addOption(new Option('--layout <name>', 'how to sign').choices(LAYOUT_NAMES).default(SEND_DEFAULTS.layout))
     .option('--trigger-id <id>', 'the Trigger-Id (default: a new one; a saved delivery keeps its own)')
-    .option('--webhook-id <id>', 'webhook_id in a generated body', '1')
-    .option('--subscription-id <id>', 'subscription_id in a generated body', '1')
-    .option('--model <model>', 'data.model in a generated body', 'wm-6')
+    .option('--webhook-id <id>', 'webhook_id in a generated body', SEND_DEFAULTS.webhookId)
+    .option('--subscription-id <id>', 'subscription_id in a generated body', SEND_DEFAULTS.subscriptionId)
+    .option('--model <model>', 'data.model in a generated body', SEND_DEFAULTS.model)
     .addOption(valued('--timestamp <seconds>', 'sign with this Unix time instead of now (to test your stale-timestamp check)', unixSeconds))
     .addHelpText(
       'after',
       `
-Exit 0 when the receiver answers 2xx, 7 when it answers anything else, 6 when it cannot be reached.
+Exit 0 when the receiver answers 2xx, 7 when it answers anything else, 6 when it cannot be reached. A saved
+delivery is signed again only if it shows it verified (exit 9 otherwise): the mark of the listen that saved
+it with this store folder, or its own signature, checked with the secret given.
 
 Examples:
   $ wxhooks send --to http://localhost:3000/webhooks --secret-env WX_WEBHOOK_SECRET --type initialization_time.available
@@ -59,42 +66,27 @@ export interface SendOptions {
 export async function runSend(ctx: Context, saved: string | undefined, o: SendOptions): Promise<void> {
   let body: Buffer;
   let triggerId = o.triggerId;
+  let fromFile: SavedDelivery | undefined;
   if (saved !== undefined) {
     if (o.body !== undefined) throw new UsageError('Give a saved delivery or --body, not both.');
     const captured = await readCaptured(saved);
+    fromFile = captured.saved;
     body = captured.body;
     triggerId ??= captured.headers['trigger-id']; // both sources keep header names in lower case
   } else if (o.body !== undefined) {
     body = o.body === '-' ? await readStdinBytes(ctx.stdin) : await readInputFile(o.body, '--body');
   } else {
     triggerId ??= newTriggerId();
-    const data: Record<string, unknown> = { model: o.model, initialization_time: latestCycle() };
-    if (o.type === 'forecast_hour.available') data.forecast_hour = 0;
-    body = buildPayload({ type: o.type, webhookId: o.webhookId, subscriptionId: o.subscriptionId, triggerId, data });
+    body = generatedBody({ ...o, triggerId });
   }
   triggerId ??= newTriggerId();
   const { secrets } = await resolveSecrets(ctx, { webhook: o.webhook, secretEnv: o.secretEnv, command: 'send' });
-  const headers = signDelivery({ secret: secrets[0]!, body, triggerId, layout: o.layout, timestamp: o.timestamp });
-
-  const { request } = await import('undici');
-  const started = ctx.clock.monotonic();
-  let status: number;
-  let text: string;
-  try {
-    const res = await request(o.to, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', 'user-agent': 'wxhooks-send', ...headers },
-      body,
-      signal: AbortSignal.timeout(ctx.global.timeoutMs),
-    });
-    status = res.statusCode;
-    // The status decides; of the answer, only its start is read (a receiver may answer without end).
-    text = (await readStart(res.body)).replace(/\s+/g, ' ').trim().slice(0, 300);
-  } catch (err) {
-    throw new UnreachableError(`Could not deliver to ${o.to}: ${networkReason(err, ctx.global.timeoutMs)}.`, { hint: 'Is your receiver running on that address?' });
+  // a saved delivery is signed again only if it shows it verified (a body of your own goes with --body)
+  if (fromFile && provenLayout(fromFile, await readSaveKey(configDir(ctx.env)), secrets) === undefined) {
+    const { message, hint } = unprovenError(saved!, true);
+    throw new NotVerifiedError(message, { hint: `${hint} To sign a body of your own, give it with --body FILE.` });
   }
-  const ms = Math.round(ctx.clock.monotonic() - started);
-  const ok = status >= 200 && status < 300;
+  const { ok, status, text, ms, headers } = await postSigned({ to: o.to, body, triggerId, secret: secrets[0]!, layout: o.layout, timestamp: o.timestamp, timeoutMs: ctx.global.timeoutMs, clock: ctx.clock });
   // a failure is said once, on stderr, as every error is (with --json the document says it too, on stdout)
   if (!ok && !ctx.global.json) {
     throw new DeliveryFailedError(`${o.to} answered ${status} in ${ms} ms${text ? `: ${printable(text.slice(0, 200))}` : ''}.`, {
@@ -111,4 +103,50 @@ export async function runSend(ctx: Context, saved: string | undefined, o: SendOp
     );
   });
   if (!ok) throw new DeliveryFailedError(`The receiver answered ${status}${text ? `: ${text.slice(0, 120)}` : ''}.`, { status, serviceMessage: text || undefined });
+}
+
+/** The body `send` makes when none is given: a delivery of `type` as the service would send it, for the latest model cycle. */
+export function generatedBody(o: { type: string; webhookId: string; subscriptionId: string; model: string; triggerId: string }): Buffer {
+  const data: Record<string, unknown> = { model: o.model, initialization_time: latestCycle() };
+  if (o.type === 'forecast_hour.available') data.forecast_hour = 0;
+  return buildPayload({ type: o.type, webhookId: o.webhookId, subscriptionId: o.subscriptionId, triggerId: o.triggerId, data });
+}
+
+export interface SignedPost {
+  to: string;
+  body: Buffer;
+  triggerId: string;
+  secret: string;
+  layout: LayoutName;
+  /** Sign with this Unix time instead of now. */
+  timestamp?: number;
+  timeoutMs: number;
+  clock: Clock;
+}
+
+/**
+ * Signs `body` and POSTs it to `to`, as the service would (`send`, and the MCP server's send tool): the
+ * receiver's status and the start of its answer. A receiver that cannot be reached is an error (exit 6);
+ * any answer is an answer, 2xx or not: the caller says what it means.
+ */
+export async function postSigned(o: SignedPost): Promise<{ ok: boolean; status: number; text: string; ms: number; headers: SignedHeaders }> {
+  const headers = signDelivery({ secret: o.secret, body: o.body, triggerId: o.triggerId, layout: o.layout, timestamp: o.timestamp });
+  const { request } = await import('undici');
+  const started = o.clock.monotonic();
+  let status: number;
+  let text: string;
+  try {
+    const res = await request(o.to, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'user-agent': 'wxhooks-send', ...headers },
+      body: o.body,
+      signal: AbortSignal.timeout(o.timeoutMs),
+    });
+    status = res.statusCode;
+    // The status decides; of the answer, only its start is read (a receiver may answer without end).
+    text = (await readStart(res.body)).replace(/\s+/g, ' ').trim().slice(0, 300);
+  } catch (err) {
+    throw new UnreachableError(`Could not deliver to ${o.to}: ${networkReason(err, o.timeoutMs)}.`, { hint: 'Is your receiver running on that address?' });
+  }
+  return { ok: status >= 200 && status < 300, status, text, ms: Math.round(o.clock.monotonic() - started), headers };
 }

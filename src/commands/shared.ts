@@ -31,7 +31,7 @@ export async function serviceFor(ctx: Context): Promise<{ service: Service; base
     credentials,
     timeoutMs: ctx.global.timeoutMs,
     log: ctx.global.verbose ? (text) => line(ctx.stderr, text) : undefined,
-    retryBaseMs: ctx.env.WXHOOKS_RETRY_BASE_MS ? Number(ctx.env.WXHOOKS_RETRY_BASE_MS) : undefined,
+    retryBaseMs: ctx.retryBaseMs,
     proxy: proxyConfigured(ctx.env),
   });
   return { service: new Service(http), base, credentials };
@@ -40,7 +40,7 @@ export async function serviceFor(ctx: Context): Promise<{ service: Service; base
 /** The secret store; loaded only by the commands that use it (its lock library patches fs on load). */
 export async function secretStoreFor(ctx: Context): Promise<SecretStore> {
   const { SecretStore } = await import('../store/secrets.js');
-  return new SecretStore(configDir(ctx.env));
+  return new SecretStore(configDir(ctx.env), (text) => line(ctx.stderr, `warning: ${text}`));
 }
 
 /** Warns, on stderr, about subscription types wxhooks does not know: they are sent anyway, since the service may know more. */

@@ -26,7 +26,9 @@ export type StoreNotice =
   /** The pairs file was deleted or replaced under us: every live pair was written to a new file at its path. */
   | { kind: 'file_replaced'; file: string; how: 'deleted' | 'replaced'; pairs: number }
   /** Pairs of deliveries already processed, whose writes had failed, are stored now. */
-  | { kind: 'stored_later'; pairs: number };
+  | { kind: 'stored_later'; pairs: number }
+  /** The pairs file was left locked by a process that no longer runs (killed, crashed): taken over. */
+  | { kind: 'lock_taken_over'; file: string; pid: number; host: string; started: string };
 
 /**
  * Where processed pairs are kept, and claims on the pairs being processed.

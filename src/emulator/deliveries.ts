@@ -1,8 +1,7 @@
 import { Agent, request } from 'undici';
 import { networkReason, readStart } from '../util/net.js';
 import { buildPayload } from '../signing/payload.js';
-import { newTriggerId } from '../vocabulary.js';
-import { signDelivery } from '../signing/sign.js';
+import { newTriggerId, signDelivery } from '../signing/sign.js';
 import { syntheticResponse, type EventData } from './responses.js';
 import type { DeliveryAttempt, EmuSubscription, EmuWebhook, EmulatorState } from './state.js';
 

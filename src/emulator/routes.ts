@@ -1,4 +1,5 @@
-import { hourOfDayProblem, isKnownType, isoSeconds, latestCycle, newTriggerId, SUBSCRIPTION_TYPES, urlProblem } from '../vocabulary.js';
+import { newTriggerId } from '../signing/sign.js';
+import { hourOfDayProblem, isKnownType, isoSeconds, latestCycle, SUBSCRIPTION_TYPES, urlProblem } from '../vocabulary.js';
 import { authProblem, type EmulatorCredentials } from './auth.js';
 import { payloadFor, type DeliveryScheduler, type PublishedEvent } from './deliveries.js';
 import type { EmuSubscription, EmuWebhook, EmulatorState } from './state.js';

@@ -6,6 +6,7 @@ import { emulatorCredentials } from './auth.js';
 import { DeliveryScheduler } from './deliveries.js';
 import { EmulatorRouter, errorBody, type EmuResponse, type Shape } from './routes.js';
 import { EmulatorState, type DeliveryAttempt } from './state.js';
+import { DEFAULTS } from '../delivery/defaults.js';
 
 export interface EmulatorOptions {
   port?: number;
@@ -69,7 +70,7 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Runn
   const credentials = emulatorCredentials(options.apiKey, options.clientId);
   const state = new EmulatorState(options.dataFile);
   const scheduler = new DeliveryScheduler(state, {
-    retryDelays: options.retryDelays ?? [5_000, 30_000, 120_000],
+    retryDelays: options.retryDelays ?? [...DEFAULTS.retryDelaysMs],
     attemptTimeoutMs: options.attemptTimeoutMs,
     concurrency: options.concurrency,
     shape: options.shape ?? 'documented',

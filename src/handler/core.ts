@@ -1,75 +1,23 @@
-import { DUPLICATE_BODY, IN_PROGRESS_BODY, OK_BODY, errorBody, hashedPair, pairFrom, statusForFailure, type Pair } from '../receiver/common.js';
+import { ANSWERS, type Answer } from '../delivery/answers.js';
+import { DEFAULTS } from '../delivery/defaults.js';
+import type { Outcome } from '../delivery/outcomes.js';
+import { hashedPair, pairFrom, type Pair } from '../delivery/pair.js';
+import { settle, type Timers } from '../delivery/runner.js';
+import type { PairStore } from '../delivery/store.js';
 import type { Scheme } from '../signing/layouts.js';
-import type { HeaderSource, VerifyFailureReason, VerifyResult } from '../signing/rules.js';
-import type { Claim } from '../store/pair-store.js';
+import { examineHeaders, type HeaderSource, type VerifyFailure, type VerifyFailureReason, type VerifyResult } from '../signing/rules.js';
+import { isKnownType, SUBSCRIPTION_TYPES, suggestion } from '../vocabulary.js';
+import { MemoryStore } from '../delivery/memory-store.js';
 import type { DeliveryType, WebhookEvent, WebhookEventOf } from './types.js';
 
 /**
  * The handler library's core, runtime-neutral (no Node module): verification by whichever engine the
- * entry gives (Node's crypto in `wxhooks`, Web Crypto in `wxhooks/web`), then `listen`'s rule of exactly
- * once: the pair (trigger, subscription) claimed before the handlers run, marked done after they
- * resolve, released if one throws, so that the service's retry runs them again.
+ * entry gives (Node's crypto in `wxhooks`, Web Crypto in `wxhooks/web`), then the delivery core's runner
+ * (src/delivery/runner.ts) with the typed handlers as its handle step: the pair claimed before they run
+ * (and extended while they run), completed after they resolve, released if one throws or runs past its
+ * time, so that the service's retry runs them again. The doors (src/handler/node.ts, web.ts) are adapters
+ * of the same shape around `verifyAndReceive`.
  */
-
-/**
- * Where processed pairs are kept. `MemoryStore` by default; in Node, the stores `listen` uses
- * (`openPairStore`: a file, or PostgreSQL shared by several instances) have the same three methods.
- */
-export interface HandlerStore {
-  claim(trigger: string, subscription: string): Promise<Claim>;
-  complete(trigger: string, subscription: string): Promise<void>;
-  release(trigger: string, subscription: string): Promise<void>;
-}
-
-export interface MemoryStoreOptions {
-  /** How long a processed pair is remembered, in milliseconds (default 24 h, as `listen --dedupe-ttl`). */
-  ttlMs?: number;
-  /** At most this many pairs are remembered; past it the oldest are forgotten (default 100,000). */
-  maxPairs?: number;
-  /** The clock, in milliseconds (default `Date.now`). */
-  now?: () => number;
-}
-
-/** Processed pairs in this process's memory: one instance, until it restarts. */
-export class MemoryStore implements HandlerStore {
-  private readonly done = new Map<string, number>();
-  private readonly held = new Set<string>();
-  private readonly ttlMs: number;
-  private readonly maxPairs: number;
-  private readonly now: () => number;
-
-  constructor(options: MemoryStoreOptions = {}) {
-    this.ttlMs = options.ttlMs ?? 24 * 3600_000;
-    this.maxPairs = options.maxPairs ?? 100_000;
-    this.now = options.now ?? Date.now;
-  }
-
-  async claim(trigger: string, subscription: string): Promise<Claim> {
-    const key = `${subscription}\n${trigger}`;
-    const now = this.now();
-    // the map is in the order pairs were done: the expired ones are at its front
-    for (const [k, at] of this.done) {
-      if (now - at <= this.ttlMs) break;
-      this.done.delete(k);
-    }
-    if (this.held.has(key)) return 'held';
-    if (this.done.has(key)) return 'done';
-    this.held.add(key);
-    return 'won';
-  }
-
-  async complete(trigger: string, subscription: string): Promise<void> {
-    const key = `${subscription}\n${trigger}`;
-    this.held.delete(key);
-    this.done.delete(key);
-    this.done.set(key, this.now());
-    if (this.done.size > this.maxPairs) this.done.delete(this.done.keys().next().value!);
-  }
-
-  async release(trigger: string, subscription: string): Promise<void> {
-    this.held.delete(`${subscription}\n${trigger}`);
-  }
-}
 
 /** A body as received: its raw bytes (preferred), or a string taken as its UTF-8. */
 export type RawBody = Uint8Array | ArrayBuffer | string;
@@ -84,10 +32,22 @@ export interface WebhooksOptions {
   /** `auto` (default) tries every layout that signs the timestamp; a name pins one (`hex-body` only so). */
   scheme?: Scheme;
   /** Where processed pairs are kept (default: a MemoryStore). */
-  store?: HandlerStore;
+  store?: PairStore;
+  /** Handlers still running after this many milliseconds are let go: 500, the claim released, `onError` told (default 120 s). */
+  handlerTimeoutMs?: number;
+  /**
+   * Where a mistake in the app's set-up (a JSON body parser before the middleware) and a failed handler are
+   * said when no `onError` is registered (default `console`: one warning per kind of set-up mistake).
+   */
+  log?: { warn(message: string): unknown };
   /** The clock, in milliseconds (default `Date.now`): a test passes its own. */
   now?: () => number;
+  /** The timers that extend claims and time handlers out (default the runtime's): a test passes its own. */
+  timers?: Timers;
 }
+
+/** The outcomes a receipt can have: the delivery core's names (src/delivery/outcomes.ts). */
+export type ReceiptOutcome = Extract<Outcome, 'accepted' | 'duplicate' | 'in_progress' | 'unverified' | 'bad_request' | 'handler_failed' | 'handler_timed_out' | 'store_failed'>;
 
 /** What became of one request, and what to answer it. */
 export interface Receipt {
@@ -95,14 +55,16 @@ export interface Receipt {
   status: number;
   /** The JSON body to answer with. */
   body: string;
-  outcome: 'processed' | 'duplicate' | 'in_progress' | 'unverified' | 'bad_request' | 'handler_failed' | 'store_failed';
+  /** Headers to answer with besides `content-type: application/json` (a 503's `Retry-After`). */
+  headers?: Readonly<Record<string, string>>;
+  outcome: ReceiptOutcome;
   /** The delivery, once verified. */
   event?: WebhookEvent;
   /** Why verification failed, in `listen`'s words. */
   reason?: VerifyFailureReason;
   message?: string;
   hint?: string;
-  /** What the handlers threw (`handler_failed`), or the store (`store_failed`). */
+  /** What the handlers threw (`handler_failed`, `handler_timed_out`), or the store (`store_failed`). */
   error?: unknown;
 }
 
@@ -111,9 +73,35 @@ export class WebhookHandlerError extends Error {
   constructor(
     readonly errors: unknown[],
     readonly event: WebhookEvent,
+    message = `${errors.length} handler${errors.length === 1 ? '' : 's'} of ${event.type} (${event.id}) failed: ${errors.map((e) => (e instanceof Error ? e.message : String(e))).join('; ')}`,
   ) {
-    super(`${errors.length} handler${errors.length === 1 ? '' : 's'} of ${event.type} (${event.id}) failed: ${errors.map((e) => (e instanceof Error ? e.message : String(e))).join('; ')}`);
-    this.name = 'WebhookHandlerError';
+    super(message);
+    this.name = new.target.name;
+  }
+}
+
+/** The handlers of one delivery ran past `handlerTimeoutMs`: they were let go (they may still be running), and the delivery will be retried. */
+export class WebhookTimeoutError extends WebhookHandlerError {
+  constructor(
+    event: WebhookEvent,
+    readonly timeoutMs: number,
+  ) {
+    super([], event, `the handlers of ${event.type} (${event.id}) took longer than ${Math.round(timeoutMs / 1000)} s: answered 500 and let go, so the service retries it (they may still be running)`);
+  }
+}
+
+/** The mistakes in an app's set-up that a door can see. */
+export type SetupMistake = 'body_parsed';
+
+/** The app is set up so that deliveries cannot be verified: every delivery is answered 500 until it is fixed. */
+export class WebhookSetupError extends Error {
+  constructor(
+    readonly kind: SetupMistake,
+    message: string,
+    readonly hint: string,
+  ) {
+    super(message);
+    this.name = 'WebhookSetupError';
   }
 }
 
@@ -136,12 +124,28 @@ export function secretsFrom(options: WebhooksOptions): string[] {
   return secrets;
 }
 
+const receiptOf = (answer: Answer, extra: Omit<Receipt, 'status' | 'body' | 'outcome'> = {}): Receipt => ({
+  status: answer.status,
+  body: answer.body,
+  ...(answer.headers ? { headers: answer.headers } : {}),
+  outcome: answer.outcome as ReceiptOutcome,
+  ...extra,
+});
+
+const refusal = (f: VerifyFailure): Receipt => receiptOf(ANSWERS.notVerified(f), { reason: f.reason, message: f.message, hint: f.hint });
+
 export class WebhooksCore {
   private readonly handlers = new Map<string, Handler<WebhookEvent>[]>();
   private readonly any: Handler<WebhookEvent>[] = [];
-  private readonly errorHandlers: ((error: WebhookHandlerError) => unknown)[] = [];
-  private readonly store: HandlerStore;
+  private readonly errorHandlers: ((error: WebhookHandlerError | WebhookSetupError) => unknown)[] = [];
+  private readonly store: PairStore;
   private readonly now: () => number;
+  private readonly tolerance: number;
+  private readonly handlerTimeoutMs: number;
+  private readonly timers?: Timers;
+  private readonly log: { warn(message: string): unknown };
+  /** The kinds of set-up mistake already logged: each is said once. */
+  private readonly logged = new Set<SetupMistake>();
 
   protected constructor(
     private readonly engine: Engine,
@@ -149,11 +153,27 @@ export class WebhooksCore {
   ) {
     this.store = options.store ?? new MemoryStore({ now: options.now });
     this.now = options.now ?? Date.now;
+    this.tolerance = options.tolerance ?? DEFAULTS.toleranceSeconds;
+    this.handlerTimeoutMs = options.handlerTimeoutMs ?? DEFAULTS.handlerTimeoutMs;
+    this.timers = options.timers;
+    this.log = options.log ?? console;
   }
 
-  /** Runs `handler` for each verified delivery of this type (or these types), once per delivery. */
+  /**
+   * Runs `handler` for each verified delivery of this type (or these types), once per delivery. A type
+   * wxhooks does not know throws here, naming the nearest one (a typo would otherwise lose every delivery
+   * of the type meant); one the service added since reaches `onAny`.
+   */
   on<T extends DeliveryType>(type: T | readonly T[], handler: Handler<WebhookEventOf<T>>): this {
-    for (const t of typeof type === 'string' ? [type] : type) {
+    const types: readonly string[] = typeof type === 'string' ? [type] : type;
+    for (const t of types) {
+      if (!isKnownType(t)) {
+        throw new TypeError(
+          `webhooks.on(${JSON.stringify(t)}): not a delivery type wxhooks knows (${suggestion(t, SUBSCRIPTION_TYPES)}). A type the service added since reaches onAny(handler): look at event.type there.`,
+        );
+      }
+    }
+    for (const t of types) {
       const list = this.handlers.get(t) ?? [];
       list.push(handler as Handler<WebhookEvent>);
       this.handlers.set(t, list);
@@ -167,8 +187,12 @@ export class WebhooksCore {
     return this;
   }
 
-  /** Called when a delivery's handlers threw (the delivery is answered 500, and the service retries it). */
-  onError(handler: (error: WebhookHandlerError) => unknown): this {
+  /**
+   * Called when a delivery's handlers threw or ran past their time (`WebhookHandlerError`,
+   * `WebhookTimeoutError`: the delivery is answered 500, and the service retries it), and when the app's
+   * set-up keeps deliveries from being verified (`WebhookSetupError`).
+   */
+  onError(handler: (error: WebhookHandlerError | WebhookSetupError) => unknown): this {
     this.errorHandlers.push(handler);
     return this;
   }
@@ -176,6 +200,15 @@ export class WebhooksCore {
   /** Verifies a delivery, in `listen`'s words when it fails. */
   async verify(request: { headers: HeaderSource; body: RawBody }): Promise<VerifyResult> {
     return this.engine.verify(request.headers, bytesOf(request.body), this.now());
+  }
+
+  /**
+   * What a request is refused with on its headers alone (a header missing, a stale timestamp), before
+   * its body is read; undefined when its body is worth reading. A door calls this first.
+   */
+  refuseEarly(headers: HeaderSource): Receipt | undefined {
+    const h = examineHeaders(headers, this.now(), this.tolerance);
+    return h.ok ? undefined : refusal(h);
   }
 
   /** Runs the handlers of an event already verified (no dedupe): a test's way in. Rejects with WebhookHandlerError if one throws. */
@@ -189,22 +222,13 @@ export class WebhooksCore {
   /**
    * Verifies a delivery, then runs its handlers once: what to answer is in the receipt (2xx when every
    * handler resolved or the delivery was processed before, 401/400 when it did not verify, 500 when a
-   * handler threw, 409 while another instance is processing it, 503 when the store cannot be reached).
+   * handler threw or ran past its time, 409 while another instance is processing it, 503 when the store
+   * cannot be reached).
    */
   async verifyAndReceive(request: { headers: HeaderSource; body: RawBody }): Promise<Receipt> {
     const bytes = bytesOf(request.body);
     const v = await this.engine.verify(request.headers, bytes, this.now());
-    if (!v.ok) {
-      const status = statusForFailure(v);
-      return {
-        status,
-        body: JSON.stringify({ error: v.message, reason: v.reason, ...(v.hint ? { hint: v.hint } : {}) }),
-        outcome: status === 400 ? 'bad_request' : 'unverified',
-        reason: v.reason,
-        message: v.message,
-        hint: v.hint,
-      };
-    }
+    if (!v.ok) return refusal(v);
     const found = pairFrom(v);
     const pair: Pair = 'trigger' in found ? found : hashedPair(found.subscription, await this.engine.sha256(found.hashPrefix, bytes));
     const payload = v.payload;
@@ -216,35 +240,55 @@ export class WebhooksCore {
       payload,
       signature: { layout: v.layout, timestamp: v.timestamp, triggerId: v.triggerId, secretIndex: v.secretIndex },
     } as unknown as WebhookEvent;
-    let claim: Claim;
-    try {
-      claim = await this.store.claim(pair.trigger, pair.subscription);
-    } catch (error) {
-      return { status: 503, body: errorBody('the processed pairs cannot be read now; try again later'), outcome: 'store_failed', event, error };
-    }
-    if (claim === 'done' || claim === 'stored_now') return { status: 200, body: DUPLICATE_BODY, outcome: 'duplicate', event };
-    if (claim === 'held') return { status: 409, body: IN_PROGRESS_BODY, outcome: 'in_progress', event };
-    try {
-      await this.receive(event);
-    } catch (error) {
-      await this.store.release(pair.trigger, pair.subscription);
-      const failed = error instanceof WebhookHandlerError ? error : new WebhookHandlerError([error], event);
-      for (const h of this.errorHandlers) {
+    let failed: WebhookHandlerError | undefined;
+    const settled = await settle({
+      store: this.store,
+      pair,
+      timeoutMs: this.handlerTimeoutMs,
+      timers: this.timers,
+      handle: async () => {
         try {
-          await h(failed);
-        } catch {
-          // an error handler's own failure changes nothing: the delivery is answered 500 either way
+          await this.receive(event);
+          return { ok: true, status: 200 };
+        } catch (error) {
+          failed = error instanceof WebhookHandlerError ? error : new WebhookHandlerError([error], event);
+          return { ok: false, answer: ANSWERS.handlerFailed, error: failed };
         }
+      },
+    });
+    // (a handler that ran past its time may throw later: that is no longer this delivery's failure)
+    if (settled.timedOut) failed = new WebhookTimeoutError(event, this.handlerTimeoutMs);
+    // what the handler threw stays here (onError, the receipt): the sender is told only that it failed
+    if (failed) await this.tell(failed, () => `wxhooks: ${failed!.message}; the delivery will be retried (give webhooks.onError a handler to see these yourself)`);
+    const error = failed ?? settled.claimFailed ?? (settled.stored && !settled.stored.ok ? settled.stored.error : undefined);
+    return receiptOf(settled.answer, error === undefined ? { event } : { event, error });
+  }
+
+  /**
+   * A door found a mistake in the app's set-up: `onError` is given it; without an `onError`, the log says
+   * it, once for each kind (every delivery would otherwise repeat it).
+   */
+  async setupMistake(error: WebhookSetupError): Promise<void> {
+    await this.tell(error, () => {
+      if (this.logged.has(error.kind)) return undefined;
+      this.logged.add(error.kind);
+      return `wxhooks: ${error.message} ${error.hint} (said once; every delivery is answered 500 until it is fixed)`;
+    });
+  }
+
+  /** Gives an error to every `onError` handler; with none, says `line()` (if any) to the log. */
+  private async tell(error: WebhookHandlerError | WebhookSetupError, line: () => string | undefined): Promise<void> {
+    if (!this.errorHandlers.length) {
+      const text = line();
+      if (text !== undefined) this.log.warn(text);
+      return;
+    }
+    for (const h of this.errorHandlers) {
+      try {
+        await h(error);
+      } catch {
+        // an error handler's own failure changes nothing: the delivery is answered 500 either way
       }
-      // what the handler threw stays here (onError, the receipt): the sender is told only that it failed
-      return { status: 500, body: errorBody('a handler failed; the delivery will be retried'), outcome: 'handler_failed', event, error: failed };
     }
-    try {
-      await this.store.complete(pair.trigger, pair.subscription);
-    } catch (error) {
-      // processed, not stored: the store keeps it as processed, so the retry this 503 brings is a duplicate
-      return { status: 503, body: errorBody('the delivery could not be recorded as processed; try again later'), outcome: 'store_failed', event, error };
-    }
-    return { status: 200, body: OK_BODY, outcome: 'processed', event };
   }
 }

@@ -1,24 +1,28 @@
 import { createHash } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { MAX_BODY, MAX_INFLIGHT, errorBody } from '../receiver/common.js';
-import { DIAGNOSES_PER_MINUTE } from '../signing/rules.js';
+import { ANSWERS, bodyTimeoutMs, type Answer } from '../delivery/answers.js';
+import { DEFAULTS } from '../delivery/defaults.js';
+import { pathOf, routed } from '../delivery/door.js';
+import type { PairStore } from '../delivery/store.js';
 import { Verifier } from '../signing/verify.js';
-import { systemClock } from '../util/clock.js';
 import { InflightBudget, readBody } from '../util/read-body.js';
-import { WebhooksCore, secretsFrom, type HandlerStore, type WebhooksOptions } from './core.js';
+import type { OpenStoreOptions } from '../store/open.js';
+import { WebhooksCore, WebhookSetupError, secretsFrom, type Receipt, type WebhooksOptions } from './core.js';
+
+export type { OpenStoreOptions } from '../store/open.js';
 
 /**
  * The handler library's Node entry (`import { Webhooks, createNodeMiddleware } from 'wxhooks'`):
  * verification with Node's crypto, the same as `listen`'s, and a middleware for node:http and Express
  * (Fastify: the body read as a Buffer, then `verifyAndReceive`'s receipt, or this middleware given the raw
- * request with that Buffer as its body: README). `wxhooks/web`
- * (src/handler/web.ts) is the same library for any runtime with Web Crypto.
+ * request with that Buffer as its body: README). `wxhooks/web` (src/handler/web.ts) is the same library
+ * for any runtime with Web Crypto; both are doors of the delivery core's shape (src/delivery/door.ts).
  */
 
 export class Webhooks extends WebhooksCore {
   constructor(options: WebhooksOptions) {
     // every call verified on its own (a handler serves whoever is configured to send to it: nothing is pinned)
-    const verifier = new Verifier({ secret: secretsFrom(options), scheme: options.scheme, tolerance: options.tolerance, pin: false, diagnosePerMinute: DIAGNOSES_PER_MINUTE });
+    const verifier = new Verifier({ secret: secretsFrom(options), scheme: options.scheme, tolerance: options.tolerance, pin: false });
     super(
       {
         verify: (headers, body, now) => verifier.verify(headers, Buffer.from(body.buffer, body.byteOffset, body.byteLength), now),
@@ -36,77 +40,91 @@ export interface NodeMiddlewareOptions {
   maxBody?: number;
   /** The body bytes held at once across every request (default 256 MiB, as `listen --max-inflight`): past it, 503. */
   maxInflight?: number;
+  /** A body must have arrived whole within this many milliseconds (default 60 s, as `listen`'s): past it, 408 and the connection closed. */
+  bodyTimeoutMs?: number;
 }
 
 type Next = (error?: unknown) => void;
 /** A request that a framework may already have read: Express's `express.raw()` leaves the bytes in `body`. */
 type NodeRequest = IncomingMessage & { body?: unknown };
 
-const answer = (res: ServerResponse, status: number, body: string, headers: Record<string, string> = {}) => {
-  res.writeHead(status, { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)), ...headers });
-  res.end(body);
-};
+const NODE_FIX = 'mount the middleware before any JSON body parser, or give it the raw bytes (express.raw())';
+
+/** Writes an answer of the table (or a receipt), closing the connection when its body was left unread. */
+function write(res: ServerResponse, a: Answer | Receipt, unread = false): void {
+  if (res.headersSent) return;
+  res.writeHead(a.status, { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(a.body)), ...a.headers, ...(unread ? { connection: 'close' } : {}) });
+  res.end(a.body);
+}
 
 /**
  * A middleware for node:http (`http.createServer(middleware)`) and Express 5 (`app.use(middleware)`). It
- * reads the raw body itself, or takes the bytes a framework left in `req.body` (`express.raw()`); a body
- * a JSON parser already parsed cannot be verified, and is answered 500 with why.
+ * refuses on the headers what cannot be a delivery before reading a byte of its body, then reads the raw
+ * body itself within its limits, or takes the bytes a framework left in `req.body` (`express.raw()`); a
+ * body a JSON parser already parsed cannot be verified: it is answered 500 with why, and `onError` (or the
+ * log) is told.
  */
 export function createNodeMiddleware(webhooks: WebhooksCore, options: NodeMiddlewareOptions = {}) {
   const path = options.path ?? '/webhooks';
-  const maxBody = options.maxBody ?? MAX_BODY;
-  const budget = new InflightBudget(options.maxInflight ?? MAX_INFLIGHT);
+  const maxBody = options.maxBody ?? DEFAULTS.maxBodyBytes;
+  const budget = new InflightBudget(options.maxInflight ?? DEFAULTS.maxInflightBytes);
+  const timeoutMs = options.bodyTimeoutMs ?? bodyTimeoutMs(DEFAULTS.readTimeoutMs);
 
-  const handle = async (req: NodeRequest, res: ServerResponse, body: Uint8Array) => {
-    const receipt = await webhooks.verifyAndReceive({ headers: req.headers, body });
-    answer(res, receipt.status, receipt.body);
-  };
+  const handle = async (req: NodeRequest, res: ServerResponse, body: Uint8Array) => write(res, await webhooks.verifyAndReceive({ headers: req.headers, body }));
 
   return function wxhooksMiddleware(req: NodeRequest, res: ServerResponse, next?: Next): void {
-    const url = req.url ?? '/';
-    const q = url.indexOf('?');
-    if ((q === -1 ? url : url.slice(0, q)) !== path) {
-      if (next) return next();
-      return answer(res, 404, errorBody('not found'));
-    }
-    if (req.method !== 'POST') return answer(res, 405, errorBody('deliveries are POSTed'), { allow: 'POST' });
-    const given = req.body;
+    const here = pathOf(req.url ?? '/');
+    if (here !== path && next) return next();
+    const wrong = routed(req.method, here, path);
+    if (wrong) return write(res, wrong);
     const fail = (error: unknown) => {
       if (next) return next(error);
-      if (!res.headersSent) answer(res, 500, errorBody('the handler could not answer'));
+      write(res, ANSWERS.internal);
     };
+    const given = req.body;
     if (typeof given === 'string' || given instanceof Uint8Array) {
       handle(req, res, typeof given === 'string' ? Buffer.from(given, 'utf8') : given).catch(fail);
       return;
     }
     if (given !== undefined && given !== null) {
       // express.json() (or the like) ran first: the bytes that were signed are gone
-      return answer(res, 500, errorBody('the body was parsed before wxhooks could verify it: mount the middleware before any JSON body parser, or give it the raw bytes (express.raw())'));
+      write(res, ANSWERS.bodyParsed(NODE_FIX));
+      void webhooks.setupMistake(new WebhookSetupError('body_parsed', `a delivery to ${here} came with its body already parsed (req.body is ${Array.isArray(given) ? 'an array' : `a ${typeof given}`}): its signed bytes are gone, so it cannot be verified.`, `Fix: ${NODE_FIX}.`));
+      return;
     }
-    readBody(req, maxBody, budget, (read) => {
-      if (read.kind === 'too_large') return answer(res, 413, errorBody(`the body is over ${maxBody} bytes`), { connection: 'close' });
-      if (read.kind === 'over_budget') return answer(res, 503, errorBody('too many bodies in flight; try again later'), { connection: 'close' });
-      if (read.kind === 'aborted') return;
-      handle(req, res, read.body).then(
-        () => budget.give(read.held),
-        (error: unknown) => {
-          budget.give(read.held);
-          fail(error);
-        },
-      );
-    });
+    const early = webhooks.refuseEarly(req.headers);
+    if (early) {
+      // refused on its headers: its body is not read, and the connection closes after the answer
+      write(res, early, true);
+      req.resume();
+      return;
+    }
+    readBody(
+      req,
+      maxBody,
+      budget,
+      (read) => {
+        if (read.kind === 'aborted') return;
+        if (read.kind === 'too_large') return write(res, ANSWERS.tooLarge(maxBody), true);
+        if (read.kind === 'over_budget') return write(res, ANSWERS.overloaded, true);
+        if (read.kind === 'timed_out') {
+          // whatever the client does next, its share of the budget is back, and its connection gone
+          write(res, ANSWERS.timedOut(timeoutMs), true);
+          res.once('finish', () => req.socket.destroy());
+          setTimeout(() => req.socket.destroy(), 1000).unref();
+          return;
+        }
+        handle(req, res, read.body).then(
+          () => budget.give(read.held),
+          (error: unknown) => {
+            budget.give(read.held);
+            fail(error);
+          },
+        );
+      },
+      { timeoutMs },
+    );
   };
-}
-
-export interface OpenStoreOptions {
-  /** For the file store: the folder its file (processed-pairs.jsonl) is kept in. */
-  dir?: string;
-  /** How long a processed pair is remembered, in milliseconds (default 24 h). */
-  ttlMs?: number;
-  /** For PostgreSQL: the schema of its tables (default `wxhooks`, as `listen`'s). */
-  schema?: string;
-  /** For PostgreSQL: how long a claim holds before another instance takes it over (default 60 s): longer than your handlers take. */
-  leaseMs?: number;
 }
 
 /**
@@ -115,17 +133,10 @@ export interface OpenStoreOptions {
  * instance of the app (and every `listen --store` on the same schema), so a delivery is processed once
  * whichever instance gets it. Close it when the app stops.
  */
-export async function openStore(url: string, options: OpenStoreOptions = {}): Promise<HandlerStore & { close(): Promise<void> }> {
+export async function openStore(url: string, options: OpenStoreOptions = {}): Promise<PairStore> {
   if (url === 'file' && !options.dir) throw new TypeError("openStore('file') needs { dir }: the folder the processed pairs are kept in");
   // loaded only when asked for: an app with the default store never loads the file or database code
   const { openPairStore } = await import('../store/open.js');
-  const opened = await openPairStore({
-    url,
-    dir: options.dir ?? '',
-    ttlMs: options.ttlMs ?? 24 * 3_600_000,
-    schema: options.schema ?? 'wxhooks',
-    leaseMs: options.leaseMs ?? 60_000,
-    clock: systemClock,
-  });
+  const opened = await openPairStore({ door: 'app', ...options, url });
   return opened.store;
 }

@@ -1,7 +1,7 @@
 import type { TemporaryEvent } from '../api/temporary.js';
 import type { SubscriptionCheck } from '../receiver/check.js';
 import type { ReceiverEvent } from '../receiver/event.js';
-import type { StoreNotice } from '../store/pair-store.js';
+import type { StoreNotice } from '../delivery/store.js';
 import { formatDuration } from '../util/duration.js';
 import { printable } from '../util/printable.js';
 import { fitLine, visibleLength, wrapWords } from './render.js';
@@ -157,6 +157,8 @@ export function describeNotice(n: StoreNotice): string {
       return `The processed-pairs file ${n.file} was ${n.how} while listen ran: the ${n.pairs} pair${n.pairs === 1 ? '' : 's'} it holds were written to a new file there.`;
     case 'stored_later':
       return `${n.pairs} processed pair${n.pairs === 1 ? '' : 's'} whose write had failed ${n.pairs === 1 ? 'is' : 'are'} stored now (stored later): their retries are duplicates.`;
+    case 'lock_taken_over':
+      return `The processed-pairs file ${n.file} was left locked by process ${n.pid} (started ${n.started}), which no longer runs: taken over.`;
   }
 }
 

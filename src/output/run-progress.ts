@@ -1,5 +1,5 @@
 import type { Out } from '../context.js';
-import { compressHours, type RunProgress } from '../receiver/runs.js';
+import { compressHours, type RunProgress } from '../delivery/runs.js';
 import type { Style } from './style.js';
 
 const shortInit = (iso: string) => iso.replace(/:00:00Z$/, 'Z').replace(/:00Z$/, 'Z');

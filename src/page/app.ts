@@ -5,6 +5,11 @@
 // Enter opens, / searches, r replays. Each delivery has an address (#delivery=ID) that opens it on reload.
 import './locale.js';
 import uPlot from 'uplot';
+import { REFUSED_OUTCOMES } from '../delivery/outcomes.js';
+import type { DeliveryRecord, FullRecord } from '../delivery/report.js';
+import { compressHours, isComplete, missingHours, RUN_TYPES, type RunsView } from '../delivery/runs.js';
+import type { DegreeDaysResponse, EventContextResponse, InterpolatedPointForecastResponse } from '../handler/types.js';
+import { RESPONSE_TYPES } from '../vocabulary.js';
 import { fromRow, type Listed } from '../receiver/listed.js';
 import { ChartProblem, drawGridded, drawTrack } from './charts.js';
 
@@ -14,32 +19,16 @@ interface Config {
   /** How many deliveries the list holds: `--history`. */
   keep: number;
   expect_hours?: number[] | null;
+  /** Whether a run needs its initialization_time.available to be complete (`listen --no-init-event`: no). */
+  need_init?: boolean;
   /** This listen's run: another in the stream means listen restarted. */
   session: string;
 }
 
-/** A record: what the list has of it (Listed), and what comes when one is picked. */
-interface Rec extends Listed {
-  initialization_time?: string;
-  size?: number;
-  layout?: string;
-  reason?: string;
-  hint?: string;
-  forward?: { ok: boolean; status?: number; body?: string; error?: string; ms: number };
-  ms?: number;
-  saved_to?: string;
-  answer_sent?: false;
-  path?: string;
-}
-
-interface Full extends Rec {
-  headers: Record<string, string>;
-  body?: string;
-  body_base64?: string;
-  body_kept: number;
-  peer?: string;
-  app_answer?: { headers: Record<string, string>; body: string };
-}
+/** A record: what the list has of it (Listed, from the stream), and the rest of the report when it came from the API. */
+type Rec = Listed & Partial<Omit<DeliveryRecord, keyof Listed>>;
+/** A record with what arrived, as the detail shows it. */
+type Full = FullRecord;
 
 const config = JSON.parse(document.getElementById('config')!.textContent!) as Config;
 /** The session's token: in the page's own address, as `listen` printed it (never in the page itself). */
@@ -94,7 +83,8 @@ let waiting: unknown[][] = [];
 /** Records up to this id were cleared from view ("Clear"). */
 let clearedTo = Number(sessionStorage.getItem(`wxhooks-cleared-${config.session}`) ?? 0);
 
-const isRefused = (r: Listed) => r.claimed_trigger_id !== undefined || ['unverified', 'bad_request', 'too_large', 'overloaded', 'timed_out', 'aborted', 'not_found', 'method_not_allowed'].includes(r.outcome);
+const refusedOutcomes = new Set<string>(REFUSED_OUTCOMES);
+const isRefused = (r: Listed) => r.claimed_trigger_id !== undefined || refusedOutcomes.has(r.outcome);
 const groupKey = (r: Listed) => (!isRefused(r) && r.trigger_id && !r.replay_of ? `${r.trigger_id}\u0000${r.subscription_id ?? ''}` : `#${r.id}`);
 
 // ------------------------------------------------------------------ layout
@@ -330,7 +320,7 @@ function take(batch: unknown[][]): void {
       o.value = r.type;
       typeSelect.append(o);
     }
-    if (!runsView.hidden && (r.type === 'forecast_hour.available' || r.type === 'initialization_time.available')) runsSoon();
+    if (!runsView.hidden && r.type !== undefined && RUN_TYPES.includes(r.type)) runsSoon();
   }
   if (!inOrder) order.sort((a, b) => a - b); // what a reconnect filled in, or the shared store's ids committed out of order
   trim();
@@ -730,7 +720,7 @@ function drawInto(box: HTMLElement, type: string, response: Record<string, unkno
   }
   if (type === 'interpolated_point_forecast') {
     if (!Array.isArray(response.points) || !response.points.length) throw new ChartProblem('no points to draw');
-    const points = response.points as { lat: number; lon: number; series: Record<string, number | string>[] }[];
+    const points = response.points as InterpolatedPointForecastResponse['points'];
     if (!points.every((p) => Array.isArray(p.series))) throw new ChartProblem('a point has no series');
     const variables = [...new Set(points.flatMap((p) => p.series.flatMap((s) => Object.keys(s).filter((k) => k !== 'valid_time'))))];
     for (const variable of variables) {
@@ -746,7 +736,7 @@ function drawInto(box: HTMLElement, type: string, response: Record<string, unkno
   }
   if (type === 'degree_days') {
     if (!Array.isArray(response.days) || !response.days.length) throw new ChartProblem('no days to draw');
-    const days = response.days as { date: string; heating_degree_days: number; cooling_degree_days: number }[];
+    const days = response.days as DegreeDaysResponse['days'];
     // two bars a day, side by side (not on top of each other), on an axis of days with half a day either side
     const x = days.map((d) => seconds(`${d.date}T12:00:00Z`));
     const heating = uPlot.paths.bars!({ size: [0.35, 50], align: -1 });
@@ -773,32 +763,16 @@ function drawInto(box: HTMLElement, type: string, response: Record<string, unkno
   }
   if (type === 'event_context') {
     if (!Array.isArray(response.locations)) throw new ChartProblem('no locations');
-    const locations = response.locations as { lat: number; lon: number; affected?: boolean; intensity?: number }[];
+    const locations = response.locations as EventContextResponse['locations'];
     box.append(kv(locations.map((l) => [`${l.lat}, ${l.lon}`, `${l.affected ? 'affected' : 'not affected'}, intensity ${l.intensity ?? '?'}`])));
     box.dataset.items = String(locations.length);
     return;
   }
-  throw new ChartProblem(`wxhooks draws gridded, interpolated_point_forecast, tropical_cyclone_track, degree_days and event_context, not "${type}"`);
+  throw new ChartProblem(`wxhooks draws ${RESPONSE_TYPES.join(', ')}, not "${type}"`);
 }
 
-// ------------------------------------------------------------------ runs: for each run, which forecast hours arrived, against those expected
-interface RunView {
-  model: string;
-  initialization_time: string;
-  hours: number[];
-  init_event: boolean;
-}
-const compress = (hs: number[]) => {
-  const parts: string[] = [];
-  for (let i = 0; i < hs.length; ) {
-    let j = i + 1;
-    const step = hs[i + 1] !== undefined ? hs[i + 1]! - hs[i]! : 0;
-    while (step > 0 && j < hs.length && hs[j]! - hs[j - 1]! === step) j++;
-    if (j - i >= 3) parts.push(`+${hs[i]}h-+${hs[j - 1]}h${step === 1 ? '' : `/${step}`}`), (i = j);
-    else parts.push(`+${hs[i]}h`), i++;
-  }
-  return parts.join(', ');
-};
+// ------------------------------------------------------------------ runs: for each run, which forecast hours arrived, against those expected (the core's rules)
+const needInit = config.need_init !== false;
 
 let runsTimer: ReturnType<typeof setTimeout> | undefined;
 const runsSoon = () => {
@@ -808,16 +782,22 @@ const runsSoon = () => {
 
 async function showRuns(): Promise<void> {
   const res = await fetch(api('/api/runs'));
-  const { runs, tests, expect_hours } = (await res.json()) as { runs: RunView[]; tests: number; expect_hours: number[] | null };
+  const { runs, tests, expect_hours } = (await res.json()) as RunsView & { expect_hours: number[] | null };
   const expected = expect_hours ?? config.expect_hours ?? undefined;
   runsView.replaceChildren(
-    el('p', 'hint', expected ? `A run is complete when it has ${compress(expected)} and its initialization_time.available (as listen --until-run counts it).` : 'The hours a run should have are not known here: start listen with --until-run … --expect-hours 0-240/6 to have them checked. Each run shows the hours that came.'),
+    el(
+      'p',
+      'hint',
+      expected
+        ? `A run is complete when it has ${compressHours(expected)}${needInit ? ' and its initialization_time.available' : ''} (as listen --until-run counts it).`
+        : 'The hours a run should have are not known here: start listen with --until-run … --expect-hours 0-240/6 to have them checked. Each run shows the hours that came.',
+    ),
   );
   if (tests) runsView.append(el('p', 'hint', tests === 1 ? '1 test delivery (a ping) is left out of the runs.' : `${tests} test deliveries (pings) are left out of the runs.`));
   if (!runs.length) runsView.append(el('div', 'empty', 'No model run yet: runs appear as forecast_hour.available deliveries arrive.'));
   for (const run of runs) {
     const have = new Set(run.hours);
-    const missing = expected ? expected.filter((h) => !have.has(h)) : [];
+    const missing = expected ? missingHours(have, expected) : [];
     const extra = expected ? run.hours.filter((h) => !expected.includes(h)) : [];
     const cells = el('div', 'cells');
     for (const h of expected ?? run.hours) {
@@ -826,12 +806,12 @@ async function showRuns(): Promise<void> {
       cells.append(cell);
     }
     for (const h of extra) cells.append(el('span', 'cell in extra', `+${h}`));
-    const complete = expected ? missing.length === 0 && run.init_event : undefined;
+    const complete = expected ? isComplete(missing, run.init_event, needInit) : undefined;
     const verdictText =
       complete === true
         ? 'complete'
         : complete === false
-          ? [missing.length ? `missing ${compress(missing)}` : '', run.init_event ? '' : 'no initialization_time.available yet'].filter(Boolean).join('; ')
+          ? [missing.length ? `missing ${compressHours(missing)}` : '', needInit && !run.init_event ? 'no initialization_time.available yet' : ''].filter(Boolean).join('; ')
           : run.init_event
             ? 'the service says it is complete (initialization_time.available came)'
             : 'no initialization_time.available yet';

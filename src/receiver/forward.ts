@@ -1,16 +1,8 @@
 import type { Dispatcher } from 'undici';
+import type { ForwardResult } from '../delivery/report.js';
 import { networkReason, readStart } from '../util/net.js';
 
-export interface ForwardResult {
-  ok: boolean;
-  status?: number;
-  /** The start of the app's answer, on one line (what `listen`'s line shows). */
-  body?: string;
-  /** The app's answer as it came: its headers, and the first ANSWER_KEPT bytes of its body (the inspector shows them). */
-  answer?: { headers: Record<string, string>; body: string };
-  error?: string;
-  ms: number;
-}
+export type { ForwardResult };
 
 /** How much of the app's answer is kept for the inspector. */
 const ANSWER_KEPT = 4096;

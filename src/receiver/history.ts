@@ -4,48 +4,15 @@ import type { HistoryRow, PgStore } from '../store/postgres.js';
 import { textOrBase64 } from '../util/bytes.js';
 import { verified, type ReceiverEvent } from './event.js';
 import { listedRow } from './listed.js';
-import { RunTracker, type Run } from './runs.js';
+import type { DeliveryRecord, FullRecord } from '../delivery/report.js';
+import { RunTracker, runView, type RunView, type RunsView } from '../delivery/runs.js';
 import { flatHeaders } from './saved.js';
 import type { RawDelivery } from './server.js';
 
 export { KEEP_BODY };
 
-/** One request `listen` answered, as the inspector shows it: the report, and the history's id for it. */
-export interface DeliveryRecord extends ReceiverEvent {
-  id: number;
-  /** When it was answered, after how long (ms). */
-  ms?: number;
-  /** A replay (from the inspector or `deliveries replay`) of delivery N: never counted as processed. */
-  replay_of?: number;
-}
-
-/** A record with what arrived: its headers and (the start of) its body. */
-export interface FullRecord extends DeliveryRecord {
-  headers: Record<string, string>;
-  /** The body as text when it is UTF-8, else `body_base64`. */
-  body?: string;
-  body_base64?: string;
-  /** Bytes of the body kept: less than `size` when it was cut. */
-  body_kept: number;
-  /** Who sent it (address:port). */
-  peer?: string;
-  /** Your app's answer as it came, when the delivery was forwarded: its headers and the start of its body. */
-  app_answer?: { headers: Record<string, string>; body: string };
-}
-
-/** A model run as the runs view shows it. */
-export interface RunView {
-  model: string;
-  initialization_time: string;
-  hours: number[];
-  init_event: boolean;
-}
-
-/** The runs view's data: each run (test deliveries aside), and how many test deliveries there were. */
-export interface RunsView {
-  runs: RunView[];
-  tests: number;
-}
+// The record, its full form and the runs view are the delivery core's types (src/delivery/): the page reads them too.
+export type { DeliveryRecord, FullRecord, RunView, RunsView };
 
 /**
  * Where the history is kept: in this process's memory (History), or in the shared PostgreSQL store
@@ -67,7 +34,6 @@ export interface HistorySource {
   subscribe(listener: (row: unknown[], id: number) => void): () => void;
 }
 
-const runView = (r: Run): RunView => ({ model: r.model, initialization_time: r.initialization_time, hours: [...r.hours].sort((a, b) => a - b), init_event: r.initEvent });
 
 function bodyFields(body: Buffer | undefined): Pick<FullRecord, 'body' | 'body_base64' | 'body_kept'> {
   return body ? { ...textOrBase64(body), body_kept: body.length } : { body_kept: 0 };

@@ -1,4 +1,3 @@
-import { readFileSync } from 'node:fs';
 import type { Dispatcher } from 'undici';
 import { layoutNamed, type Layout } from '../signing/layouts.js';
 import { signDelivery } from '../signing/sign.js';
@@ -6,7 +5,7 @@ import { isoMillis, type Clock } from '../util/clock.js';
 import { verified, type ReceiverEvent } from './event.js';
 import { forwardDelivery, type ForwardResult } from './forward.js';
 import type { HistorySource } from './history.js';
-import { savedBody, type SavedDelivery } from './saved.js';
+import { readProvenBody } from './saved.js';
 
 /** The header a replayed delivery carries, so that an app (and a person reading its logs) can tell. */
 export const REPLAY_HEADER = 'x-wxhooks-replay';
@@ -49,12 +48,13 @@ export type HistoryReplay =
  * Re-sends a delivery of the history to the app (`listen --forward-to`), signed afresh with the current
  * time and the same Trigger-Id, marked `X-Wxhooks-Replay: 1`, and keeps the replay in the history as one
  * (never counted as processed). Only a verified record is replayed; a body kept only in part is read
- * whole from its saved file, if it was saved.
+ * whole from its saved file, if it was saved and still shows it verified (`saveKey`, the store's key that
+ * marks what listen saves, or its signature with `secret`): the file may have been replaced since.
  */
 export async function replayFromHistory(
   history: HistorySource,
   id: number,
-  o: { secret: string; to: string; timeoutMs: number; clock: Clock; edited?: Buffer },
+  o: { secret: string; to: string; timeoutMs: number; clock: Clock; edited?: Buffer; saveKey?: Buffer },
 ): Promise<HistoryReplay> {
   const record = await history.get(id);
   const kept = await history.bodyOf(id);
@@ -65,7 +65,9 @@ export async function replayFromHistory(
   if (o.edited) body = o.edited;
   else if (!kept.whole) {
     if (!record.saved_to) return { ok: false, status: 409, error: `only the first ${kept.body.length} bytes of this body are kept (see --history-size): run listen with --save-dir to replay it whole` };
-    body = savedBody(JSON.parse(readFileSync(record.saved_to, 'utf8')) as SavedDelivery);
+    const whole = await readProvenBody(record.saved_to, o.saveKey, [o.secret]);
+    if ('error' in whole) return { ok: false, status: 409, error: `only the first ${kept.body.length} bytes of this body are kept, and ${whole.error}` };
+    body = whole.body;
   }
   const { Agent } = await import('undici');
   const agent = new Agent();

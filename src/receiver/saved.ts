@@ -1,10 +1,14 @@
-import { mkdir, readdir, readFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { mkdir, readdir } from 'node:fs/promises';
+import { basename, join, resolve } from 'node:path';
 import { UsageError } from '../errors.js';
 import type { ReceiverEvent } from './event.js';
 import { parseBodyObject } from '../signing/json-body.js';
+import { LAYOUT_NAMES, type LayoutName } from '../signing/layouts.js';
+import { verifyDelivery } from '../signing/verify.js';
+import { keptValue, readKept } from '../store/kept.js';
 import { idText, textOrBase64 } from '../util/bytes.js';
-import { createNewFile, fsReason, readInputFile as read } from '../util/files.js';
+import { createNewFile, ensureWritableDir, FileRefusedError, fsReason, readInputFile as read, readRegularFile } from '../util/files.js';
 
 /** A delivery as `listen --save-dir` writes it, and `verify` and `send` read it back. */
 export interface SavedDelivery {
@@ -19,6 +23,12 @@ export interface SavedDelivery {
   body_base64?: string;
   /** The signature layout that verified it (files saved before session 6 have none: they were verified too). */
   layout?: string;
+  /**
+   * What shows that listen verified it: an HMAC of what was saved, with a key only the store folder holds
+   * (save-key.json). A file without it (planted, changed, saved elsewhere or by an older wxhooks) is not
+   * taken as verified (#32.9).
+   */
+  verified_mark?: string;
 }
 
 /** Headers as one text each (several values joined as HTTP joins them). */
@@ -37,19 +47,144 @@ export function savedBody(saved: SavedDelivery): Buffer {
   return Buffer.from(saved.body ?? '', 'utf8');
 }
 
+const isText = (v: unknown) => typeof v === 'string';
+const optionalText = (v: unknown) => v === undefined || typeof v === 'string';
+
+/** Whether a parsed file has the shape of a saved delivery (every field the reader uses, of its type). */
 export function isSavedDelivery(value: unknown): value is SavedDelivery {
-  return typeof value === 'object' && value !== null && (value as SavedDelivery).wxhooks_delivery === 1 && typeof (value as SavedDelivery).headers === 'object';
+  if (typeof value !== 'object' || value === null) return false;
+  const v = value as Record<string, unknown>;
+  const headers = v.headers;
+  return (
+    v.wxhooks_delivery === 1 &&
+    isText(v.received_at) &&
+    isText(v.method) &&
+    isText(v.path) &&
+    typeof headers === 'object' &&
+    headers !== null &&
+    !Array.isArray(headers) &&
+    Object.values(headers).every(isText) &&
+    optionalText(v.body) &&
+    optionalText(v.body_base64) &&
+    optionalText(v.layout) &&
+    optionalText(v.verified_mark)
+  );
+}
+
+/** The file in the store folder that keeps the key `listen --save-dir` marks what it saves with. */
+export const SAVE_KEY_FILE = 'save-key.json';
+
+/**
+ * The mark of a saved delivery: HMAC-SHA256, with the store's key, of everything a replay would send
+ * (what was received, the layout, the body as it is written). The body is fed as written (text or
+ * base64), so that no copy of it is made.
+ */
+function markOf(saved: SavedDelivery, key: Buffer): string {
+  const headers = Object.entries(saved.headers).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  const field = saved.body_base64 !== undefined ? 'body_base64' : 'body';
+  const hmac = createHmac('sha256', key);
+  hmac.update(JSON.stringify(['wxhooks saved delivery 1', saved.received_at, saved.method, saved.path, headers, saved.layout ?? null, field]));
+  hmac.update('\n');
+  hmac.update(saved[field] ?? '', 'utf8');
+  return hmac.digest('base64url');
+}
+
+/** Whether a saved delivery carries the mark of this store's listen (constant-time). */
+export function isMarked(saved: SavedDelivery, key: Buffer | undefined): boolean {
+  if (!key || saved.verified_mark === undefined) return false;
+  const given = Buffer.from(saved.verified_mark);
+  const wanted = Buffer.from(markOf(saved, key));
+  return given.length === wanted.length && timingSafeEqual(given, wanted);
+}
+
+/**
+ * The layout a saved delivery shows it verified with, or undefined: the mark of this store's listen, else
+ * (a file saved elsewhere, or by an older wxhooks) its own signature, checked now with one of `secrets`.
+ * Its timestamp is not held to a window: what the check proves is that the service signed these bytes,
+ * and a replay signs them afresh with the time of the replay.
+ */
+export function provenLayout(saved: SavedDelivery, key: Buffer | undefined, secrets: readonly string[]): string | undefined {
+  if (isMarked(saved, key)) return saved.layout ?? 'standard';
+  if (!secrets.length) return undefined;
+  const pinned = LAYOUT_NAMES.includes(saved.layout as LayoutName) ? (saved.layout as LayoutName) : 'auto';
+  const result = verifyDelivery({ secret: secrets, headers: saved.headers, body: savedBody(saved), scheme: pinned, tolerance: Number.MAX_SAFE_INTEGER, diagnose: false });
+  return result.ok ? result.layout : undefined;
+}
+
+/** What to say of a saved delivery that shows no verification: why it is not signed again, and what to do. */
+export function unprovenError(file: string, secretsGiven: boolean): { message: string; hint: string } {
+  return {
+    message: `${basename(file)} carries no mark of a delivery this store's listen verified (it was put there by hand or by another user, changed since, or saved elsewhere or by an older wxhooks)${secretsGiven ? ', and its own signature does not verify with the secret given' : ''}: it is not signed again.`,
+    hint: 'Only what verified is signed with the webhook\'s secret. If it is a delivery you received, give the secret it was signed with (`wxhooks verify FILE --webhook ID` checks it); a file saved by `listen --save-dir` with this store folder (WXHOOKS_CONFIG_DIR) carries the mark.',
+  };
+}
+
+/** The key each save-dir's marks are made with, from its store folder: set by openSaveDir, read by saveDelivery. */
+const markKeys = new Map<string, Buffer>();
+
+/**
+ * Readies a `--save-dir` for listen: writable (else a usage error, exit 2), and the key that marks what
+ * is saved there taken from the store folder (made the first time; another user's is refused, exit 2).
+ * saveDelivery marks every file it writes into `dir` with it. If the key cannot be kept (a read-only
+ * store folder: listen may not need it otherwise, with a postgres store), it is used for this session
+ * only, and the warning returned says what that means.
+ */
+export async function openSaveDir(dir: string, storeDir: string): Promise<string | undefined> {
+  await ensureWritableDir(dir, '--save-dir');
+  const kept = await keptValue(storeDir, SAVE_KEY_FILE, () => randomBytes(32).toString('base64url'));
+  markKeys.set(resolve(dir), Buffer.from(kept.value, 'base64url'));
+  if (!kept.kept) {
+    return `the key that marks what --save-dir saves as verified could not be kept in ${storeDir} (${kept.problem}): once listen stops, its files show they verified only by their signature (give --webhook or --secret-env to deliveries and runs).`;
+  }
+  return kept.warning;
+}
+
+/** The key what listen saves into `dir` is marked with (openSaveDir), if the folder was opened so. */
+export const saveKeyOf = (dir: string): Buffer | undefined => markKeys.get(resolve(dir));
+
+/** The key of the store folder `storeDir` that marks saved deliveries, or undefined if it has none yet. */
+export async function readSaveKey(storeDir: string): Promise<Buffer | undefined> {
+  const value = await readKept(storeDir, SAVE_KEY_FILE);
+  return value ? Buffer.from(value, 'base64url') : undefined;
 }
 
 /**
  * Writes one delivery into `dir` as a new file (never over another: two deliveries in the same
- * millisecond with the same ids get `-2`, `-3`...); returns the file's path. Not synced to the disk: a
- * saved delivery is a copy to look at, and the processed pair, not this file, is what must survive.
+ * millisecond with the same ids get `-2`, `-3`...), marked as verified when the folder was opened by
+ * openSaveDir; returns the file's path. Not synced to the disk: a saved delivery is a copy to look at,
+ * and the processed pair, not this file, is what must survive.
  */
 export async function saveDelivery(dir: string, saved: SavedDelivery, name: string): Promise<string> {
   await mkdir(dir, { recursive: true });
+  const key = saveKeyOf(dir);
+  const marked: SavedDelivery = key ? { ...saved, verified_mark: markOf(saved, key) } : saved;
   const safe = name.replace(/[^A-Za-z0-9._-]/g, '_').slice(0, 120);
-  return createNewFile(dir, `${saved.received_at.replace(/[:.]/g, '-')}-${safe}`, '.json', JSON.stringify(saved, null, 2), { sync: false });
+  return createNewFile(dir, `${saved.received_at.replace(/[:.]/g, '-')}-${safe}`, '.json', JSON.stringify(marked, null, 2), { sync: false });
+}
+
+/**
+ * The most a saved delivery's file may hold to be read back. listen's default --max-body is 25 MiB, and
+ * a body is written as text (a JSON body's quotes escaped: under twice its size) or base64 (4/3): 128 MiB
+ * holds any of those whole. A larger file is passed over (and said), never read.
+ */
+export const SAVED_FILE_LIMIT = 128 * 1024 * 1024;
+
+/**
+ * One saved delivery's file, read safely: a regular file only (a FIFO does not hang it, a device is
+ * not read), at most SAVED_FILE_LIMIT, and a symbolic link followed only when `follow` (a file the user
+ * named; never inside a folder being listed). Throws a FileRefusedError, a file-system error, or an Error
+ * that says it is not a saved delivery.
+ */
+export async function readSavedFile(file: string, follow = false): Promise<SavedDelivery> {
+  const { data } = await readRegularFile(file, { maxBytes: SAVED_FILE_LIMIT, what: 'a saved delivery', follow });
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(data.toString('utf8'));
+  } catch {
+    throw new Error('not JSON');
+  }
+  if (!isSavedDelivery(parsed)) throw new Error('not a delivery saved by `listen --save-dir`');
+  return parsed;
 }
 
 /** A headers file: a JSON object, or HTTP-style "Name: value" lines (a status line is skipped). */
@@ -72,15 +207,15 @@ export function parseHeadersText(text: string): Record<string, string> {
 export async function readCaptured(saved: string | undefined, headersFile?: string, bodyFile?: string) {
   if (saved !== undefined) {
     if (headersFile || bodyFile) throw new UsageError('Give a saved delivery, or --headers and --body, not both.');
-    let parsed: unknown;
+    let parsed: SavedDelivery;
     try {
-      parsed = JSON.parse((await read(saved, 'the saved delivery')).toString('utf8'));
+      parsed = await readSavedFile(saved, true);
     } catch (err) {
-      if (err instanceof UsageError) throw err;
-      throw new UsageError(`"${saved}" is not a delivery saved by \`listen --save-dir\` (not JSON).`);
+      if (err instanceof FileRefusedError) throw new UsageError(`Cannot read the saved delivery "${saved}": ${err.why}.`);
+      if ((err as NodeJS.ErrnoException).code) throw new UsageError(`Cannot read the saved delivery "${saved}": ${fsReason(err)}.`);
+      throw new UsageError(`"${saved}" is not a delivery saved by \`listen --save-dir\` (${(err as Error).message}).`);
     }
-    if (!isSavedDelivery(parsed)) throw new UsageError(`"${saved}" is not a delivery saved by \`listen --save-dir\`.`);
-    return { headers: parsed.headers as Record<string, string>, body: savedBody(parsed), receivedAt: Date.parse(parsed.received_at) };
+    return { headers: parsed.headers, body: savedBody(parsed), receivedAt: Date.parse(parsed.received_at), saved: parsed };
   }
   if (!headersFile || !bodyFile) throw new UsageError('Give a saved delivery, or both --headers FILE and --body FILE.');
   let headers: Record<string, string>;
@@ -90,7 +225,7 @@ export async function readCaptured(saved: string | undefined, headersFile?: stri
     if (err instanceof UsageError) throw err;
     throw new UsageError(`The headers file "${headersFile}" is neither a JSON object nor "Name: value" lines.`);
   }
-  return { headers, body: await read(bodyFile, 'the body file'), receivedAt: undefined };
+  return { headers, body: await read(bodyFile, 'the body file'), receivedAt: undefined, saved: undefined };
 }
 
 
@@ -99,13 +234,23 @@ export interface SavedFile {
   file: string;
   saved: SavedDelivery;
   payload: Record<string, unknown> | undefined;
+  /** It carries the mark of this store's listen (isMarked): it verified. */
+  marked: boolean;
+}
+
+/** A file of a `--save-dir` folder that was passed over, and why, in words. */
+export interface SkippedFile {
+  file: string;
+  why: string;
 }
 
 /**
  * Every delivery saved in a `--save-dir` folder, in the order they were received (the file names start
- * with the time). Files that are not saved deliveries are passed over, and counted in `skipped`.
+ * with the time), each marked or not with `key` (the store's: readSaveKey). Files that cannot be read
+ * back safely (not a regular file, a symbolic link, over SAVED_FILE_LIMIT) or are not saved deliveries
+ * are passed over, in `skipped` with why.
  */
-export async function readSavedDir(dir: string): Promise<{ deliveries: SavedFile[]; skipped: number }> {
+export async function readSavedDir(dir: string, key?: Buffer): Promise<{ deliveries: SavedFile[]; skipped: SkippedFile[] }> {
   let names: string[];
   try {
     names = (await readdir(dir)).filter((n) => n.endsWith('.json')).sort();
@@ -113,18 +258,26 @@ export async function readSavedDir(dir: string): Promise<{ deliveries: SavedFile
     throw new UsageError(`Cannot read the folder "${dir}": ${fsReason(err)}.`, { hint: 'Give the folder `listen --save-dir` wrote to.' });
   }
   const deliveries: SavedFile[] = [];
-  let skipped = 0;
+  const skipped: SkippedFile[] = [];
   for (const name of names) {
     const file = join(dir, name);
     try {
-      const saved = JSON.parse(await readFile(file, 'utf8')) as unknown;
-      if (!isSavedDelivery(saved)) throw new Error('not a saved delivery');
-      deliveries.push({ file, saved, payload: parseBodyObject(savedBody(saved)) });
-    } catch {
-      skipped++;
+      const saved = await readSavedFile(file);
+      deliveries.push({ file, saved, payload: parseBodyObject(savedBody(saved)), marked: isMarked(saved, key) });
+    } catch (err) {
+      const why = err instanceof FileRefusedError ? err.why : (err as NodeJS.ErrnoException).code ? fsReason(err) : (err as Error).message;
+      skipped.push({ file, why });
     }
   }
   return { deliveries, skipped };
+}
+
+/** What a command says of the files it passed over: a line, then one a file (the first 10). */
+export function skippedLines(skipped: readonly SkippedFile[], where: string): string[] {
+  if (!skipped.length) return [];
+  const shown = skipped.slice(0, 10).map((s) => `  ${basename(s.file)}: ${s.why}`);
+  if (skipped.length > 10) shown.push(`  … and ${skipped.length - 10} more`);
+  return [`warning: ${skipped.length} file${skipped.length === 1 ? '' : 's'} in ${where} passed over:`, ...shown];
 }
 
 /** What a delivery's body says of its model run (the fields the run tracker reads). */
@@ -139,28 +292,47 @@ export function runFactsOf(payload: Record<string, unknown> | undefined): { type
 }
 
 /**
- * A saved delivery as the report `listen` made of it (a verified delivery, accepted): so that a restarted
- * `listen --inspect --save-dir` shows what it received before.
+ * A saved delivery as the report `listen` made of it, so that a restarted `listen --inspect --save-dir`
+ * shows what it received before: accepted, with the layout that verified it, when it shows it verified
+ * (provenLayout: the store's mark, or its signature with `secrets`); else a request that did not verify,
+ * which only claims its Trigger-Id and is never signed again.
  */
-export function savedAsEvent(d: SavedFile): ReceiverEvent {
+export function savedAsEvent(d: SavedFile, key: Buffer | undefined, secrets: readonly string[]): ReceiverEvent {
   const facts = runFactsOf(d.payload);
   const p = d.payload;
+  const base = { time: d.saved.received_at, method: d.saved.method, path: d.saved.path, size: savedBody(d.saved).length, type: facts.type, saved_to: d.file };
+  const trigger = idText(p?.trigger_id) ?? d.saved.headers['trigger-id'];
+  const layout = provenLayout(d.saved, key, secrets);
+  if (layout === undefined) {
+    const { message, hint } = unprovenError(d.file, secrets.length > 0);
+    return { ...base, outcome: 'unverified', status: 0, claimed_trigger_id: trigger?.slice(0, 200), reason: 'not_marked', message, hint };
+  }
   return {
-    time: d.saved.received_at,
+    ...base,
     outcome: 'accepted',
     status: 200,
-    method: d.saved.method,
-    path: d.saved.path,
-    size: savedBody(d.saved).length,
-    type: facts.type,
     webhook_id: idText(p?.webhook_id),
     subscription_id: idText(p?.subscription_id),
-    trigger_id: idText(p?.trigger_id) ?? d.saved.headers['trigger-id'],
+    trigger_id: trigger,
     model: facts.model,
     initialization_time: facts.initialization_time,
     forecast_hour: facts.forecast_hour,
-    layout: d.saved.layout ?? 'standard',
-    saved_to: d.file,
+    layout,
     ...(p?.test === true ? { test: true as const } : {}),
   };
+}
+
+/**
+ * The whole body of a verified delivery kept in part in the history, read back from the file it was saved
+ * to; only if the file still shows it verified (it may have been replaced since): else why not, in words.
+ */
+export async function readProvenBody(file: string, key: Buffer | undefined, secrets: readonly string[]): Promise<{ body: Buffer } | { error: string }> {
+  let saved: SavedDelivery;
+  try {
+    saved = await readSavedFile(file);
+  } catch (err) {
+    return { error: `its saved file ${basename(file)} cannot be read back (${err instanceof FileRefusedError ? err.why : (err as NodeJS.ErrnoException).code ? fsReason(err) : (err as Error).message})` };
+  }
+  if (provenLayout(saved, key, secrets) === undefined) return { error: unprovenError(file, secrets.length > 0).message };
+  return { body: savedBody(saved) };
 }

@@ -1,24 +1,22 @@
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer, STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Dispatcher } from 'undici';
-import type { HeaderSource, Verifier } from '../signing/verify.js';
-import type { PairStore } from '../store/pair-store.js';
+import { ANSWERS, bodyTimeoutMs, OK_BODY, statusForFailure, type Answer } from '../delivery/answers.js';
+import { declaredFits } from '../util/bodies.js';
+import { BODY_READS, DEFAULTS } from '../delivery/defaults.js';
+import { pathOf, routed } from '../delivery/door.js';
+import type { Pair } from '../delivery/pair.js';
+import { settle, type Settled, type Timers } from '../delivery/runner.js';
+import { forwarded, type Processed } from '../delivery/steps.js';
+import type { PairStore } from '../delivery/store.js';
+import type { Verifier } from '../signing/verify.js';
 import { isoMillis, systemClock, type Clock } from '../util/clock.js';
 import { listenOn } from '../util/net.js';
-import { MAX_BODY, MAX_INFLIGHT } from './common.js';
-import { decide, deliveryEvent, failureEvent, OK_BODY, pairOf, statusForFailure, VERIFIED, type Answer, type Facts, type Pair, type Processed } from './decide.js';
 import type { ReceiverEvent } from './event.js';
 import { forwardDelivery } from './forward.js';
 import { declaredLength, InflightBudget, readBody, type BodyRead } from '../util/read-body.js';
+import { deliveryEvent, failureEvent, pairOf } from './report.js';
 import { saveDelivery, toSaved } from './saved.js';
-
-/** The receiver's limits unless told otherwise: `listen`'s flags default to these, and `doctor`'s receiver uses them. */
-export const RECEIVER_DEFAULTS = {
-  maxBody: MAX_BODY,
-  maxInflight: MAX_INFLIGHT,
-  forwardTimeoutMs: 30_000,
-  readTimeoutMs: 10_000,
-} as const;
 
 export interface ReceiverOptions {
   port: number;
@@ -40,6 +38,8 @@ export interface ReceiverOptions {
   keepsRaw?: boolean;
   /** On close, how long open connections may finish their requests before they are cut (default 2 s). */
   closeGraceMs?: number;
+  /** The timers that extend a claim while a delivery is forwarded (default the machine's): a test passes its own. */
+  timers?: Timers;
   /**
    * Called once per request, once its answer has gone (or could not), with the report and, for a request
    * that had a body, its headers and bytes. The report is the listener's from then on: the receiver
@@ -76,17 +76,18 @@ export interface RunningReceiver {
  */
 const JSON_HEADERS = (length: number) => ({ 'content-type': 'application/json', 'content-length': length });
 const OK_HEADERS = JSON_HEADERS(OK_BODY.length);
+const CLOSE = { connection: 'close' } as const;
 
 /**
- * Writes an answer; says whether it went to a connection still open (false: it closed first, and the
- * client gets nothing), or, for an answer queued behind an earlier one on a pipelined connection, when
- * it is known.
+ * Writes an answer of the table; says whether it went to a connection still open (false: it closed first,
+ * and the client gets nothing), or, for an answer queued behind an earlier one on a pipelined connection,
+ * when it is known.
  */
-function send(res: ServerResponse, answer: Pick<Answer, 'status' | 'body'>, extra?: Record<string, string>): boolean | Promise<boolean> {
+function send(res: ServerResponse, answer: Answer, extra?: Record<string, string>): boolean | Promise<boolean> {
   if (res.headersSent) return true;
   if (res.destroyed || res.socket?.destroyed) return false;
   if (answer.status === 200 && answer.body === OK_BODY && !extra) res.writeHead(200, OK_HEADERS);
-  else res.writeHead(answer.status, { ...JSON_HEADERS(Buffer.byteLength(answer.body)), ...extra });
+  else res.writeHead(answer.status, { ...JSON_HEADERS(Buffer.byteLength(answer.body)), ...answer.headers, ...extra });
   res.end(answer.body);
   if (res.socket) return true;
   return new Promise((resolve) => res.once('close', () => resolve(res.writableFinished)));
@@ -102,29 +103,46 @@ function sentOrNot(event: ReceiverEvent, sent: boolean | Promise<boolean>): Rece
   return sent.then((ok) => (ok ? event : Object.assign(event, { answer_sent: false as const })));
 }
 
-/**
- * The Webhook-Signature header, every value of it: Node joins repeated headers with ", ", which would
- * glue two signature entries into one; the values are space-separated entries of one list instead.
- */
-function headersOf(req: IncomingMessage): HeaderSource {
-  const signature = req.headers['webhook-signature'];
-  if (signature === undefined || !signature.includes(', ')) return req.headers;
-  return { ...req.headers, 'webhook-signature': req.headersDistinct['webhook-signature']?.join(' ') };
+/** The report of a verified delivery, told what became of it (its outcome, and why when it was not accepted). */
+function reported(event: ReceiverEvent, s: Settled): ReceiverEvent {
+  event.outcome = s.answer.outcome;
+  event.status = s.answer.status;
+  if (s.claim === 'stored_now') event.stored_later = true;
+  if (s.claimFailed !== undefined) event.message = `${(s.claimFailed as Error).message} Answered 503, so the service retries it.`;
+  if (s.stored && !s.stored.ok) {
+    const e = s.stored.error as Error & { persistent?: boolean };
+    event.message = `${e.message} Processed, not yet stored: its pair is kept, and its retry is answered 503 (not processed again) until it is written.`;
+    if (e.persistent) event.fatal = true;
+  }
+  if (s.timedOut) event.message = 'not saved and forwarded in time: its claim let go, so the service retries it.';
+  else if (s.handled && !s.handled.ok && s.handled.error !== undefined) event.message = `internal error: ${s.handled.error instanceof Error ? s.handled.error.message : String(s.handled.error)}`;
+  if (s.leaseLost) event.message = `${event.message ? `${event.message} ` : ''}Its claim could not be extended while it was handled: another instance may have taken it over.`;
+  return event;
 }
 
 /**
- * The local receiver: reads each delivery's raw bytes, verifies it, claims its pair, saves and forwards
- * it, stores the pair, and only then answers 2xx; and reports every request. What to answer is decided
- * by `decide` (src/receiver/decide.ts); this is the I/O around it.
+ * The local receiver, a door of the delivery core (src/delivery/door.ts): reads each delivery's raw
+ * bytes, verifies it, and has the core's runner claim its pair, handle it (save and forward it: listen is
+ * a handler that saves and forwards), store its pair, and only then answer 2xx; and reports every request.
+ * What is answered is the core's table (src/delivery/answers.ts); this is the I/O around it.
  */
 export async function startReceiver(options: ReceiverOptions): Promise<RunningReceiver> {
-  const o = { ...RECEIVER_DEFAULTS, ...options };
+  const o = {
+    maxBody: DEFAULTS.maxBodyBytes,
+    maxInflight: DEFAULTS.maxInflightBytes,
+    forwardTimeoutMs: DEFAULTS.forwardTimeoutMs,
+    readTimeoutMs: DEFAULTS.readTimeoutMs,
+    ...options,
+  };
   const clock = o.clock ?? systemClock;
   const budget = new InflightBudget(o.maxInflight);
   /** With --save-dir, a body is held twice while it is processed: as bytes, and as the text written. */
   const copies = o.saveDir ? 2 : 1;
   // undici is loaded only when there is somewhere to forward to
   const agent: Dispatcher | undefined = o.forwardTo ? new (await import('undici')).Agent({ keepAliveTimeout: 10_000, connections: 64 }) : undefined;
+  /** The forward is bounded by --forward-timeout: the runner's own limit is only a backstop behind it. */
+  const handlerTimeoutMs = Math.max(DEFAULTS.handlerTimeoutMs, 2 * o.forwardTimeoutMs);
+  const notFoundHint = `deliveries go to ${o.path}`;
   /** What the server itself answered a connection it cut off (a timeout, a malformed body), for the report. */
   const cutOff = new WeakMap<Socket, number>();
   /** The requests being worked on: close() waits for them, so that no pair of a processed delivery is left unstored. */
@@ -136,20 +154,14 @@ export async function startReceiver(options: ReceiverOptions): Promise<RunningRe
 
   function handle(req: IncomingMessage, res: ServerResponse): void {
     const now = clock.now();
-    const url = req.url ?? '/';
-    const query = url.indexOf('?');
-    const path = query === -1 ? url : url.slice(0, query);
-    if (path !== o.path) {
-      const sent = send(res, { status: 404, body: JSON.stringify({ error: 'not found', hint: `deliveries go to ${o.path}` }) });
+    const path = pathOf(req.url ?? '/');
+    const wrong = routed(req.method, path, o.path, notFoundHint);
+    if (wrong) {
+      const sent = send(res, wrong);
       req.resume();
-      return report(sentOrNot({ time: isoMillis(now), outcome: 'not_found', status: 404, method: req.method, path }, sent));
+      return report(sentOrNot({ time: isoMillis(now), outcome: wrong.outcome, status: wrong.status, method: req.method, path }, sent));
     }
-    if (req.method !== 'POST') {
-      const sent = send(res, { status: 405, body: '{"error":"only POST is accepted here"}' }, { allow: 'POST' });
-      req.resume();
-      return report(sentOrNot({ time: isoMillis(now), outcome: 'method_not_allowed', status: 405, method: req.method, path }, sent));
-    }
-    readBody(req, o.maxBody, budget, (read) => afterBody(req, res, now, clock.monotonic(), path, read), copies);
+    readBody(req, o.maxBody, budget, (read) => afterBody(req, res, now, clock.monotonic(), path, read), { copies });
   }
 
   function report(event: ReceiverEvent | Promise<ReceiverEvent>, raw?: RawDelivery): void {
@@ -161,26 +173,27 @@ export async function startReceiver(options: ReceiverOptions): Promise<RunningRe
     const time = isoMillis(now);
     const base = { time, method: 'POST', path } as const;
     switch (read.kind) {
-      case 'aborted': {
+      case 'aborted':
+      case 'timed_out': {
         const answered = cutOff.get(req.socket);
-        if (answered === 408) return report({ ...base, outcome: 'timed_out', status: 408, message: 'the body did not arrive within 6 × --read-timeout' });
+        if (answered === 408) return report({ ...base, outcome: 'timed_out', status: 408, message: `the body did not arrive within ${BODY_READS} × --read-timeout` });
         if (answered === 400) return report({ ...base, outcome: 'bad_request', status: 400, message: 'the request was not valid HTTP (a malformed body)' });
         return report({ ...base, outcome: 'aborted', status: 0, message: 'the client went away before the body arrived; nothing was answered' });
       }
       case 'too_large': {
-        const sent = send(res, { status: 413, body: JSON.stringify({ error: `body over ${o.maxBody} bytes` }) }, { connection: 'close' });
+        const sent = send(res, ANSWERS.tooLarge(o.maxBody), CLOSE);
         req.destroy();
         return report(sentOrNot({ ...base, outcome: 'too_large', status: 413, size: read.size, message: `${read.size} bytes or more; --max-body is ${o.maxBody}` }, sent));
       }
       case 'over_budget': {
-        const sent = send(res, { status: 503, body: '{"error":"too many bodies in flight; try again later"}' }, { connection: 'close', 'retry-after': '5' });
+        const sent = send(res, ANSWERS.overloaded, CLOSE);
         req.destroy();
         const message = `answered 503: the bodies in flight would pass --max-inflight (${o.maxInflight} bytes); ${budget.refused} refused so far`;
         return report(sentOrNot({ ...base, outcome: 'overloaded', status: 503, size: read.size, message }, sent));
       }
     }
     const body = read.body;
-    const v = o.verifier.verify(headersOf(req), body, now);
+    const v = o.verifier.verify(req.headers, body, now);
     // what arrived, for a listener that keeps it (a history): made only then
     const raw = (answer?: RawDelivery['answer']): RawDelivery | undefined => o.keepsRaw ? ({
       headers: req.headers,
@@ -193,8 +206,7 @@ export async function startReceiver(options: ReceiverOptions): Promise<RunningRe
     if (!v.ok) {
       // refused: answered now, and nothing more is done with it
       budget.give(read.held);
-      const step = decide({ verification: v });
-      const sent = step.do === 'answer' ? send(res, step.answer) : true;
+      const sent = send(res, ANSWERS.notVerified(v));
       const trigger = req.headers['trigger-id'];
       return report(sentOrNot(failureEvent(time, path, v, statusForFailure(v), body.length, typeof trigger === 'string' ? trigger : undefined), sent), raw());
     }
@@ -207,92 +219,49 @@ export async function startReceiver(options: ReceiverOptions): Promise<RunningRe
       budget.give(read.held);
       if (--working === 0) idle?.();
     };
-    settle(req, res, event, pair, body, { verification: VERIFIED }).then(
-      (event) => {
+    const handleIt = () => (o.saveDir || agent ? processDelivery(req, body, event, pair) : forwarded({}, o.respondStatus));
+    settle({ store: o.store, pair, handle: handleIt, timeoutMs: handlerTimeoutMs, timers: o.timers }).then(
+      (settled) => {
         done();
-        report(event, raw(answers.get(event)));
+        report(sentOrNot(reported(event, settled), send(res, settled.answer)), raw(answers.get(event)));
       },
       (err: Error) => {
         done();
-        report(sentOrNot({ ...base, outcome: 'error', status: 500, message: err.message }, send(res, { status: 500, body: '{"error":"internal error in wxhooks listen"}' })));
+        report(sentOrNot({ ...base, outcome: 'error', status: 500, message: err.message }, send(res, ANSWERS.internal)));
       },
     );
   }
 
-  /** Does what `decide` asks, step by step, until the answer; returns the report (once the answer has gone, or could not). */
-  async function settle(req: IncomingMessage, res: ServerResponse, event: ReceiverEvent, pair: Pair, body: Buffer, facts: Facts): Promise<ReceiverEvent> {
-    const time = event.time;
-    for (;;) {
-      const step = decide(facts, { respondStatus: o.respondStatus });
-      switch (step.do) {
-        case 'claim':
-          try {
-            facts.claim = await o.store.claim(pair.trigger, pair.subscription);
-            if (facts.claim === 'stored_now') event.stored_later = true;
-          } catch (err) {
-            facts.claimFailed = (err as Error).message;
-            event.message = `${(err as Error).message} Answered 503, so the service retries it.`;
-          }
-          break;
-        case 'process':
-          facts.processed = o.saveDir || agent ? await processDelivery(req, body, time, pair.trigger, pair.subscription, event.layout) : {};
-          if (facts.processed.forward) {
-            // the report (a line, NDJSON) keeps the app's status and first line; the history its whole answer
-            const { answer, ...forward } = facts.processed.forward;
-            event.forward = forward;
-            if (answer && o.keepsRaw) answers.set(event, answer);
-          }
-          if (facts.processed.savedTo) event.saved_to = facts.processed.savedTo;
-          break;
-        case 'store':
-          try {
-            await o.store.complete(pair.trigger, pair.subscription);
-            facts.stored = { ok: true };
-          } catch (err) {
-            const e = err as Error & { persistent?: boolean };
-            facts.stored = { ok: false, message: e.message, persistent: Boolean(e.persistent) };
-            event.message = `${e.message} Processed, not yet stored: its pair is kept, and its retry is answered 503 (not processed again) until it is written.`;
-            if (e.persistent) event.fatal = true;
-          }
-          break;
-        case 'release':
-          await o.store.release(pair.trigger, pair.subscription);
-          return sentOrNot(reported(event, step.answer), send(res, step.answer));
-        case 'answer':
-          return sentOrNot(reported(event, step.answer), send(res, step.answer));
-      }
-    }
-  }
-
-  function reported(event: ReceiverEvent, answer: Answer): ReceiverEvent {
-    event.outcome = answer.outcome;
-    event.status = answer.status;
-    return event;
-  }
-
-  async function processDelivery(req: IncomingMessage, body: Buffer, time: string, trigger: string, subscription: string, layout?: string): Promise<Processed> {
+  /** Listen's handling of a delivery: saved, then forwarded; the report told what each did. */
+  async function processDelivery(req: IncomingMessage, body: Buffer, event: ReceiverEvent, pair: Pair) {
     const processed: Processed = {};
     if (o.saveDir) {
       try {
-        processed.savedTo = await saveDelivery(o.saveDir, toSaved(time, req.method ?? 'POST', req.url ?? '/', req.headers, body, layout), `${trigger}-${subscription}`);
+        processed.savedTo = await saveDelivery(o.saveDir, toSaved(event.time, req.method ?? 'POST', req.url ?? '/', req.headers, body, event.layout), `${pair.trigger}-${pair.subscription}`);
+        event.saved_to = processed.savedTo;
       } catch (err) {
         processed.saveError = (err as Error).message;
-        return processed;
       }
     }
-    if (o.forwardTo && agent) processed.forward = await forwardDelivery(o.forwardTo, req.headers, body, o.forwardTimeoutMs, agent);
-    return processed;
+    if (processed.saveError === undefined && o.forwardTo && agent) {
+      processed.forward = await forwardDelivery(o.forwardTo, req.headers, body, o.forwardTimeoutMs, agent);
+      // the report (a line, NDJSON) keeps the app's status and first line; the history its whole answer
+      const { answer, ...forward } = processed.forward;
+      event.forward = forward;
+      if (answer && o.keepsRaw) answers.set(event, answer);
+    }
+    return forwarded(processed, o.respondStatus);
   }
 
   // Slow clients: headers within the read timeout, the whole request within six times it. (Node checks
   // these on its own connection list; a per-socket idle timer would cost every request a timer refresh.)
   const server: Server = createServer(
-    { connectionsCheckingInterval: Math.min(1000, o.readTimeoutMs), headersTimeout: o.readTimeoutMs, requestTimeout: o.readTimeoutMs * 6 },
+    { connectionsCheckingInterval: Math.min(1000, o.readTimeoutMs), headersTimeout: o.readTimeoutMs, requestTimeout: bodyTimeoutMs(o.readTimeoutMs) },
     (req, res) => {
       try {
         handle(req, res);
       } catch (err) {
-        report(sentOrNot({ time: isoMillis(clock.now()), outcome: 'error', status: 500, message: (err as Error).message }, send(res, { status: 500, body: '{"error":"internal error in wxhooks listen"}' })));
+        report(sentOrNot({ time: isoMillis(clock.now()), outcome: 'error', status: 500, message: (err as Error).message }, send(res, ANSWERS.internal)));
       }
     },
   );
@@ -300,10 +269,8 @@ export async function startReceiver(options: ReceiverOptions): Promise<RunningRe
   // `Expect: 100-continue`: a body that is too large, or would not fit the budget, is refused before the client sends it.
   server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => {
     const declared = declaredLength(req);
-    if (declared !== undefined && (declared > o.maxBody || budget.used + declared * copies > budget.max)) {
-      const tooLarge = declared > o.maxBody;
-      if (!tooLarge) budget.refused++;
-      afterBody(req, res, clock.now(), clock.monotonic(), (req.url ?? '/').split('?')[0]!, tooLarge ? { kind: 'too_large', size: declared } : { kind: 'over_budget', size: declared });
+    if (declared !== undefined && (declared > o.maxBody || !declaredFits(budget, declared, copies))) {
+      afterBody(req, res, clock.now(), clock.monotonic(), pathOf(req.url ?? '/'), declared > o.maxBody ? { kind: 'too_large', size: declared } : { kind: 'over_budget', size: declared });
       return;
     }
     res.writeContinue();
@@ -315,8 +282,13 @@ export async function startReceiver(options: ReceiverOptions): Promise<RunningRe
     // in a body) is its going away, reported as aborted; not malformed HTTP
     if (!timedOut && (!err.code?.startsWith('HPE_') || err.code === 'HPE_INVALID_EOF_STATE')) return socket.destroy();
     cutOff.set(socket, timedOut ? 408 : 400);
-    if (socket.writable) socket.end(`HTTP/1.1 ${timedOut ? '408 Request Timeout' : '400 Bad Request'}\r\nconnection: close\r\n\r\n`);
-    else socket.destroy();
+    if (!socket.writable) return socket.destroy();
+    // answered from the table, then cut off whatever the client does (one that never reads would
+    // otherwise keep its connection, and its share of --max-inflight, for as long as it likes)
+    const a = !timedOut ? ANSWERS.malformed : ANSWERS.timedOut(err.code === 'ERR_HTTP_HEADERS_TIMEOUT' ? o.readTimeoutMs : bodyTimeoutMs(o.readTimeoutMs));
+    const head = `HTTP/1.1 ${a.status} ${STATUS_CODES[a.status]}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(a.body)}\r\nconnection: close\r\n\r\n`;
+    socket.end(head + a.body, () => socket.destroy());
+    setTimeout(() => socket.destroy(), 1000).unref();
   });
   const { port, url } = await listenOn(server, o.host, o.port, o.path);
   return {

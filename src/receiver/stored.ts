@@ -1,18 +1,19 @@
 import { basename } from 'node:path';
 import { NotFoundError, NotVerifiedError, UsageError } from '../errors.js';
 import { parseBodyObject } from '../signing/json-body.js';
+import { configDir } from '../store/paths.js';
 import type { HistoryRow, PgStore } from '../store/postgres.js';
 import { shownUrl, storeKind } from '../store/store-url.js';
 import { idText } from '../util/bytes.js';
 import type { ReceiverEvent } from './event.js';
-import { readSavedDir, runFactsOf, savedBody, type SavedFile } from './saved.js';
+import { provenLayout, readSavedDir, readSaveKey, runFactsOf, savedBody, type SavedDelivery, type SavedFile, type SkippedFile } from './saved.js';
 
 /**
  * Where `deliveries` and `runs` read what `listen` received: a `--save-dir` folder (the verified
  * deliveries, one file each), or the history in a PostgreSQL store (every request any instance
  * answered, when they keep one). Both give the same entries; the commands know only these.
  */
-export type DeliverySource = { dir: string } | { store: string; schema: string };
+export type DeliverySource = { dir: string; storeDir?: string; secrets?: readonly string[] } | { store: string; schema: string };
 
 /** One delivery as the list shows it. */
 export interface StoredEntry {
@@ -25,8 +26,14 @@ export interface StoredEntry {
   trigger_id?: string;
   subscription_id?: string;
   size: number;
-  /** `verified` (a new delivery, verified), `test` (a test ping), or what listen answered otherwise (`duplicate`, `unverified`, ...). */
+  /**
+   * `verified` (a new delivery, verified), `test` (a test ping), or what listen answered otherwise
+   * (`duplicate`, `unverified`, ...). A saved file that shows no verification (no mark of this store's
+   * listen, and no signature checked with a secret given) is `unverified`.
+   */
   outcome: string;
+  /** A test delivery (a ping), whatever was answered: never part of a model run. */
+  test?: true;
   model?: string;
   initialization_time?: string;
   forecast_hour?: number;
@@ -39,12 +46,19 @@ export interface StoredDelivery extends StoredEntry {
   headers: Record<string, string>;
   body: Buffer;
   payload: Record<string, unknown> | undefined;
+  /** A saved file's content, and the layout it shows it verified with (provenLayout), if it does. */
+  saved?: SavedDelivery;
+  layout?: string;
 }
 
-/** The source the options name: --dir, or --store (else WXHOOKS_STORE_URL), not both. */
-export function sourceOf(o: { dir?: string; store?: string; storeSchema?: string }, env: NodeJS.ProcessEnv): DeliverySource {
+/**
+ * The source the options name: --dir, or --store (else WXHOOKS_STORE_URL), not both. A folder is read
+ * with the store folder's key (what listen saved there is marked with it), and the secrets given, if any,
+ * to check the signatures of files without the mark.
+ */
+export function sourceOf(o: { dir?: string; store?: string; storeSchema?: string }, env: NodeJS.ProcessEnv, secrets: readonly string[] = []): DeliverySource {
   if (o.dir !== undefined && o.store !== undefined) throw new UsageError('Give --dir or --store, not both.');
-  if (o.dir !== undefined) return { dir: o.dir };
+  if (o.dir !== undefined) return { dir: o.dir, storeDir: configDir(env), secrets };
   const store = o.store ?? env.WXHOOKS_STORE_URL;
   if (store === undefined) throw new UsageError('Give --dir DIR (a `listen --save-dir` folder) or --store postgres://... (the receivers\' shared store; else WXHOOKS_STORE_URL).');
   if (storeKind(store) === 'file') throw new UsageError('The file store keeps no deliveries: give --dir DIR, the folder `listen --save-dir` wrote to.');
@@ -55,10 +69,11 @@ export function sourceOf(o: { dir?: string; store?: string; storeSchema?: string
 export const whereOf = (source: DeliverySource) => ('dir' in source ? source.dir : shownUrl(source.store));
 
 
-function fromFile(d: SavedFile): StoredDelivery {
+function fromFile(d: SavedFile, secrets: readonly string[] = []): StoredDelivery {
   const p = d.payload;
   const facts = runFactsOf(p);
   const body = savedBody(d.saved);
+  const layout = d.marked ? (d.saved.layout ?? 'standard') : provenLayout(d.saved, undefined, secrets);
   return {
     ref: basename(d.file),
     file: d.file,
@@ -67,14 +82,30 @@ function fromFile(d: SavedFile): StoredDelivery {
     trigger_id: idText(p?.trigger_id) ?? d.saved.headers['trigger-id'],
     subscription_id: idText(p?.subscription_id),
     size: body.length,
-    outcome: p?.test === true ? 'test' : 'verified',
+    outcome: layout === undefined ? 'unverified' : p?.test === true ? 'test' : 'verified',
+    ...(p?.test === true ? { test: true as const } : {}),
     model: facts.model,
     initialization_time: facts.initialization_time,
     forecast_hour: facts.forecast_hour,
     headers: d.saved.headers,
     body,
     payload: p,
+    saved: d.saved,
+    layout,
   };
+}
+
+/** A folder's deliveries, each marked or not with its store folder's key. */
+async function readFolder(source: { dir: string; storeDir?: string }) {
+  return readSavedDir(source.dir, source.storeDir === undefined ? undefined : await readSaveKey(source.storeDir));
+}
+
+/** What `deliveries list` and `runs` say of the files of a folder that show no verification, or nothing. */
+export function unverifiedLine(entries: readonly StoredEntry[], source: DeliverySource, done = 'listed as unverified, never replayed'): string | undefined {
+  if (!('dir' in source)) return undefined;
+  const n = entries.filter((e) => e.outcome === 'unverified').length;
+  if (!n) return undefined;
+  return `warning: ${n} file${n === 1 ? '' : 's'} in ${source.dir} ${n === 1 ? 'carries' : 'carry'} no mark of a delivery this store's listen verified (put there by hand or by another user, changed since, or saved elsewhere or by an older wxhooks): ${done}${source.secrets?.length ? ', and their signatures do not verify with the secret given' : '. Give --webhook ID or --secret-env VAR to check their own signatures'}.`;
 }
 
 function entryOfRow(row: HistoryRow): StoredEntry {
@@ -88,6 +119,7 @@ function entryOfRow(row: HistoryRow): StoredEntry {
     subscription_id: r.subscription_id,
     size: row.size ?? r.size ?? 0,
     outcome: r.outcome === 'accepted' ? (r.test ? 'test' : 'verified') : r.outcome,
+    ...(r.test ? { test: true as const } : {}),
     model: r.model,
     initialization_time: r.initialization_time,
     forecast_hour: r.forecast_hour,
@@ -108,16 +140,16 @@ async function openStore(source: { store: string; schema: string }): Promise<PgS
 /** The most rows read from a store's history at once. */
 const MOST = 100_000;
 
-/** Every delivery the source holds, oldest first; `skipped` counts files in a folder that are not saved deliveries. */
-export async function listStored(source: DeliverySource): Promise<{ entries: StoredEntry[]; skipped: number }> {
+/** Every delivery the source holds, oldest first; `skipped`, the files of a folder passed over, and why. */
+export async function listStored(source: DeliverySource): Promise<{ entries: StoredEntry[]; skipped: SkippedFile[] }> {
   if ('dir' in source) {
-    const { deliveries, skipped } = await readSavedDir(source.dir);
-    return { entries: deliveries.map(fromFile), skipped };
+    const { deliveries, skipped } = await readFolder(source);
+    return { entries: deliveries.map((d) => fromFile(d, source.secrets)), skipped };
   }
   const store = await openStore(source);
   try {
     const newest = await store.historyNewest();
-    return { entries: (await store.historySince(Math.max(0, newest - MOST), MOST)).map(entryOfRow), skipped: 0 };
+    return { entries: (await store.historySince(Math.max(0, newest - MOST), MOST)).map(entryOfRow), skipped: [] };
   } finally {
     await store.close();
   }
@@ -137,7 +169,9 @@ function ambiguous(which: string, triggers: string[]): UsageError {
  * One delivery: by file name (a folder) or `#ID` (a store's history), or by Trigger-Id, whole or a unique
  * start of one (its latest verified attempt; `others` counts the earlier ones). A request that did not
  * verify only claims its Trigger-Id: it is never found by it. With `verifiedOnly` (replay), `#ID` of a
- * refused request is refused too (exit 9): what did not verify is never signed again.
+ * refused request is refused too (exit 9): what did not verify is never signed again. (A folder's file
+ * that shows no verification is found, by its name or, when no verified file has it, its Trigger-Id: the
+ * caller decides; `deliveries replay` checks its signature with the secret it is given.)
  */
 export async function findStored(source: DeliverySource, which: string, options: { verifiedOnly?: boolean } = {}): Promise<{ found: StoredDelivery; others: number }> {
   const notFound = (what: string) =>
@@ -145,17 +179,19 @@ export async function findStored(source: DeliverySource, which: string, options:
       hint: `\`wxhooks deliveries list ${'dir' in source ? `--dir ${source.dir}` : '--store URL'}\` shows what is there.`,
     });
   if ('dir' in source) {
-    // a folder holds only verified deliveries: listen saves nothing else
-    const { deliveries } = await readSavedDir(source.dir);
+    // listen saves only verified deliveries, marked so; a file without the mark may be anything
+    const { deliveries } = await readFolder(source);
     const byFile = deliveries.find((d) => d.file === which || basename(d.file) === which || basename(d.file) === basename(which));
-    if (byFile) return { found: fromFile(byFile), others: 0 };
-    const all = deliveries.map(fromFile);
+    if (byFile) return { found: fromFile(byFile, source.secrets), others: 0 };
+    const all = deliveries.map((d) => fromFile(d, source.secrets));
     const triggers = [...new Set(all.map((d) => d.trigger_id).filter((t): t is string => t !== undefined && t.startsWith(which)))];
     const trigger = triggers.includes(which) ? which : triggers.length === 1 ? triggers[0] : undefined;
     if (triggers.length > 1 && !trigger) throw ambiguous(which, triggers);
     const byTrigger = all.filter((d) => d.trigger_id === trigger);
     if (!byTrigger.length) throw notFound('a file name, or a Trigger-Id or the start of one');
-    return { found: byTrigger.at(-1)!, others: byTrigger.length - 1 };
+    const verifiedOnes = byTrigger.filter((d) => d.outcome !== 'unverified');
+    const pick = verifiedOnes.length ? verifiedOnes : byTrigger;
+    return { found: pick.at(-1)!, others: pick.length - 1 };
   }
   const store = await openStore(source);
   try {

@@ -1,6 +1,8 @@
-export { LAYOUTS, LAYOUT_NAMES, SCHEMES, layoutNamed, type Layout, type LayoutName, type Scheme } from './layouts.js';
-export { parseTimestamp } from './timestamp.js';
-export { signDelivery, generateSecret, type SignOptions, type SignedHeaders } from './sign.js';
+// What the library exports of signing (src/index.ts re-exports it whole): verify and sign a delivery, a
+// session that verifies many, and their types. The layout table and the CLI's helpers are imported from
+// their own modules.
+export type { Layout, LayoutName, Scheme } from './layouts.js';
+export { signDelivery, type SignOptions, type SignedHeaders } from './sign.js';
 export {
   verifyDelivery,
   Verifier,

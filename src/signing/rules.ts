@@ -92,7 +92,8 @@ export class DiagnosisBudget {
 /**
  * A header by its lower-case name first (as Node gives them), then by any casing. Several values are
  * joined with `join` (`, ` as HTTP does; a space for Webhook-Signature, whose entries are space-separated,
- * so that two signature headers are one list whatever their order).
+ * so that two signature headers are one list whatever their order). Values a runtime already joined with
+ * `, ` (Node's `req.headers`, a `Headers` object) are split there again: no layout's signature holds `, `.
  */
 export function lookup(headers: HeaderSource, lower: string, name: string, join = ', '): string | undefined {
   if (typeof (headers as { get?: unknown }).get === 'function') {
@@ -105,7 +106,9 @@ export function lookup(headers: HeaderSource, lower: string, name: string, join 
   if (v === undefined) {
     for (const k in record) if (k.toLowerCase() === lower) v = record[k];
   }
-  return typeof v === 'string' || v === undefined ? v : v.join(join);
+  if (v === undefined) return undefined;
+  if (typeof v !== 'string') return v.join(join);
+  return join === ', ' || !v.includes(', ') ? v : v.split(', ').join(join);
 }
 
 function fail(reason: VerifyFailureReason, message: string, extra: Partial<VerifyFailure> = {}): VerifyFailure {
@@ -152,11 +155,21 @@ export interface Found {
   problems: string[];
 }
 
+/** What the headers hold, once they passed the checks that need neither the body nor a key. */
+export interface Headed {
+  ok: true;
+  id: string;
+  ts: string;
+  seconds: number;
+  sigHeader: string;
+}
+
 /**
- * The checks before any HMAC, in a fixed order: the three headers present, the timestamp well-formed and
- * within the window (past or future), the signature header of a sane length, then its signatures per row.
+ * The checks that need neither the body nor a key, first in the fixed order: the three headers present,
+ * the timestamp well-formed and within the window (past or future), the signature header of a sane
+ * length. A door that keeps nothing of a refused request answers these before it reads the body.
  */
-export function examine(headers: HeaderSource, nowMs: number, tolerance: number, rows: readonly Layout[]): Found | VerifyFailure {
+export function examineHeaders(headers: HeaderSource, nowMs: number, tolerance: number): Headed | VerifyFailure {
   const id = lookup(headers, 'trigger-id', 'Trigger-Id');
   if (id === undefined || id.trim() === '') return missing('Trigger-Id', id);
   const ts = lookup(headers, 'webhook-timestamp', 'Webhook-Timestamp');
@@ -188,7 +201,14 @@ export function examine(headers: HeaderSource, nowMs: number, tolerance: number,
       header: 'Webhook-Signature',
     });
   }
+  return { ok: true, id, ts, seconds, sigHeader };
+}
 
+/** The checks before any HMAC (`examineHeaders`), then the header's signatures per row. */
+export function examine(headers: HeaderSource, nowMs: number, tolerance: number, rows: readonly Layout[]): Found | VerifyFailure {
+  const h = examineHeaders(headers, nowMs, tolerance);
+  if (!h.ok) return h;
+  const { id, ts, seconds, sigHeader } = h;
   const problems: string[] = [];
   const candidates: Candidate[] = [];
   for (const row of rows) {

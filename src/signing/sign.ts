@@ -33,6 +33,11 @@ export function signDelivery(options: SignOptions): SignedHeaders {
   return { 'Trigger-Id': options.triggerId, 'Webhook-Timestamp': ts, 'Webhook-Signature': row.format(signature, ts) };
 }
 
+/** `trg_` + a time-ordered, random identifier, as the service issues them. */
+export function newTriggerId(): string {
+  return `trg_${Date.now().toString(36).padStart(10, '0')}${randomBytes(8).toString('hex')}`;
+}
+
 /** A new secret as the emulator issues them: `whsec_` + base64 of 32 random bytes. */
 export function generateSecret(): string {
   return `whsec_${randomBytes(32).toString('base64')}`;

@@ -1,5 +1,6 @@
 import { equalBytes, utf8 } from './encoding.js';
-import { LAYOUTS, type Layout, type Scheme } from './layouts.js';
+import type { VerifyOptions } from './verify.js';
+import { LAYOUTS, type Layout } from './layouts.js';
 import {
   DEFAULT_TOLERANCE,
   DIAGNOSES_PER_MINUTE,
@@ -22,15 +23,7 @@ import {
  * Cloudflare Workers, browsers. No Node module. The rules and their words are those of `verifyDelivery`
  * (src/signing/rules.ts); only the HMAC differs, and it is asynchronous.
  */
-export interface WebVerifierOptions {
-  /** The webhook's secret, or several during a rotation (any one may match). */
-  secret: string | readonly string[];
-  /** `auto` (default) tries every layout that signs the timestamp; a name pins one. */
-  scheme?: Scheme;
-  /** Seconds a timestamp may be off the clock, past or future (default 300). */
-  tolerance?: number;
-  /** The layout table (default: the built-in one). */
-  layouts?: readonly Layout[];
+export interface WebVerifierOptions extends Pick<VerifyOptions, 'secret' | 'scheme' | 'tolerance' | 'layouts'> {
   /** How many further looks for why a request failed are taken a minute (default 5): each costs several verifications. */
   diagnosePerMinute?: number;
 }
@@ -127,4 +120,14 @@ export class WebVerifier {
     }
     return (await unsigned()) ?? failures.noMatch(this.secrets, candidates);
   }
+}
+
+/**
+ * Verifies one delivery with Web Crypto, by the rules and in the words of the Node entry's
+ * `verifyDelivery`, with its options (it resolves to the same result; it is asynchronous because Web Crypto
+ * is). Its types are the Node entry's, imported as types only.
+ */
+export function verifyDelivery(options: VerifyOptions): Promise<VerifyResult> {
+  const verifier = new WebVerifier({ ...options, diagnosePerMinute: options.diagnose === false ? 0 : Infinity });
+  return verifier.verify(options.headers, options.body, options.now === undefined ? Date.now() : +options.now);
 }

@@ -4,6 +4,7 @@ import { LAYOUTS, type Layout, type Scheme } from './layouts.js';
 import { LARGE_BODY, parseBodyObject } from './json-body.js';
 import {
   DEFAULT_TOLERANCE,
+  DIAGNOSES_PER_MINUTE,
   DiagnosisBudget,
   REFORMAT_DIAGNOSIS_MAX,
   examine,
@@ -143,14 +144,15 @@ export class Verifier {
   private readonly pins: boolean;
 
   /**
-   * `diagnosePerMinute`: how many further looks for why a request failed are taken a minute (default: every
-   * time). `shallowAbove`: bodies larger than this are parsed for their small members only (default
+   * `diagnosePerMinute`: how many further looks for why a request failed are taken a minute (default 5,
+   * as `listen` and the handlers take them: each costs several verifications, and a session faces
+   * whoever sends; Infinity takes every one). `shallowAbove`: bodies larger than this are parsed for their small members only (default
    * 1 MiB): a receiver that needs only a delivery's ids keeps the payload of a large forecast small.
    */
   constructor(options: Omit<VerifyOptions, 'headers' | 'body' | 'now' | 'diagnose'> & { diagnosePerMinute?: number; shallowAbove?: number; pin?: boolean }) {
     const secrets = secretsOf(options.secret, 'Verifier');
     this.pins = options.pin !== false;
-    this.diagnoses = new DiagnosisBudget(options.diagnosePerMinute ?? Infinity);
+    this.diagnoses = new DiagnosisBudget(options.diagnosePerMinute ?? DIAGNOSES_PER_MINUTE);
     this.scheme = options.scheme ?? 'auto';
     if (this.scheme !== 'auto') this.pinned = this.scheme;
     const table = options.layouts ?? LAYOUTS;

@@ -3,7 +3,8 @@ import { hostname } from 'node:os';
 import type { Pool, PoolClient } from 'pg';
 import { NotFoundError, UnreachableError, UsageError } from '../errors.js';
 import { addSensitive } from '../util/redact.js';
-import { PairStoreError, type Claim, type PairStore, type StoreNotice } from './pair-store.js';
+import { PairStoreError, type Claim, type PairStore, type StoreNotice } from '../delivery/store.js';
+import { StoredLater } from '../delivery/stored-later.js';
 import type { HistoryLimits } from './history-limits.js';
 import { shownUrl, storeSecrets } from './store-url.js';
 
@@ -13,9 +14,11 @@ import { shownUrl, storeSecrets } from './store-url.js';
  *
  * The rules: a delivery claims its pair in one statement (an INSERT ... ON CONFLICT on the pair's
  * unique key): won, already done, or held by a live claim (409); a claim whose lease ran out (its holder
- * died) is taken over. Success marks the pair done; a failure releases the claim. Nothing is answered
- * 2xx before the pair's state is committed. Claims, completions and releases of one turn of the event
- * loop go in one statement each, and each delivery's answer waits for its own.
+ * died, or hung without extending it) is taken over. The holder extends its claim while its delivery is
+ * handled (by its token: never another's). Success marks the pair done; a failure releases the claim.
+ * Nothing is answered 2xx before the pair's state is committed. Claims, extensions, completions and
+ * releases of one turn of the event loop go in one statement each, and each delivery's answer waits for
+ * its own.
  */
 
 /** The schema's versions, in order: each step brings the previous version to the next. */
@@ -70,7 +73,7 @@ export interface PgStoreOptions {
   url: string;
   schema: string;
   ttlMs: number;
-  /** How long a claim holds before another instance may take it over (its holder is taken to be dead). */
+  /** How long a claim holds unless extended, before another instance may take it over (its holder is taken to be dead). */
   leaseMs: number;
   /** The history's limits, when one is kept. */
   history?: HistoryLimits;
@@ -78,6 +81,8 @@ export interface PgStoreOptions {
   onConnection?: (state: 'lost' | 'restored', reason?: string) => void;
   /** Told of pairs of processed deliveries whose completion could not be committed then, committed now. */
   onNotice?: (notice: StoreNotice) => void;
+  /** How often completions that could not be committed are tried again (default 1 s; 0: only when `settle()` is called, as a test does). */
+  settleMs?: number;
   /** For the commands that only read the history (`deliveries`, `runs`): nothing is created or migrated. */
   readOnly?: boolean;
 }
@@ -123,27 +128,32 @@ function connectionLost(err: unknown): boolean {
 
 export class PgStore implements PairStore {
   readonly where: string;
+  readonly leaseMs: number;
   /** This process, in the claims it holds: host, pid and a random part. */
   readonly instance = `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
   private readonly s: string;
   private claims: Waiting<Claim>[] = [];
   /** Claims made so far: a claim's token is the instance and this number. */
   private claimsMade = 0;
-  private completes: (Waiting<void> & { token: string })[] = [];
+  private completes: Waiting<void>[] = [];
   private releases: (Waiting<void> & { token: string })[] = [];
+  private extensions: (Waiting<boolean> & { token: string })[] = [];
   private scheduled = false;
   /** The statements under way, for close() to wait for. */
   private readonly running = new Set<Promise<void>>();
-  /** The token of each claim this process holds: completing or releasing acts on our own claim only. */
-  private readonly tokens = new Map<string, string>();
+  /**
+   * The claim this process holds on each pair: its token (extending and releasing act on our own claim
+   * only), and how many of our deliveries hold it (one that took over our own lapsed claim adds one: the
+   * claim is released when both have let it go, never under the one still handling it).
+   */
+  private readonly tokens = new Map<string, { token: string; holders: number }>();
   private lost = false;
   /** Statements started so far, and how many had started when the database was last found lost or back. */
   private statements = 0;
   private changedAt = 0;
   private readonly sweeper: NodeJS.Timeout;
-  /** Pairs processed here whose completion could not be committed (the database was away): tried again until it is. */
-  private readonly unsettled = new Map<string, { trigger: string; subscription: string }>();
-  private settler: NodeJS.Timeout | undefined;
+  /** Pairs processed here whose completion could not be committed (the database was away): tried again every second until it is. */
+  private readonly later: StoredLater;
   private pendingHistory: HistoryEntry[] = [];
   /** Body bytes of the history rows not yet written. */
   private historyBytes = 0;
@@ -153,7 +163,9 @@ export class PgStore implements PairStore {
     private readonly options: PgStoreOptions,
   ) {
     this.where = shownUrl(options.url);
+    this.leaseMs = options.leaseMs;
     this.s = quoteIdent(options.schema);
+    this.later = new StoredLater({ store: (p) => this.commit(p.trigger, p.subscription), onNotice: options.onNotice, retryMs: options.settleMs ?? 1000 });
     const every = Math.max(1000, Math.min(60_000, Math.floor(options.ttlMs / 4)));
     this.sweeper = setInterval(() => void this.expire().catch(() => undefined), every).unref();
     if (options.readOnly) clearInterval(this.sweeper);
@@ -244,7 +256,7 @@ export class PgStore implements PairStore {
     this.scheduled = true;
     setImmediate(() => {
       this.scheduled = false;
-      for (const flush of [this.flushClaims(), this.flushCompletes(), this.flushReleases(), this.flushHistory()]) {
+      for (const flush of [this.flushClaims(), this.flushExtensions(), this.flushCompletes(), this.flushReleases(), this.flushHistory()]) {
         this.running.add(flush);
         void flush.finally(() => this.running.delete(flush));
       }
@@ -252,35 +264,55 @@ export class PgStore implements PairStore {
   }
 
   claim(trigger: string, subscription: string): Promise<Claim> {
-    if (this.unsettled.has(key(trigger, subscription))) {
-      // processed here, its completion not yet committed: commit it now, and the retry is a duplicate
-      return new Promise((resolve, reject) => {
-        const again = (err: Error) =>
-          reject(new PairStoreError(`Already processed, and its completion still cannot be committed: ${err.message}`, false, { processed: true, cause: err }));
-        this.completes.push({ trigger, subscription, token: '', resolve: () => resolve('stored_now'), reject: again });
-        this.schedule();
-      });
-    }
+    // processed here, its completion not yet committed: commit it now, and the retry is a duplicate
+    if (this.later.has(trigger, subscription)) return this.later.storeNow(trigger, subscription);
     return new Promise((resolve, reject) => {
       this.claims.push({ trigger, subscription, resolve, reject });
       this.schedule();
     });
   }
 
+  extend(trigger: string, subscription: string): Promise<boolean> {
+    const held = this.tokens.get(key(trigger, subscription));
+    if (!held) return Promise.resolve(false);
+    return new Promise((resolve) => {
+      this.extensions.push({ trigger, subscription, token: held.token, resolve, reject: () => resolve(false) });
+      this.schedule();
+    });
+  }
+
   complete(trigger: string, subscription: string): Promise<void> {
-    const token = this.tokens.get(key(trigger, subscription)) ?? '';
+    return this.commit(trigger, subscription).catch((err: unknown) => {
+      // Not committed, but processed (forwarded): our claim stays in the database, so that no other
+      // instance processes it while its lease lasts, and the completion is tried again until it is
+      // committed (at once when the service's retry comes back here: claim() above).
+      this.later.keep({ trigger, subscription, at: 0 });
+      throw err;
+    });
+  }
+
+  /** Marks the pair done, with the turn's others. */
+  private commit(trigger: string, subscription: string): Promise<void> {
     return new Promise((resolve, reject) => {
-      this.completes.push({ trigger, subscription, token, resolve, reject });
+      this.completes.push({ trigger, subscription, resolve, reject });
       this.schedule();
     });
   }
 
   release(trigger: string, subscription: string): Promise<void> {
-    const token = this.tokens.get(key(trigger, subscription)) ?? '';
+    const k = key(trigger, subscription);
+    const held = this.tokens.get(k);
+    if (held && --held.holders > 0) return Promise.resolve(); // another of our deliveries took it over, and still holds it
+    this.tokens.delete(k);
     return new Promise((resolve, reject) => {
-      this.releases.push({ trigger, subscription, token, resolve, reject });
+      this.releases.push({ trigger, subscription, token: held?.token ?? '', resolve, reject });
       this.schedule();
     });
+  }
+
+  /** Tries again the completions that could not be committed (what its timer does every second). */
+  settle(): Promise<void> {
+    return this.later.retry();
   }
 
   /** Runs a statement; notes the database lost or restored; a failure is a (never persistent) PairStoreError. */
@@ -344,7 +376,11 @@ export class PgStore implements PairStore {
       unique.forEach((w, i) => {
         const k = key(w.trigger, w.subscription);
         if (!wonKeys.has(k)) return lost.push(w);
-        this.tokens.set(k, tokens[i]!);
+        const held = this.tokens.get(k); // our own claim, whose lease ran out, taken over
+        if (held) {
+          held.token = tokens[i]!;
+          held.holders++;
+        } else this.tokens.set(k, { token: tokens[i]!, holders: 1 });
         w.resolve('won');
       });
       if (lost.length) {
@@ -361,6 +397,31 @@ export class PgStore implements PairStore {
     } catch (err) {
       // a claim that was won is not handed out: its lease runs out (it may have been committed)
       for (const w of batch) w.reject(err as Error);
+    }
+  }
+
+  /**
+   * One statement for the turn's extensions: each renews our own claim (by its token) for another lease,
+   * even one whose lease ran out if no other instance took it over meanwhile; false for one no longer
+   * ours (taken over, released, done) or when the database is away.
+   */
+  private async flushExtensions(): Promise<void> {
+    const batch = this.extensions;
+    this.extensions = [];
+    if (!batch.length) return;
+    const pairs = [...new Map(batch.map((w) => [key(w.trigger, w.subscription), w])).values()].sort(inKeyOrder);
+    try {
+      const rows = await this.run<{ trigger_id: string; subscription_id: string }>(
+        `UPDATE ${this.s}.pairs p SET lease_until = now() + $4 * interval '1 millisecond'
+         FROM unnest($1::text[], $2::text[], $3::text[]) AS t(trigger_id, subscription_id, token)
+         WHERE p.trigger_id = t.trigger_id AND p.subscription_id = t.subscription_id AND p.claimed_by = t.token AND p.state = 'claimed'
+         RETURNING p.trigger_id, p.subscription_id`,
+        [pairs.map((w) => w.trigger), pairs.map((w) => w.subscription), pairs.map((w) => w.token), this.options.leaseMs],
+      );
+      const renewed = new Set(rows.map((r) => key(r.trigger_id, r.subscription_id)));
+      for (const w of batch) w.resolve(renewed.has(key(w.trigger, w.subscription)));
+    } catch {
+      for (const w of batch) w.resolve(false);
     }
   }
 
@@ -382,56 +443,18 @@ export class PgStore implements PairStore {
         [pairs.map((w) => w.trigger), pairs.map((w) => w.subscription)],
       );
       for (const w of batch) {
-        const k = key(w.trigger, w.subscription);
-        this.tokens.delete(k);
-        this.unsettled.delete(k);
+        this.tokens.delete(key(w.trigger, w.subscription));
         w.resolve();
       }
-      if (!this.unsettled.size) {
-        clearInterval(this.settler);
-        this.settler = undefined;
-      }
     } catch (err) {
-      // Not committed, but processed (forwarded): the claim is kept, so that no other instance processes
-      // it again while its lease lasts, and the completion is tried again every second, and at once
-      // when the service's retry comes back here (claim() above).
-      for (const w of batch) this.unsettled.set(key(w.trigger, w.subscription), { trigger: w.trigger, subscription: w.subscription });
-      this.settler ??= setInterval(() => this.settle(), 1000).unref();
       for (const w of batch) w.reject(err as Error);
     }
-  }
-
-  /** Tries again the completions that could not be committed. */
-  private settle(): void {
-    if (!this.unsettled.size) {
-      clearInterval(this.settler);
-      this.settler = undefined;
-      return;
-    }
-    const queued = new Set(this.completes.map((w) => key(w.trigger, w.subscription)));
-    // they go in one statement: committed together, and said in one line
-    let committed = 0;
-    let asked = 0;
-    for (const [k, pair] of this.unsettled) {
-      if (queued.has(k)) continue;
-      asked++;
-      this.completes.push({
-        ...pair,
-        token: '',
-        resolve: () => {
-          if (++committed === asked) this.options.onNotice?.({ kind: 'stored_later', pairs: committed });
-        },
-        reject: () => undefined,
-      });
-    }
-    this.schedule();
   }
 
   private async flushReleases(): Promise<void> {
     const batch = this.releases.sort(inKeyOrder);
     this.releases = [];
     if (!batch.length) return;
-    for (const w of batch) this.tokens.delete(key(w.trigger, w.subscription));
     try {
       await this.run(
         `DELETE FROM ${this.s}.pairs p USING unnest($1::text[], $2::text[], $3::text[]) AS t(trigger_id, subscription_id, token)
@@ -582,7 +605,7 @@ export class PgStore implements PairStore {
               bool_or(type = 'initialization_time.available') AS init_event
        FROM ${this.s}.deliveries
        WHERE outcome IN ('accepted', 'duplicate') AND type IN ('forecast_hour.available', 'initialization_time.available')
-         AND ${VERIFIED} AND record ? 'model' AND record ? 'initialization_time' AND NOT coalesce((record->>'test')::boolean, false)
+         AND ${VERIFIED} AND record->>'model' <> '' AND record->>'initialization_time' <> '' AND NOT coalesce((record->>'test')::boolean, false)
        GROUP BY 1, 2`,
       [],
     );
@@ -629,9 +652,9 @@ export class PgStore implements PairStore {
 
   async close(): Promise<void> {
     clearInterval(this.sweeper);
-    clearInterval(this.settler);
-    if (this.unsettled.size && !this.lost) this.settle(); // one last try (if the database is away, their leases run out)
-    while (this.claims.length || this.completes.length || this.releases.length || this.pendingHistory.length || this.scheduled || this.running.size) {
+    this.later.stop();
+    if (this.later.size && !this.lost) void this.later.retry(); // one last try (if the database is away, their leases run out)
+    while (this.claims.length || this.extensions.length || this.completes.length || this.releases.length || this.pendingHistory.length || this.scheduled || this.running.size) {
       await Promise.all(this.running);
       await new Promise((resolve) => setImmediate(resolve));
     }

@@ -1,9 +1,10 @@
-import { access, constants, readFile, stat } from 'node:fs/promises';
+import { access, constants, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import lockfile from 'proper-lockfile';
 import { UsageError } from '../errors.js';
-import { fsReason, jsonProblem, proveWritable, writeFileAtomic } from '../util/files.js';
-import { ensurePrivateDir, secretFolderWarning, STORE_HINT } from './paths.js';
+import { jsonProblem, proveWritable, writeFileAtomic } from '../util/files.js';
+import { ensurePrivateDir, secretFolderWarning } from './paths.js';
+import { readPrivateFile } from './private-file.js';
 
 export interface StoredSecret {
   base_url: string;
@@ -51,12 +52,18 @@ const LOCK_OPTIONS = {
 /**
  * Webhook secrets on disk, keyed by base URL and webhook id. Every change is a
  * locked read-modify-write with an atomic rename, so parallel processes never
- * lose each other's entries; the file is 0600 in a 0700 folder.
+ * lose each other's entries; the file is 0600 in a 0700 folder. Every read, a
+ * change's included, first checks that no one else could have put the file there.
  */
 export class SecretStore {
   readonly file: string;
+  private readonly warned = new Set<string>();
 
-  constructor(readonly dir: string) {
+  /** `warn` is told, once each, what is worth a warning (a secrets.json others can read). */
+  constructor(
+    readonly dir: string,
+    private readonly warn?: (text: string) => void,
+  ) {
     this.file = join(dir, 'secrets.json');
   }
 
@@ -87,16 +94,20 @@ export class SecretStore {
   }
 
   private async read(): Promise<SecretFile> {
-    let text: string;
-    try {
-      text = await readFile(this.file, 'utf8');
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { version: 1, secrets: {} };
-      throw new UsageError(`Cannot read the secret store ${this.file}: ${fsReason(err)}.`, { hint: STORE_HINT, cause: err });
-    }
+    secretFolderWarning(this.dir); // refuses a folder others could write to, or another user's
+    const bytes = await readPrivateFile(this.dir, 'secrets.json', {
+      what: 'the secret store',
+      sensitive: true,
+      warn: (text) => {
+        if (this.warned.has(text)) return;
+        this.warned.add(text);
+        this.warn?.(text);
+      },
+    });
+    if (!bytes) return { version: 1, secrets: {} };
     let parsed: unknown;
     try {
-      parsed = JSON.parse(text);
+      parsed = JSON.parse(bytes.toString('utf8'));
     } catch (err) {
       throw damaged(this.file, jsonProblem(err));
     }
@@ -107,7 +118,7 @@ export class SecretStore {
 
   private async locked<T>(fn: (data: SecretFile) => T | Promise<T>, write: boolean): Promise<T> {
     ensurePrivateDir(this.dir);
-    secretFolderWarning(this.dir); // refuses a folder others could write to
+    secretFolderWarning(this.dir); // refuses a folder others could write to, before the lock is taken
     const release = await lockfile.lock(this.file, LOCK_OPTIONS);
     try {
       const data = await this.read();

@@ -1,9 +1,9 @@
-import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import type Conf from 'conf';
 import { normalizeBaseUrl } from '../api/base-url.js';
 import { UsageError } from '../errors.js';
+import { writeFileAtomic } from '../util/files.js';
 import { configDir, ensurePrivateDir, settingsFileError } from './paths.js';
+import { readPrivateFile } from './private-file.js';
 
 /** The settings `config get|set` knows, each with its check. */
 export const SETTINGS: Record<string, { describe: string; check: (value: string) => string }> = {
@@ -13,53 +13,49 @@ export const SETTINGS: Record<string, { describe: string; check: (value: string)
   },
 };
 
-/** The settings file in the store folder: conf's plain JSON. */
+/** The settings file in the store folder: plain JSON, as conf wrote it before (tab-indented). */
 export const settingsFile = (env: Record<string, string | undefined>) => join(configDir(env), 'settings.json');
 
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
 /**
- * One stored setting, read straight from the file conf writes: every command that needs `base-url`
- * reads it so, sparing itself conf and its schema validator, which only `config` (writing) loads.
+ * Every stored setting, read only if no one else could have put the file there (readPrivateFile): a
+ * planted `base-url` would send the API key to another user's server. A damaged file is a usage error
+ * (exit 2) that names it.
  */
-export async function readSetting(env: Record<string, string | undefined>, key: string): Promise<string | undefined> {
+async function readSettings(env: Record<string, string | undefined>): Promise<Record<string, unknown>> {
   const file = settingsFile(env);
-  let value: unknown;
+  const bytes = await readPrivateFile(configDir(env), 'settings.json', { what: 'the settings file' });
+  if (!bytes) return {};
+  let parsed: unknown;
   try {
-    value = (JSON.parse(await readFile(file, 'utf8')) as Record<string, unknown> | null)?.[key];
+    parsed = JSON.parse(bytes.toString('utf8'));
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
     throw settingsFileError(file, err);
   }
+  if (!isObject(parsed)) throw settingsFileError(file, new SyntaxError('not a JSON object'));
+  return parsed;
+}
+
+/** One stored setting: every command that needs `base-url` reads it so. */
+export async function readSetting(env: Record<string, string | undefined>, key: string): Promise<string | undefined> {
+  const value = (await readSettings(env))[key];
   return typeof value === 'string' ? value : undefined;
 }
 
-/** The settings, read and written through conf (`config get|set|unset|list`). */
+/**
+ * The settings, read and written (`config get|set|unset|list`). (conf did this until #32.10: it reads the
+ * file by its path on every access, following links, with no way to ask who owns it.)
+ */
 export class Settings {
   private constructor(
-    private readonly conf: Conf<Record<string, string>>,
+    private readonly env: Record<string, string | undefined>,
     readonly file: string,
   ) {}
 
   static async open(env: Record<string, string | undefined>): Promise<Settings> {
-    const dir = configDir(env);
-    ensurePrivateDir(dir);
-    const file = settingsFile(env);
-    const { default: ConfClass } = await import('conf');
-    const conf = guard(
-      file,
-      () =>
-        new ConfClass<Record<string, string>>({
-          projectName: 'wxhooks',
-          cwd: dir,
-          configName: 'settings',
-          configFileMode: 0o600,
-          accessPropertiesByDotNotation: false,
-        }),
-    );
-    return new Settings(conf, file);
-  }
-
-  private guard<T>(fn: () => T): T {
-    return guard(this.file, fn);
+    ensurePrivateDir(configDir(env));
+    return new Settings(env, settingsFile(env));
   }
 
   private static known(key: string): void {
@@ -68,33 +64,35 @@ export class Settings {
     }
   }
 
-  get(key: string): string | undefined {
-    Settings.known(key);
-    return this.conf.get(key);
+  private async change(fn: (data: Record<string, unknown>) => void): Promise<void> {
+    const data = await readSettings(this.env);
+    fn(data);
+    try {
+      await writeFileAtomic(this.file, JSON.stringify(data, undefined, '\t'));
+    } catch (err) {
+      throw settingsFileError(this.file, err);
+    }
   }
 
-  set(key: string, value: string): string {
+  async get(key: string): Promise<string | undefined> {
+    Settings.known(key);
+    const value = (await readSettings(this.env))[key];
+    return typeof value === 'string' ? value : undefined;
+  }
+
+  async set(key: string, value: string): Promise<string> {
     Settings.known(key);
     const checked = SETTINGS[key]!.check(value);
-    this.guard(() => this.conf.set(key, checked));
+    await this.change((data) => (data[key] = checked));
     return checked;
   }
 
-  unset(key: string): void {
+  async unset(key: string): Promise<void> {
     Settings.known(key);
-    this.guard(() => this.conf.delete(key));
+    await this.change((data) => delete data[key]);
   }
 
-  all(): Record<string, string> {
-    return { ...this.conf.store };
-  }
-}
-
-/** Runs a read or write of the settings file; what goes wrong is a usage error (exit 2) that names it. */
-function guard<T>(file: string, fn: () => T): T {
-  try {
-    return fn();
-  } catch (err) {
-    throw settingsFileError(file, err);
+  async all(): Promise<Record<string, unknown>> {
+    return readSettings(this.env);
   }
 }

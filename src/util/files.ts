@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { constants, type Stats } from 'node:fs';
 import { link, mkdir, open, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { UsageError } from '../errors.js';
@@ -31,6 +32,85 @@ export function fsReason(err: unknown): string {
 export function jsonProblem(err: unknown): string {
   const at = /position (\d+)/.exec((err as Error).message);
   return at ? `not valid JSON at byte ${at[1]}` : 'not valid JSON';
+}
+
+/** Why a file was not read: not a regular file, a symbolic link not followed, or over the size allowed. */
+export class FileRefusedError extends Error {
+  constructor(
+    readonly file: string,
+    /** In words, for a message: "a FIFO, not a regular file". */
+    readonly why: string,
+    readonly kind: 'link' | 'not_regular' | 'too_large' | 'not_trusted',
+  ) {
+    super(`${file}: ${why}`);
+    this.name = 'FileRefusedError';
+  }
+}
+
+/** What a file that is not a regular file is, in words. */
+function kindOf(st: Stats): string {
+  if (st.isDirectory()) return 'a folder';
+  if (st.isFIFO()) return 'a FIFO (a named pipe)';
+  if (st.isSocket()) return 'a socket';
+  if (st.isCharacterDevice() || st.isBlockDevice()) return 'a device';
+  return 'a special file';
+}
+
+export interface RegularFileOptions {
+  /** The most bytes read: a larger file is refused before any is read. */
+  maxBytes: number;
+  /** What the limit is, for the message ("a saved delivery"). */
+  what: string;
+  /** Follow a symbolic link at `file` (default false: O_NOFOLLOW, the link is refused). */
+  follow?: boolean;
+  /** Refuses the opened file on its stats (its owner, its mode): returns why, in words, or undefined. */
+  check?: (st: Stats) => string | undefined;
+}
+
+const MiB = 1024 * 1024;
+const mib = (n: number) => `${n >= MiB ? Math.round(n / MiB) : (n / MiB).toFixed(1)} MiB`;
+
+/**
+ * A file's bytes, read only if it is a regular file of at most `maxBytes`. It is opened without
+ * blocking (a FIFO would hang the open, and the process with it) and, unless `follow`, without
+ * following a symbolic link (O_NOFOLLOW); what is checked is the opened file (fstat), not the path, so
+ * nothing can be put in its place between the check and the read. A refusal is a FileRefusedError;
+ * other errors (ENOENT...) are thrown as they are.
+ */
+export async function readRegularFile(file: string, o: RegularFileOptions): Promise<{ data: Buffer; stats: Stats }> {
+  const flags = constants.O_RDONLY | (constants.O_NONBLOCK ?? 0) | (o.follow ? 0 : (constants.O_NOFOLLOW ?? 0));
+  let handle;
+  try {
+    handle = await open(file, flags);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (!o.follow && (code === 'ELOOP' || code === 'EMLINK')) throw new FileRefusedError(file, 'a symbolic link, which is not followed', 'link');
+    if (code === 'ENXIO') throw new FileRefusedError(file, 'a socket, not a regular file', 'not_regular');
+    if (code === 'EISDIR') throw new FileRefusedError(file, 'a folder', 'not_regular');
+    throw err;
+  }
+  try {
+    const stats = await handle.stat();
+    if (!stats.isFile()) throw new FileRefusedError(file, `${kindOf(stats)}, not a regular file`, 'not_regular');
+    const problem = o.check?.(stats);
+    if (problem) throw new FileRefusedError(file, problem, 'not_trusted');
+    if (stats.size > o.maxBytes) throw new FileRefusedError(file, `${mib(stats.size)}, over the ${mib(o.maxBytes)} ${o.what} may be`, 'too_large');
+    // read to the end, but never past the limit: the file may grow after the fstat
+    const chunks: Buffer[] = [];
+    let total = 0;
+    for (;;) {
+      const room = o.maxBytes + 1 - total;
+      const buffer = Buffer.allocUnsafe(Math.min(room, Math.max(stats.size - total, 64 * 1024)));
+      const { bytesRead } = await handle.read(buffer, 0, buffer.length, null);
+      if (bytesRead === 0) break;
+      chunks.push(buffer.subarray(0, bytesRead));
+      total += bytesRead;
+      if (total > o.maxBytes) throw new FileRefusedError(file, `over the ${mib(o.maxBytes)} ${o.what} may be`, 'too_large');
+    }
+    return { data: chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, total), stats };
+  } finally {
+    await handle.close();
+  }
 }
 
 /** A file the user named: its bytes, or a usage error (exit 2) that names it. */

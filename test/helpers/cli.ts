@@ -19,6 +19,8 @@ export interface CliOptions {
   timeoutMs?: number;
   /** Run the built binary as a process of its own (signals, stdin and stdout as pipes, the exit itself): where the process is the point. */
   spawn?: boolean;
+  /** In this process: the first delay before a retry of a request to the service (default 250 ms). */
+  retryBaseMs?: number;
 }
 
 /** A new folder under the run's temporary root (removed when the run ends; see global-setup.ts). */
@@ -53,7 +55,7 @@ export async function runCli(args: string[], options: CliOptions = {}): Promise<
   const out = { text: '', write: (chunk: string | Uint8Array) => (out.text += typeof chunk === 'string' ? chunk : Buffer.from(chunk).toString('utf8')) };
   const err = { text: '', write: (chunk: string | Uint8Array) => (err.text += typeof chunk === 'string' ? chunk : Buffer.from(chunk).toString('utf8')) };
   const stdin = Readable.from(options.stdin === undefined ? [] : [Buffer.from(options.stdin)]) as NodeJS.ReadableStream;
-  const code = await main(['node', 'wxhooks', ...args], { env, stdout: out, stderr: err, stdin, interrupted: new Promise(() => undefined) });
+  const code = await main(['node', 'wxhooks', ...args], { env, stdout: out, stderr: err, stdin, interrupted: new Promise(() => undefined), retryBaseMs: options.retryBaseMs });
   return { code, stdout: out.text, stderr: err.text, ms: Date.now() - started };
 }
 

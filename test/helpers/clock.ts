@@ -1,3 +1,4 @@
+import type { Timers } from '../../src/delivery/runner.js';
 import type { Clock } from '../../src/util/clock.js';
 
 /** A clock a test moves by hand: `advance` moves both clocks (time passes), `step` the wall clock alone (someone sets it). */
@@ -23,6 +24,38 @@ export function manualClock(start = Date.UTC(2026, 10, 23, 12, 0, 0)): ManualClo
     },
     step(ms) {
       wall += ms;
+    },
+  };
+}
+
+/**
+ * Timers a test moves (the runner's: claims extended, handlers timed out): `advance` fires what falls due,
+ * in order, letting promises settle after each, and tells `onTime` the time it reached.
+ */
+export function manualTimers(onTime?: (now: number) => void): Timers & { advance(ms: number): Promise<void>; pending(): number } {
+  let now = 0;
+  let next = 0;
+  const due = new Map<number, { at: number; fn: () => void }>();
+  return {
+    set(fn, ms) {
+      due.set(++next, { at: now + ms, fn });
+      return next;
+    },
+    clear: (handle) => void due.delete(handle as number),
+    pending: () => due.size,
+    async advance(ms) {
+      const until = now + ms;
+      for (;;) {
+        const first = [...due.entries()].sort((a, b) => a[1].at - b[1].at)[0];
+        if (!first || first[1].at > until) break;
+        due.delete(first[0]);
+        now = first[1].at;
+        onTime?.(now);
+        first[1].fn();
+        await new Promise((r) => setImmediate(r));
+      }
+      now = until;
+      onTime?.(now);
     },
   };
 }

@@ -34,12 +34,13 @@ export function testIo(options: TestOptions = {}): Io & { stdout: Buffered; stde
   const stdin = Readable.from(options.stdin === undefined ? [] : [Buffer.from(options.stdin)]) as NodeJS.ReadableStream & { isTTY?: boolean };
   if (options.stdinTTY) stdin.isTTY = true;
   return {
-    env: cleanEnv({ WXHOOKS_CONFIG_DIR: tempDir('wxhooks-cfg-'), WXHOOKS_RETRY_BASE_MS: '5', ...options.env }),
+    env: cleanEnv({ WXHOOKS_CONFIG_DIR: tempDir('wxhooks-cfg-'), ...options.env }),
     stdout: buffered(options.tty),
     stderr: buffered(options.tty),
     stdin,
     interrupted: options.interrupted ?? new Promise(() => undefined),
     clock: options.clock,
+    retryBaseMs: 5,
   };
 }
 
@@ -68,6 +69,7 @@ export function testContext(options: TestOptions & { json?: boolean; timeoutMs?:
     setRecoveryHint: () => undefined,
     given: () => false,
     clock: options.clock ?? systemClock,
+    retryBaseMs: 5,
   };
 }
 

@@ -3,7 +3,7 @@ import type { ReceiverEvent } from '../../src/receiver/event.js';
 import { startReceiver, type RawDelivery, type ReceiverOptions, type RunningReceiver } from '../../src/receiver/server.js';
 import { Verifier } from '../../src/signing/verify.js';
 import { FilePairStore } from '../../src/store/file-pairs.js';
-import type { PairStore } from '../../src/store/pair-store.js';
+import type { PairStore } from '../../src/delivery/store.js';
 import { systemClock, type Clock } from '../../src/util/clock.js';
 import { tempDir } from './cli.js';
 
@@ -49,7 +49,7 @@ export async function startTestReceiver(o: TestReceiverOptions = {}): Promise<Te
     keepsRaw: true,
     ...o,
     clock,
-    verifier: new Verifier({ secret: o.secret ?? TEST_SECRET, diagnosePerMinute: o.diagnosePerMinute }),
+    verifier: new Verifier({ secret: o.secret ?? TEST_SECRET, diagnosePerMinute: o.diagnosePerMinute ?? Infinity }),
     store,
     onEvent(event, raw) {
       events.push(event);

@@ -170,14 +170,14 @@ describe('a damaged secret store: exit 2 naming what is wrong, never its content
     expect(readFileSync(join(dir, 'secrets.json'), 'utf8')).toBe(content); // left as it was
   });
 
-  it('through a symbolic link to another file that is not JSON: its bytes are not quoted', async () => {
+  it('a symbolic link to another file: not followed (exit 2), and that file\'s bytes are not quoted', async () => {
     const dir = tempDir();
     const other = join(tempDir(), 'passwd');
     writeFileSync(other, 'root:x:0:0:root:/root:/bin/bash\nsecret-token-in-a-file\n');
     symlinkSync(other, join(dir, 'secrets.json'));
     const r = await runInProcess(['secret', 'list'], { env: { WXHOOKS_CONFIG_DIR: dir } });
     expect(r.code).toBe(2);
-    expect(r.stderr).toContain('is damaged (not valid JSON');
+    expect(r.stderr).toContain('secrets.json: a symbolic link, which is not followed');
     expect(r.stderr).not.toContain('root:x');
     expect(r.stderr).not.toContain('secret-token');
   });

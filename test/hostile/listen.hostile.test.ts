@@ -112,9 +112,9 @@ describe('hostile input: listen', () => {
     }
   });
 
-  it('the pairs file cannot be written (EFBIG under ulimit -f): 503 and a line, the file left whole; with no time allowed to recover, exit 10 at once', async () => {
+  it('the pairs file cannot be written (EFBIG under ulimit -f): 503 and a line, the file left whole, and listen still up', async () => {
     const dir = tempDir();
-    const l = await listen([], { limits: 'ulimit -f 2', env: { WXHOOKS_CONFIG_DIR: dir, WXHOOKS_STORE_GIVE_UP_MS: '0' } });
+    const l = await listen([], { limits: 'ulimit -f 2', env: { WXHOOKS_CONFIG_DIR: dir } });
     const statuses: number[] = [];
     for (let i = 0; i < 60 && l.proc.child.exitCode === null; i++) {
       const b = body();
@@ -129,9 +129,10 @@ describe('hostile input: listen', () => {
     const text = readFileSync(join(dir, 'processed-pairs.ndjson'), 'utf8');
     expect(text.endsWith('\n')).toBe(true);
     for (const line of text.trim().split('\n')) expect(() => JSON.parse(line) as unknown).not.toThrow();
-    // (the time allowed to recover, and serving meanwhile, are in test/processed-once.test.ts, on a clock of the test's own)
-    expect(await l.proc.exited).toBe(10);
-    expect(l.proc.stderr()).toContain('has not been writable for');
+    // within the time allowed to recover, it serves on (that time, and exit 10 after it, are in
+    // test/processed-once.test.ts, on a clock of the test's own)
+    expect(alive(l.pid)).toBe(true);
+    await l.proc.stop();
   }, 30_000);
 
   it('output nobody reads is bounded: lines past 8 MiB are dropped and counted, answers never wait, the count is reported once stdout drains', async () => {

@@ -1,7 +1,10 @@
 /**
- * Model runs, tracked to their last forecast hour: which hours of each (model, initialisation time) have
- * been verified, and whether the run's `initialization_time.available` came. Used by `listen
- * --until-run`, by `wxhooks runs` over saved deliveries, and by the inspector's runs view.
+ * The model-run rules, in one place and import-free (the inspector page bundles them): what counts as a
+ * run's delivery (a verified forecast_hour.available or initialization_time.available of a model and an
+ * initialisation time; never a test delivery, a ping), when a run is complete (every expected hour, and
+ * its initialization_time.available unless told otherwise), and how hours are written. Used by `listen
+ * --until-run`, by `wxhooks runs`, by the history and the inspector's runs view; the PostgreSQL store's
+ * query says the same in SQL (test/runs-rules.test.ts holds the two to the same answers).
  */
 
 /** What a verified delivery says of its run (the fields of a ReceiverEvent, or of a saved body). */
@@ -10,6 +13,22 @@ export interface RunFacts {
   model?: string;
   initialization_time?: string;
   forecast_hour?: number;
+  /** A test delivery (a ping): never part of a run. */
+  test?: boolean;
+}
+
+/** A model run as the runs view shows it (and the PostgreSQL store's query returns it). */
+export interface RunView {
+  model: string;
+  initialization_time: string;
+  hours: number[];
+  init_event: boolean;
+}
+
+/** The runs view's data: each run (test deliveries aside), and how many test deliveries there were. */
+export interface RunsView {
+  runs: RunView[];
+  tests: number;
 }
 
 export interface Run {
@@ -44,6 +63,22 @@ export interface RunProgress {
 const FORECAST_HOUR = 'forecast_hour.available';
 const INIT_TIME = 'initialization_time.available';
 
+/** The types of a run's deliveries: its forecast hours, and its initialisation event. */
+export const RUN_TYPES: readonly string[] = [FORECAST_HOUR, INIT_TIME];
+
+/** Whether a verified delivery counts towards a model run: of a run's two types, with a model and an initialisation time, and not a test. */
+export const countsTowardRun = (facts: RunFacts): boolean =>
+  (facts.type === FORECAST_HOUR || facts.type === INIT_TIME) && !facts.test && Boolean(facts.model) && Boolean(facts.initialization_time);
+
+/** The expected hours a run does not have yet. */
+export const missingHours = (hours: ReadonlySet<number> | readonly number[], expect: readonly number[]): number[] => {
+  const have = hours instanceof Set ? hours : new Set(hours);
+  return expect.filter((h) => !have.has(h));
+};
+
+/** Whether a run is complete: no expected hour missing, and its initialization_time.available came (unless it is not needed: `--no-init-event`). */
+export const isComplete = (missing: readonly number[], initEvent: boolean, needInit: boolean): boolean => missing.length === 0 && (!needInit || initEvent);
+
 const CANONICAL = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/;
 
 /** The same instant written the same way, so that `2026-11-22T00:00Z` and `2026-11-22T00:00:00.000Z` are one run. */
@@ -66,12 +101,12 @@ export class RunTracker {
    * expected hour, or the run's initialisation event, of the run `--until-run` waits for).
    */
   add(facts: RunFacts): { run: Run; counted: boolean } | undefined {
-    if (facts.type !== FORECAST_HOUR && facts.type !== INIT_TIME) return undefined;
-    if (!facts.model || !facts.initialization_time) return undefined;
-    const init = sameInstant(facts.initialization_time);
-    const key = `${facts.model}\u0000${init}`;
+    if (!countsTowardRun(facts)) return undefined;
+    const model = facts.model!;
+    const init = sameInstant(facts.initialization_time!);
+    const key = `${model}\u0000${init}`;
     let run = this.byKey.get(key);
-    if (!run) this.byKey.set(key, (run = { model: facts.model, initialization_time: init, hours: new Set(), initEvent: false }));
+    if (!run) this.byKey.set(key, (run = { model, initialization_time: init, hours: new Set(), initEvent: false }));
     let fresh = false;
     if (facts.type === INIT_TIME) {
       fresh = !run.initEvent;
@@ -115,16 +150,19 @@ export class RunTracker {
 /** A run's progress against the expected hours. */
 export function progressOf(run: Run, expect: number[], needInit: boolean): RunProgress {
   const have = expect.filter((h) => run.hours.has(h));
-  const missing = expect.filter((h) => !run.hours.has(h));
+  const missing = missingHours(run.hours, expect);
   return {
     model: run.model,
     initialization_time: run.initialization_time,
     have,
     missing,
     init_event: run.initEvent,
-    complete: missing.length === 0 && (!needInit || run.initEvent),
+    complete: isComplete(missing, run.initEvent, needInit),
   };
 }
+
+/** A run as the runs view shows it: its hours in order. */
+export const runView = (r: Run): RunView => ({ model: r.model, initialization_time: r.initialization_time, hours: [...r.hours].sort((a, b) => a - b), init_event: r.initEvent });
 
 /**
  * Hours as the shortest readable list: `+0h-+180h/6, +186h, +200h-+204h`. A stretch of three or more

@@ -1,0 +1,204 @@
+import { randomBytes } from 'node:crypto';
+import { copyFile, mkdir, readdir } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import bytes from 'bytes';
+import type { Command } from 'commander';
+import { line, type Act, type Context } from '../context.js';
+import { InterruptedError, UsageError } from '../errors.js';
+import { emit, table } from '../output/render.js';
+import { styleFor } from '../output/style.js';
+import type { RelayEvent } from '../relay/relay.js';
+import type { RelayStorage } from '../relay/storage.js';
+import { formatDuration } from '../util/duration.js';
+import { fsReason } from '../util/files.js';
+import { isLoopback } from '../util/net.js';
+import { size, timeLimit } from '../util/parse.js';
+import { printable } from '../util/printable.js';
+import { addSensitive, redact } from '../util/redact.js';
+import { portOption, valued } from './options.js';
+
+/** The relay token is given by the environment only, never by a flag (it would show in `ps` and the shell's history). */
+export const RELAY_TOKEN_ENV = 'WXHOOKS_RELAY_TOKEN';
+/** Shorter than this, a token could be guessed: the relay refuses to start with it. */
+const MIN_TOKEN = 16;
+
+export function register(relay: Command, act: Act): void {
+  relay
+    .command('serve')
+    .description('run a relay on this machine (a small VM): the service posts to it, listen --relay takes from it')
+    .addOption(portOption(8790))
+    .option('--host <host>', 'address to bind (behind a TLS proxy, keep 127.0.0.1)', '127.0.0.1')
+    .option('--store <store>', 'where deliveries wait: file (a folder, see --dir) or a postgres:// URL', 'file')
+    .option('--dir <dir>', 'the folder of --store file (default: relay/ in the store folder)')
+    .option('--schema <name>', 'the PostgreSQL schema of --store postgres://', 'wxhooks_relay')
+    .addOption(valued('--keep <duration>', 'how long a delivery is kept for listen, and a channel unused', timeLimit, [7 * 24 * 3600_000, '7d']))
+    .addOption(valued('--max-bytes <size>', 'the bytes of deliveries kept at most; past it new ones are answered 503 with Retry-After', size, [256 * 1024 * 1024, '256MiB']))
+    .addOption(valued('--max-body <size>', 'the largest delivery accepted (413 past it)', size, [25 * 1024 * 1024, '25MiB']))
+    .addOption(valued('--max-inflight <size>', 'body bytes read at once across every request (503 past it)', size, [100 * 1024 * 1024, '100MiB']))
+    .addOption(valued('--read-timeout <duration>', 'headers must arrive within this, the whole request within six times it', timeLimit, [10_000, '10s']))
+    .option('--fsync', 'with --store file: sync each delivery to the disk before answering (survives a power loss; slower)')
+    .addHelpText(
+      'after',
+      `
+Examples:
+  $ export ${RELAY_TOKEN_ENV}=$(wxhooks relay token)     # once; listen needs the same one
+  $ wxhooks relay serve                                    # http://127.0.0.1:8790, deliveries in a folder
+  $ wxhooks relay serve --store postgres://relay:pw@db/relay --keep 3d --max-bytes 1GiB
+  $ wxhooks relay serve --json | tee relay.log             # one JSON object a line
+
+The service posts each delivery to https://<your relay>/in/<channel>: put a TLS proxy (Caddy, nginx) in
+front. The token comes from ${RELAY_TOKEN_ENV} only (at least ${MIN_TOKEN} characters).`,
+    )
+    .action(act(runRelayServe, { longRunning: true }));
+  relay
+    .command('status')
+    .description("what a relay holds: each channel, what waits in it, and whether a listen is connected")
+    .argument('<url>', "the relay's address")
+    .addHelpText('after', `\nExamples:\n  $ wxhooks relay status https://wxhooks-relay.example.workers.dev\n  $ wxhooks relay status http://127.0.0.1:8790 --json`)
+    .action(act(runRelayStatus));
+  relay
+    .command('token')
+    .description('print a new random relay token (set it as WXHOOKS_RELAY_TOKEN on the relay and for listen)')
+    .addHelpText('after', `\nExamples:\n  $ export ${RELAY_TOKEN_ENV}=$(wxhooks relay token)          # keep it: the relay and listen need the same\n  $ echo "$${RELAY_TOKEN_ENV}" | npx wrangler secret put ${RELAY_TOKEN_ENV}`)
+    .action(act(runRelayToken));
+  relay
+    .command('worker')
+    .description('write the relay as a Cloudflare Worker (its one file and a wrangler.toml) into a folder, to deploy with wrangler')
+    .argument('<dir>', 'the folder to write (made if missing; must hold no other relay)')
+    .option('--force', 'overwrite the files already there')
+    .addHelpText('after', `\nExamples:\n  $ wxhooks relay worker ./my-relay && cd my-relay\n  $ echo "$${RELAY_TOKEN_ENV}" | npx wrangler secret put ${RELAY_TOKEN_ENV} && npx wrangler deploy`)
+    .action(act(runRelayWorker));
+}
+
+export interface RelayServeOptions {
+  port: number;
+  host: string;
+  store: string;
+  dir?: string;
+  schema: string;
+  keep: number;
+  maxBytes: number;
+  maxBody: number;
+  maxInflight: number;
+  readTimeout: number;
+  fsync?: boolean;
+}
+
+/** How long deliveries are kept, as --keep is written: whole days as days (`7d`, not `168h`). */
+const keptFor = (ms: number) => (ms >= 86_400_000 && ms % 86_400_000 === 0 ? `${ms / 86_400_000}d` : formatDuration(ms));
+
+/** The relay token from the environment, checked. */
+function relayToken(ctx: Context): string {
+  const token = ctx.env[RELAY_TOKEN_ENV]?.trim();
+  if (!token) throw new UsageError(`${RELAY_TOKEN_ENV} is not set: the relay needs a token, and so does every listen that connects to it.`, { hint: `export ${RELAY_TOKEN_ENV}=$(wxhooks relay token)` });
+  if (token.length < MIN_TOKEN) throw new UsageError(`${RELAY_TOKEN_ENV} is ${token.length} characters long: a relay token needs at least ${MIN_TOKEN}.`, { hint: `Make one with \`wxhooks relay token\`.` });
+  addSensitive(token);
+  return token;
+}
+
+async function openStorage(ctx: Context, opts: RelayServeOptions): Promise<RelayStorage> {
+  const { storeKind } = await import('../store/store-url.js');
+  if (storeKind(opts.store) === 'postgres') {
+    if (opts.dir !== undefined) throw new UsageError('--dir is for --store file; a postgres:// store keeps everything in the database.');
+    if (opts.fsync) throw new UsageError('--fsync is for --store file; PostgreSQL commits each delivery before it is answered.');
+    const { PgRelayStorage } = await import('../relay/postgres-storage.js');
+    return PgRelayStorage.open({ url: opts.store, schema: opts.schema });
+  }
+  const { configDir } = await import('../store/paths.js');
+  const { FileRelayStorage } = await import('../relay/file-storage.js');
+  return FileRelayStorage.open({ dir: resolve(opts.dir ?? join(configDir(ctx.env), 'relay')), fsync: opts.fsync });
+}
+
+/** One line of the relay's log, for a person. */
+function describe(e: RelayEvent, style: ReturnType<typeof styleFor>): string {
+  const time = e.time.slice(11, 19);
+  if ('event' in e) {
+    const parts = [e.channel ? `channel ${e.channel}` : '', e.queued !== undefined ? `${e.queued} queued` : '', e.unacknowledged ? `${e.unacknowledged} not acknowledged` : '', e.deliveries !== undefined ? `${e.deliveries} deliveries` : '', e.message ?? ''];
+    return `${style.dim(time)} ${style.cyan('•')} ${e.event.replace(/_/g, ' ')}  ${parts.filter(Boolean).join(', ')}`;
+  }
+  const ok = e.status >= 200 && e.status < 300;
+  const mark = ok ? style.green('✓') : style.red('✗');
+  const what = [e.channel ? `channel ${e.channel}` : e.path, e.seq !== undefined ? `#${e.seq}` : '', e.size !== undefined ? bytes.format(e.size, { unitSeparator: ' ' }) : '', ok ? '' : e.message ?? e.outcome];
+  return `${style.dim(time)} ${mark} ${e.status}  ${what.filter(Boolean).join('  ')}`;
+}
+
+export async function runRelayServe(ctx: Context, opts: RelayServeOptions): Promise<void> {
+  const token = relayToken(ctx);
+  const storage = await openStorage(ctx, opts);
+  const style = styleFor(ctx, ctx.stdout);
+  const { startRelayServer } = await import('../relay/node-host.js');
+  // what is logged never holds a secret: the token and the channels' secrets are registered, and every line passes redact
+  const log = (e: RelayEvent) => line(ctx.stdout, redact(ctx.global.json ? JSON.stringify(e) : printable(describe(e, style))));
+  let running;
+  try {
+    running = await startRelayServer({
+      host: opts.host,
+      port: opts.port,
+      storage,
+      token,
+      keepMs: opts.keep,
+      maxBytes: opts.maxBytes,
+      maxBody: opts.maxBody,
+      maxInflight: opts.maxInflight,
+      readTimeoutMs: opts.readTimeout,
+      clock: ctx.clock,
+      onEvent: log,
+    });
+  } catch (err) {
+    await storage.close();
+    throw err;
+  }
+  if (ctx.global.json) {
+    line(ctx.stdout, JSON.stringify({ event: 'listening', url: running.url, store: storage.where, keep_seconds: Math.round(opts.keep / 1000), max_bytes: opts.maxBytes }));
+  } else {
+    line(ctx.stdout, `${style.green('●')} wxhooks relay on ${style.bold(running.url)} (deliveries in ${storage.where}, kept ${keptFor(opts.keep)}, at most ${bytes.format(opts.maxBytes, { unitSeparator: ' ' })})`);
+    line(ctx.stdout, style.dim(`  the service posts to ${running.url}/in/<channel>; listen --relay connects with ${RELAY_TOKEN_ENV}`));
+  }
+  if (!isLoopback(opts.host)) line(ctx.stderr, `warning: the relay is reachable from other machines on ${opts.host} over plain HTTP: put a TLS proxy in front of it.`);
+  const signal = await ctx.interrupted;
+  await running.close();
+  await storage.close();
+  throw new InterruptedError(signal);
+}
+
+export async function runRelayStatus(ctx: Context, url: string): Promise<void> {
+  const { relayStatus } = await import('../relay/client.js');
+  const body = await relayStatus(url, relayToken(ctx), ctx.global.timeoutMs);
+  const channels = body.channels;
+  emit(ctx, body, () => {
+    const rows = channels.map((c) => [c.channel, c.temporary ? 'temporary' : 'lasting', c.connected ? 'yes' : 'no', String(c.queued), bytes.format(c.bytes, { unitSeparator: ' ' }) ?? '0 B', c.oldest_at ?? '']);
+    const head = `${channels.length} channel${channels.length === 1 ? '' : 's'}; ${bytes.format(body.bytes, { unitSeparator: ' ' })} of ${bytes.format(body.max_bytes, { unitSeparator: ' ' })} used; deliveries kept ${keptFor(body.keep_seconds * 1000)}\n`;
+    return head + (rows.length ? table(['CHANNEL', 'KIND', 'CONNECTED', 'QUEUED', 'BYTES', 'OLDEST'], rows, Boolean(ctx.stdout.isTTY)) : '');
+  });
+}
+
+export async function runRelayToken(ctx: Context): Promise<void> {
+  const token = randomBytes(32).toString('base64url');
+  emit(ctx, { token }, () => token);
+}
+
+export async function runRelayWorker(ctx: Context, dir: string, opts: { force?: boolean }): Promise<void> {
+  // the package's dist/relay-worker/, from this module built (dist/bin/, dist/commands/) or not (src/commands/)
+  const from = fileURLToPath(new URL('../../dist/relay-worker/', import.meta.url));
+  const files = ['index.js', 'wrangler.toml'];
+  const there = await readdir(dir).catch(() => [] as string[]);
+  const clash = files.filter((f) => there.includes(f));
+  if (clash.length && !opts.force) throw new UsageError(`${dir} already holds ${clash.join(' and ')}.`, { hint: 'Give another folder, or --force to overwrite them (your wrangler.toml changes would be lost).' });
+  try {
+    await mkdir(dir, { recursive: true });
+    for (const f of files) await copyFile(join(from, f), join(dir, f));
+  } catch (err) {
+    throw new UsageError(`Cannot write the Worker into ${dir}: ${fsReason(err)}.`, { cause: err });
+  }
+  emit(ctx, { dir: resolve(dir), files }, () =>
+    [
+      `✓ the relay's Worker is in ${dir}: index.js (one file, no dependency) and wrangler.toml`,
+      '',
+      `  cd ${dir}`,
+      `  export ${RELAY_TOKEN_ENV}=$(wxhooks relay token)     # keep it: listen needs the same one`,
+      `  echo "$${RELAY_TOKEN_ENV}" | npx wrangler secret put ${RELAY_TOKEN_ENV}`,
+      '  npx wrangler deploy',
+    ].join('\n'),
+  );
+}

@@ -1,0 +1,45 @@
+import { DEFAULT_TOLERANCE } from '../signing/rules.js';
+
+const MiB = 1024 * 1024;
+
+/**
+ * The one table of defaults: `listen`'s flags (their values and their help), the handler library's
+ * options, the stores, the emulator and `doctor` read them here. A default is changed here and nowhere
+ * else. (The tolerance's home is the verifier's rules, which sit below the core: it is listed here by
+ * reference.)
+ */
+export const DEFAULTS = {
+  /** How long a processed (trigger, subscription) pair is remembered: `--dedupe-ttl`, the stores' `ttlMs`. */
+  pairTtlMs: 24 * 3_600_000,
+  /** How long a claim holds unless extended: `--claim-timeout`, the stores' `leaseMs`. The core extends a claim every third of it. */
+  claimLeaseMs: 60_000,
+  /** A handler still running after this is stopped: its claim let go, 500, `handler_timed_out` (two leases). */
+  handlerTimeoutMs: 120_000,
+  /** The PostgreSQL schema of the shared store's tables: `--store-schema`, `openStore`'s `schema`. */
+  schema: 'wxhooks',
+  /** Where processed pairs are kept when no store is named (`--store`, else WXHOOKS_STORE_URL, else this). */
+  storeUrl: 'file',
+  /** Seconds a timestamp may be off the clock, either way: `--tolerance`, the handlers' `tolerance`. */
+  toleranceSeconds: DEFAULT_TOLERANCE,
+  /** The largest body read: `--max-body`, the handlers' `maxBody`. Larger is answered 413. */
+  maxBodyBytes: 25 * MiB,
+  /** The body bytes all requests together may hold while they are read and handled: `--max-inflight`, `maxInflight`. */
+  maxInflightBytes: 256 * MiB,
+  /** How long your app may take to answer a forwarded delivery: `--forward-timeout`. */
+  forwardTimeoutMs: 30_000,
+  /** Headers must arrive within this (`--read-timeout`), and a whole body within BODY_READS times it. */
+  readTimeoutMs: 10_000,
+  /** What a 503 tells the sender to wait, in seconds (`Retry-After`). */
+  retryAfterSeconds: 5,
+  /** The emulator's delays before each retry of a failed delivery (`emulator --retry-delays`). */
+  retryDelaysMs: [5_000, 30_000, 120_000] as readonly number[],
+  /** How long the processed-pairs file may stay unwritable before `listen` stops (exit 10). */
+  storeGiveUpMs: 60_000,
+  /** Expired pairs are swept at least this often (a store sweeps a TTL under four of these every quarter TTL, at least every second). */
+  sweepIntervalMs: 60_000,
+  /** How many pairs the in-memory store keeps at most; past it, the oldest are forgotten. */
+  memoryPairs: 100_000,
+} as const;
+
+/** A whole request (its body included) must arrive within this many read timeouts. */
+export const BODY_READS = 6;

@@ -1,0 +1,142 @@
+import { ANSWERS, type Answer } from './answers.js';
+import { DEFAULTS } from './defaults.js';
+import type { Pair } from './pair.js';
+import { decide, type Facts, type Handled } from './steps.js';
+import type { PairStore } from './store.js';
+
+/**
+ * The runner every door uses for a verified delivery: claim its pair, handle it while the claim is
+ * extended every third of the store's lease, then store the pair (complete) or let it go (release), as
+ * the step machine (src/delivery/steps.ts) asks. A handler that runs past its time is stopped waiting
+ * for: its claim is let go, and it is answered 500 `handler_timed_out`, so that the sender's retry is
+ * handled again rather than the pair held for ever.
+ */
+
+/** Timers, as every runtime has them; a test passes its own and moves them. */
+export interface Timers {
+  set(fn: () => void, ms: number): unknown;
+  clear(handle: unknown): void;
+}
+
+/** The runtime's own timers; in Node they keep no process alive. */
+export const systemTimers: Timers = {
+  set(fn, ms) {
+    const t = setTimeout(fn, ms) as unknown as { unref?: () => void };
+    t.unref?.();
+    return t;
+  },
+  clear: (handle) => clearTimeout(handle as Parameters<typeof clearTimeout>[0]),
+};
+
+export interface SettleOptions {
+  store: PairStore;
+  pair: Pair;
+  /**
+   * Handles the delivery once its claim is won. A rejection is answered 500 (`error`), the claim let go. A
+   * handling that is done at once (listen with nothing to save or forward) may return its result as it is.
+   */
+  handle: () => Handled | PromiseLike<Handled>;
+  /** A handler still running after this is let go (default DEFAULTS.handlerTimeoutMs). */
+  timeoutMs?: number;
+  timers?: Timers;
+}
+
+/** What became of a verified delivery: its answer, and the facts it was decided on. */
+export interface Settled extends Facts {
+  answer: Answer;
+  /** The handler ran past its time: it was let go (it may still be running). */
+  timedOut?: true;
+  /** An extension of the claim failed while it was handled (the store was away, or the claim was taken over). */
+  leaseLost?: true;
+}
+
+const isPending = (h: Handled | PromiseLike<Handled>): h is PromiseLike<Handled> => typeof (h as { then?: unknown }).then === 'function';
+
+/** Claims, handles, completes or releases one verified delivery; resolves with its answer. */
+export async function settle(o: SettleOptions): Promise<Settled> {
+  const { store, pair } = o;
+  const out: Settled = { answer: ANSWERS.internal };
+  for (;;) {
+    const step = decide(out);
+    switch (step.do) {
+      case 'claim':
+        try {
+          out.claim = await store.claim(pair.trigger, pair.subscription);
+        } catch (err) {
+          out.claimFailed = err ?? new Error('the store failed');
+        }
+        break;
+      case 'handle': {
+        // a handling done at once is not awaited: listen's plain path keeps the ticks it had before the runner
+        const handled = handleWithLease(o, out);
+        out.handled = isPending(handled) ? await handled : handled;
+        break;
+      }
+      case 'complete':
+        try {
+          await store.complete(pair.trigger, pair.subscription);
+          out.stored = { ok: true };
+        } catch (error) {
+          out.stored = { ok: false, error };
+        }
+        break;
+      case 'release':
+        await store.release(pair.trigger, pair.subscription);
+        out.answer = step.answer;
+        return out;
+      case 'answer':
+        out.answer = step.answer;
+        return out;
+    }
+  }
+}
+
+/**
+ * Runs the handler, extending the claim every third of the lease until it settles, and gives up on it at
+ * `timeoutMs`. One timer a delivery, re-armed at each extension: elapsed time is counted by the timer's
+ * own firings, so no clock is needed.
+ */
+function handleWithLease(o: SettleOptions, out: Settled): Handled | Promise<Handled> {
+  let handling: Handled | PromiseLike<Handled>;
+  try {
+    handling = o.handle();
+  } catch (error) {
+    return { ok: false, answer: ANSWERS.internal, error };
+  }
+  if (!isPending(handling)) return handling;
+  const { store, pair } = o;
+  const timers = o.timers ?? systemTimers;
+  const timeoutMs = o.timeoutMs ?? DEFAULTS.handlerTimeoutMs;
+  const every = store.leaseMs > 0 ? store.leaseMs / 3 : Infinity;
+  return new Promise<Handled>((resolve) => {
+    let elapsed = 0;
+    let timer: unknown;
+    let done = false;
+    const arm = () => {
+      const wait = Math.min(every, timeoutMs - elapsed);
+      if (!Number.isFinite(wait)) return;
+      timer = timers.set(() => {
+        elapsed += wait;
+        if (done) return;
+        if (elapsed >= timeoutMs) {
+          done = true;
+          out.timedOut = true;
+          resolve({ ok: false, answer: ANSWERS.handlerTimedOut(timeoutMs) });
+          return;
+        }
+        void store.extend(pair.trigger, pair.subscription).then((extended) => {
+          if (!extended) out.leaseLost = true;
+        });
+        arm();
+      }, wait);
+    };
+    arm();
+    const finish = (handled: Handled) => {
+      if (done) return;
+      done = true;
+      if (timer !== undefined) timers.clear(timer);
+      resolve(handled);
+    };
+    handling.then(finish, (error: unknown) => finish({ ok: false, answer: ANSWERS.internal, error }));
+  });
+}

@@ -1,0 +1,66 @@
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { EXIT_CODE_WORDS, WxError } from '../errors.js';
+import { textOrBase64 } from '../util/bytes.js';
+import { redact } from '../util/redact.js';
+
+/**
+ * What every tool answers through: its JSON, with every registered secret (the API key, webhook secrets,
+ * the inspector's token, a store's password) taken out by the one redaction (src/util/redact.ts), and
+ * bounded by the limits below, whatever the history holds.
+ */
+
+/** Deliveries, runs or attempts in one answer: the default, and the most a caller may ask for. */
+export const PAGE = { default: 20, max: 100 } as const;
+
+/** Bytes of a body in one answer: the default, and the most a caller may ask for. */
+export const BODY = { default: 16 * 1024, max: 1024 * 1024 } as const;
+
+/** A tool's answer: its value as JSON text (what every client shows) and as structured content, both redacted. */
+export function answer(value: Record<string, unknown>): CallToolResult {
+  const text = redact(JSON.stringify(value));
+  return { content: [{ type: 'text', text }], structuredContent: JSON.parse(text) as Record<string, unknown> };
+}
+
+/**
+ * A tool's failure, keeping its meaning as the CLI's exit codes do: `error` is the word of the exit code
+ * the CLI would have ended with (`not found`, `refused`, `unreachable`, `credentials`, `usage`...), beside
+ * the code itself, the message and what to do next.
+ */
+export function failure(err: unknown): CallToolResult {
+  const value =
+    err instanceof WxError
+      ? { error: EXIT_CODE_WORDS[err.exitCode], exit_code: err.exitCode, message: err.message, hint: err.hint ?? null, ...(err.status !== undefined ? { status: err.status } : {}) }
+      : { error: EXIT_CODE_WORDS[1], exit_code: 1, message: `unexpected: ${err instanceof Error ? err.message : String(err)}`, hint: 'This is a bug in wxhooks: please report it.' };
+  return { ...answer(value), isError: true };
+}
+
+/** Where a body shown in an answer was cut: by the caller's limit, or because only its start is kept. */
+export type Cut = 'max_body_bytes' | 'kept_in_part' | null;
+
+/**
+ * A body as an answer shows it: as text when it is UTF-8 (cut at a character's boundary), else in base64;
+ * at most `max` bytes of it, with its whole size, the bytes shown, and where it was cut.
+ */
+export function shownBody(bytes: Buffer, size: number, max: number): { body?: string; body_base64?: string; size: number; shown: number; cut: Cut } {
+  const most = Math.min(bytes.length, max);
+  // a start (cut here, or kept in part) may end inside a character: without it, the rest may still be text
+  const end = most < size ? utf8Boundary(bytes, most) : most;
+  const text = textOrBase64(bytes.subarray(0, end));
+  const shown = 'body' in text ? end : most;
+  const out = 'body' in text ? text : { body_base64: bytes.subarray(0, shown).toString('base64') };
+  return { ...out, size, shown, cut: shown >= size ? null : max < bytes.length ? 'max_body_bytes' : 'kept_in_part' };
+}
+
+/** `end`, or less so as not to split a UTF-8 character (a lead byte, then 10xxxxxx bytes that continue it). */
+function utf8Boundary(bytes: Buffer, end: number): number {
+  if (end === 0) return 0;
+  let lead = end - 1;
+  while (lead > 0 && end - lead < 4 && (bytes[lead]! & 0xc0) === 0x80) lead--;
+  const b = bytes[lead]!;
+  const length = b >= 0xf0 ? 4 : b >= 0xe0 ? 3 : b >= 0xc0 ? 2 : 1;
+  return lead + length > end ? lead : end;
+}
+
+/** The bytes of a body as a record carries it (text, or base64 when it is not UTF-8). */
+export const bytesOf = (r: { body?: string; body_base64?: string }): Buffer =>
+  r.body_base64 !== undefined ? Buffer.from(r.body_base64, 'base64') : Buffer.from(r.body ?? '', 'utf8');

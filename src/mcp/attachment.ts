@@ -1,0 +1,46 @@
+import type { FullRecord, RunsView } from '../receiver/history.js';
+import type { Listed } from '../receiver/listed.js';
+import type { ForwardResult } from '../receiver/forward.js';
+
+/** What the server is attached to, as the status tool and the logs show it: never a token or a password. */
+export interface Attached {
+  kind: 'listen' | 'store' | 'save-dir';
+  /** The inspector's address (without its token), the store's URL (without its password), or the folder. */
+  where: string;
+  /** The running listen, as it recorded itself (src/store/running.ts), when it is one. */
+  listen?: { pid: number; receiver: string; forward_to: string | null; webhook_id: string | null; started: string };
+  /** Where a replay goes; null when none can be made, and `replay_unavailable` says why. */
+  replay_to: string | null;
+  replay_unavailable?: string;
+}
+
+/** A replay's outcome: the app's answer (with its headers and the start of its body), and the replay's own record, when one is kept. */
+export interface Replayed {
+  result: ForwardResult & { trigger_id: string };
+  replay_id?: number;
+}
+
+/**
+ * The deliveries the MCP server reads: a running `listen --inspect` (through its inspector's API), or a
+ * history kept elsewhere (a shared PostgreSQL store, a `--save-dir` folder). The tools know only this.
+ */
+export interface Attachment {
+  /** (It may change: a listen found through the store folder that restarted elsewhere is followed.) */
+  readonly about: Attached;
+  /** Every record the source keeps (its own limits bound them), oldest first, as the inspector's list has them. */
+  records(): Promise<Listed[]>;
+  /** One record whole (its headers, body, verdict, your app's answer), with every attempt of its delivery. */
+  one(id: number): Promise<{ record: FullRecord; attempts: FullRecord[] } | undefined>;
+  /** The ids of the records whose report or kept body holds `text` (any case), newest first. */
+  search(text: string, limit: number): Promise<number[]>;
+  /** Each model run seen, and the hours a run should have when the source knows them (listen's --expect-hours). */
+  runs(): Promise<RunsView & { expect_hours: number[] | null }>;
+  /** Sends a verified delivery again to the app, signed afresh (with `body` in place of its own: edited). Throws a WxError when it cannot. */
+  replay(id: number, body?: Buffer): Promise<Replayed>;
+  /**
+   * Calls `listener` with each new record, as it comes; returns how to stop. `after`: the newest id the
+   * caller has seen, so that nothing after it is missed while the watch starts (default: the newest now).
+   */
+  watch(listener: (record: Listed) => void, after?: number): () => void;
+  close(): Promise<void>;
+}

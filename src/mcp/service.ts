@@ -1,0 +1,184 @@
+import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { z } from 'zod';
+import { withoutSecret, type Webhook } from '../api/normalize.js';
+import { temporaryOf } from '../api/temporary.js';
+import { describeScheme } from '../commands/auth.js';
+import { diagnose } from '../commands/doctor.js';
+import { generatedBody, postSigned, SEND_DEFAULTS } from '../commands/send.js';
+import { secretStoreFor, serviceFor } from '../commands/shared.js';
+import { UsageError } from '../errors.js';
+import { LAYOUT_NAMES } from '../signing/layouts.js';
+import { identifier, port, unixSeconds, url } from '../util/parse.js';
+import { newTriggerId } from '../signing/sign.js';
+import { PAGE } from './answers.js';
+import { defineTool, secretsFor, type McpContext } from './tool.js';
+
+/** A webhook as an answer shows it: never its secret; a temporary one of `listen --public-url` says so. */
+export function shownWebhook(hook: Webhook): Record<string, unknown> {
+  const mark = temporaryOf(hook);
+  return { ...withoutSecret(hook), ...(mark ? { temporary: mark } : {}) };
+}
+
+const webhookId = z.string().min(1).describe('the webhook id');
+const subscriptionId = z.string().min(1).describe('the subscription id');
+
+/** The service's tools (read only, and safe to run: a ping is a test delivery), and `send`. The writes are in writes.ts. */
+export function registerServiceTools(server: McpServer, m: McpContext): void {
+  defineTool(
+    server,
+    m,
+    'auth_status',
+    {
+      title: 'Check the credentials',
+      description: "Asks the service whether the API key in this server's environment (WX_API_KEY) is accepted, as `wxhooks auth status` does: the client id, the scheme used, and the service's address.",
+      inputSchema: z.strictObject({}),
+      annotations: { readOnlyHint: true, openWorldHint: true },
+    },
+    async () => {
+      const { service, base, credentials } = await serviceFor(m.ctx);
+      const status = await service.authStatus();
+      return {
+        authed: status.authed,
+        client_id: status.client_id ?? null,
+        base_url: base.url,
+        base_url_from: { flag: '--base-url', env: 'WX_BASE_URL', setting: 'the base-url setting' }[base.source],
+        scheme: describeScheme(credentials),
+        ...(status.authed ? {} : { hint: `Check ${credentials.keyFrom}; a key belongs to one service, so check the base URL too.` }),
+      };
+    },
+  );
+
+  defineTool(
+    server,
+    m,
+    'list_webhooks',
+    {
+      title: 'List webhooks',
+      description: 'The webhooks at the service, a page at a time, with their subscriptions (never a secret). A temporary webhook of `listen --public-url` says so.',
+      inputSchema: z.strictObject({
+        active: z.boolean().optional().describe('only active (true) or inactive (false) webhooks'),
+        url: z.string().optional().describe('only webhooks with this URL'),
+        type: z.string().min(1).optional().describe('only webhooks with a subscription of this type'),
+        page: z.number().int().min(1).optional().describe('the page (from 1)'),
+        page_size: z.number().int().min(1).max(PAGE.max).optional().describe(`webhooks in a page (default ${PAGE.default})`),
+      }),
+      annotations: { readOnlyHint: true, openWorldHint: true },
+    },
+    async (a) => {
+      const { service } = await serviceFor(m.ctx);
+      const got = await service.listWebhooks({ page: a.page, pageSize: a.page_size, active: a.active, url: a.url === undefined ? undefined : url(a.url, 'url'), type: a.type });
+      return { webhooks: got.webhooks.map(shownWebhook), page: got.page, page_size: got.page_size, total: got.total ?? null };
+    },
+  );
+
+  defineTool(
+    server,
+    m,
+    'get_webhook',
+    {
+      title: 'One webhook',
+      description: 'A webhook and its subscriptions (ids, types, filters, response options), never its secret; and whether its secret is stored here (what verify and replay sign with).',
+      inputSchema: z.strictObject({ webhook_id: webhookId }),
+      annotations: { readOnlyHint: true, openWorldHint: true },
+    },
+    async (a) => {
+      const id = identifier(a.webhook_id, 'webhook_id');
+      const { service, base } = await serviceFor(m.ctx);
+      const hook = await service.getWebhook(id);
+      const stored = await (await secretStoreFor(m.ctx)).get(base.url, id);
+      return { webhook: shownWebhook(hook), secret_stored: stored !== undefined };
+    },
+  );
+
+  defineTool(
+    server,
+    m,
+    'ping',
+    {
+      title: 'Ask for a test delivery',
+      description:
+        "Asks the service for one test delivery of a subscription now, as `wxhooks ping` does (never retried). Answers whether the webhook's receiver answered 2xx; a failed attempt is an error with the service's reason. The attached listen then shows it as a test delivery.",
+      inputSchema: z.strictObject({ webhook_id: webhookId, subscription_id: subscriptionId }),
+      annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
+    },
+    async (a) => {
+      const webhook = identifier(a.webhook_id, 'webhook_id');
+      const subscription = identifier(a.subscription_id, 'subscription_id');
+      const { service } = await serviceFor(m.ctx);
+      await service.ping(webhook, subscription);
+      return { delivered: true, webhook_id: webhook, subscription_id: subscription };
+    },
+  );
+
+  defineTool(
+    server,
+    m,
+    'doctor',
+    {
+      title: 'Check the chain',
+      description:
+        "Checks the chain from the service to this machine, link by link, as `wxhooks doctor` does, and says what to do about each broken link: the credentials; the webhook exists, is active, has subscriptions; its URL can be reached from the service; its secret is stored; and a ping of each subscription arrives at a receiver it starts on the port the URL leads to (with a listen running there, that link says so: use ping and list_deliveries instead). Without webhook_id: the credentials, and the webhooks.",
+      inputSchema: z.strictObject({
+        webhook_id: webhookId.optional(),
+        public_url: z.string().optional().describe('the public URL (a tunnel) that should lead to this machine'),
+        port: z.number().int().min(0).max(65535).optional().describe("the local port the URL leads to (default: the URL's own port when it is local, else 8787)"),
+      }),
+      annotations: { readOnlyHint: false, destructiveHint: false, openWorldHint: true },
+    },
+    async (a) => {
+      const { checks, webhooks } = await diagnose(m.ctx, {
+        webhook: a.webhook_id === undefined ? undefined : identifier(a.webhook_id, 'webhook_id'),
+        publicUrl: a.public_url === undefined ? undefined : url(a.public_url, 'public_url'),
+        port: a.port === undefined ? undefined : port(String(a.port), 'port'),
+      });
+      return {
+        ok: checks.every((c) => c.ok),
+        checks,
+        ...(webhooks ? { webhooks: webhooks.slice(0, PAGE.max).map((h) => ({ id: h.id, url: h.url, active: h.active ?? null, subscriptions: h.subscriptions.map((s) => s.type), temporary: Boolean(temporaryOf(h)) })), webhooks_total: webhooks.length } : {}),
+      };
+    },
+  );
+
+  defineTool(
+    server,
+    m,
+    'send_delivery',
+    {
+      title: 'Send a signed test delivery',
+      description:
+        'Signs one delivery as the service would and POSTs it to any receiver (your own endpoint), as `wxhooks send` does: a body you give, or one made for `type`. Answers the receiver\'s status and the start of its answer. The secret: secret_webhook_id or secret_env, else the server\'s --webhook/--secret-env, else the attached listen\'s webhook\'s.',
+      inputSchema: z.strictObject({
+        to: z.string().describe('the receiver (an absolute http or https URL)'),
+        body: z.string().optional().describe('the body to send, as text (default: one made for `type`)'),
+        body_base64: z.string().optional().describe('or the body in base64'),
+        type: z.string().min(1).optional().describe(`for a body made here: its type (default ${SEND_DEFAULTS.type})`),
+        model: z.string().min(1).optional().describe(`for a body made here: data.model (default ${SEND_DEFAULTS.model})`),
+        webhook_id: z.string().min(1).optional().describe(`for a body made here: webhook_id in it (default ${SEND_DEFAULTS.webhookId})`),
+        subscription_id: z.string().min(1).optional().describe(`for a body made here: subscription_id in it (default ${SEND_DEFAULTS.subscriptionId})`),
+        trigger_id: z.string().min(1).optional().describe('the Trigger-Id (default: a new one)'),
+        layout: z.enum(LAYOUT_NAMES as [string, ...string[]]).optional().describe(`how to sign (default ${SEND_DEFAULTS.layout})`),
+        timestamp: z.number().int().min(0).optional().describe('sign with this Unix time instead of now (to test a stale-timestamp check)'),
+        secret_webhook_id: z.string().min(1).optional().describe('sign with the stored secret of this webhook'),
+        secret_env: z.string().min(1).optional().describe("or with the secret in this variable of the server's environment"),
+      }),
+      annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
+    },
+    async (a) => {
+      const to = url(a.to, 'to');
+      if (a.body !== undefined && a.body_base64 !== undefined) throw new UsageError('Give body or body_base64, not both.');
+      const given = a.body !== undefined || a.body_base64 !== undefined;
+      const forMade = (['type', 'model', 'webhook_id', 'subscription_id'] as const).filter((k) => a[k] !== undefined);
+      if (given && forMade.length) throw new UsageError(`${forMade.join(', ')} ${forMade.length === 1 ? 'is' : 'are'} for a body made here: not with body or body_base64.`);
+      const triggerId = a.trigger_id ?? newTriggerId();
+      const body = a.body !== undefined
+        ? Buffer.from(a.body, 'utf8')
+        : a.body_base64 !== undefined
+          ? Buffer.from(a.body_base64, 'base64')
+          : generatedBody({ type: a.type ?? SEND_DEFAULTS.type, model: a.model ?? SEND_DEFAULTS.model, webhookId: a.webhook_id ?? SEND_DEFAULTS.webhookId, subscriptionId: a.subscription_id ?? SEND_DEFAULTS.subscriptionId, triggerId });
+      const [secret] = await secretsFor(m, a, 'send');
+      const layout = (a.layout ?? SEND_DEFAULTS.layout) as (typeof LAYOUT_NAMES)[number];
+      const sent = await postSigned({ to, body, triggerId, secret: secret!, layout, timestamp: a.timestamp === undefined ? undefined : unixSeconds(String(a.timestamp), 'timestamp'), timeoutMs: m.ctx.global.timeoutMs, clock: m.ctx.clock });
+      return { delivered: sent.ok, status: sent.status, answer_start: sent.text, ms: sent.ms, trigger_id: triggerId, layout, size: body.length };
+    },
+  );
+}

@@ -1,0 +1,62 @@
+import { DEFAULTS } from '../delivery/defaults.js';
+import { ANSWERS, refusalBody, type Answer as CoreAnswer } from '../delivery/answers.js';
+import type { Outcome } from '../delivery/outcomes.js';
+import type { VerifyFailure } from '../signing/rules.js';
+
+/**
+ * What the relay answers, each in one place. The answers a delivery gets at any door (refused, stored,
+ * too large, too many in flight) are the core's table (src/delivery/answers.ts); what is the relay's own
+ * (its byte budget is full, no such channel, the relay token) is here, in the same body shape.
+ */
+
+export interface Answer {
+  status: number;
+  /** The JSON body, serialised. */
+  body: string;
+  headers?: Record<string, string>;
+  /** What is reported for it (the receivers' outcome vocabulary). */
+  outcome: Outcome;
+  /** The request's body was not read to its end: close the connection after answering. */
+  close?: boolean;
+}
+
+/** What an answer says, in words (its body's `error`), for the relay's log. */
+export const said = (a: Answer): string => (JSON.parse(a.body) as { error?: string }).error ?? '';
+
+/** Seconds the service is asked to wait before it tries again, when the relay keeps no more for now. */
+export const FULL_RETRY_AFTER = 60;
+
+const json = (status: number, outcome: Outcome, body: string, extra: Partial<Answer> = {}): Answer => ({ status, outcome, body, ...extra });
+const errorBody = (error: string) => refusalBody(error);
+/** A core answer, its connection closed after it (its body was not read to the end). */
+const closing = (a: CoreAnswer): Answer => ({ ...a, ...(a.headers ? { headers: { ...a.headers } } : {}), close: true });
+
+export const answers = {
+  /** Verified and stored: the service may forget it. */
+  stored: (): Answer => ({ ...ANSWERS.accepted() }),
+  /** Not verified, in the words of every other door (`listen`, the handler library). */
+  refused: (f: VerifyFailure): Answer => closing(ANSWERS.notVerified(f)),
+  tooLarge: (max: number): Answer => closing(ANSWERS.tooLarge(max)),
+  /** The relay's byte budget is spent: the service keeps the delivery and tries again later. */
+  full: (): Answer =>
+    json(503, 'overloaded', errorBody('the relay keeps no more deliveries for now (its byte budget is spent); try again later'), {
+      headers: { 'retry-after': String(FULL_RETRY_AFTER) },
+      close: true,
+    }),
+  busy: (): Answer => closing(ANSWERS.overloaded),
+  /** The delivery could not be stored (a full disk, the database away): not acknowledged, so the service retries. */
+  notStored: (): Answer => json(503, 'store_failed', errorBody('the delivery could not be stored; try again later'), { headers: { 'retry-after': String(DEFAULTS.retryAfterSeconds) } }),
+  /** No channel by that name (never created, deleted, or forgotten after a long time unused). */
+  noChannel: (): Answer => json(404, 'not_found', errorBody('no such channel on this relay'), { close: true }),
+  notFound: (): Answer => closing(ANSWERS.notFound()),
+  method: (allow: string): Answer =>
+    allow === 'POST' ? closing(ANSWERS.methodNotAllowed) : json(405, 'method_not_allowed', errorBody(`only ${allow} is accepted here`), { headers: { allow }, close: true }),
+  /** The relay token: missing, wrong, or not set on the relay at all. */
+  noToken: (): Answer => json(401, 'unverified', errorBody('no relay token was given (Authorization: Bearer <WXHOOKS_RELAY_TOKEN>)'), { headers: { 'www-authenticate': 'Bearer' }, close: true }),
+  wrongToken: (): Answer => json(401, 'unverified', errorBody('the relay token is wrong'), { headers: { 'www-authenticate': 'Bearer' }, close: true }),
+  tokenUnset: (): Answer =>
+    json(503, 'error', errorBody('this relay has no token set (WXHOOKS_RELAY_TOKEN): it takes no connection until it has one'), { close: true }),
+  notWebSocket: (): Answer => json(426, 'bad_request', errorBody('this path takes a WebSocket (Upgrade: websocket)'), { headers: { upgrade: 'websocket' }, close: true }),
+  health: (): Answer => json(200, 'accepted', '{"ok":true,"relay":"wxhooks"}'),
+  status: (body: unknown): Answer => json(200, 'accepted', JSON.stringify(body)),
+};

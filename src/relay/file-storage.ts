@@ -1,0 +1,254 @@
+import { mkdir, open, readFile, readdir, rename, rm, unlink } from 'node:fs/promises';
+import { join } from 'node:path';
+import { StorageError } from '../errors.js';
+import { fsReason } from '../util/files.js';
+import type { ChannelRecord, ChannelUsage, RelayStorage, Removed, StoredDelivery } from './storage.js';
+
+/**
+ * The relay's storage in a folder (`relay serve --store file`): one folder per channel, holding its
+ * record (`channel.json`, with the webhook's secret: mode 0600, the folders 0700) and one file per
+ * delivery waiting, named by its seq, arrival time and size, so that starting needs no file read but
+ * the records. A delivery is written to a temporary name and renamed: a crash leaves it whole or absent.
+ * With `fsync`, each file and its folder are synced before the delivery is answered (a power loss loses
+ * nothing acknowledged); without, the relay survives the death of its process, as `listen` does.
+ */
+
+export interface FileRelayStorageOptions {
+  dir: string;
+  fsync?: boolean;
+}
+
+interface Item {
+  receivedAt: number;
+  size: number;
+  file: string;
+}
+
+interface Held {
+  record: ChannelRecord;
+  /** The deliveries waiting, in seq order (they are added in that order). */
+  items: Map<number, Item>;
+}
+
+const RECORD = 'channel.json';
+const DELIVERY = /^(\d{16})-(\d+)-(\d+)\.dlv$/;
+const encoder = new TextEncoder();
+
+const fileName = (seq: number, receivedAt: number, size: number) => `${String(seq).padStart(16, '0')}-${receivedAt}-${size}.dlv`;
+
+/** [4-byte big-endian length of the headers' JSON][the headers' JSON][the body]. */
+function encode(d: StoredDelivery): Buffer {
+  const meta = encoder.encode(JSON.stringify(d.headers));
+  const out = Buffer.allocUnsafe(4 + meta.length + d.body.length);
+  out.writeUInt32BE(meta.length, 0);
+  out.set(meta, 4);
+  out.set(d.body, 4 + meta.length);
+  return out;
+}
+
+export class FileRelayStorage implements RelayStorage {
+  readonly where: string;
+  private readonly held = new Map<string, Held>();
+
+  private constructor(private readonly options: FileRelayStorageOptions) {
+    this.where = options.dir;
+  }
+
+  private get root(): string {
+    return join(this.options.dir, 'channels');
+  }
+
+  /** Opens the folder (creating it), and reads what it holds; half-written deliveries of a crash are removed. */
+  static async open(options: FileRelayStorageOptions): Promise<FileRelayStorage> {
+    const s = new FileRelayStorage(options);
+    try {
+      await mkdir(s.root, { recursive: true, mode: 0o700 });
+      for (const name of await readdir(s.root)) {
+        const dir = join(s.root, name);
+        let record: ChannelRecord;
+        try {
+          record = JSON.parse(await readFile(join(dir, RECORD), 'utf8')) as ChannelRecord;
+        } catch {
+          continue; // a channel whose record was never written whole: it was never answered
+        }
+        const items = new Map<number, Item>();
+        const found: [number, Item][] = [];
+        for (const file of await readdir(dir)) {
+          const m = DELIVERY.exec(file);
+          if (m) found.push([Number(m[1]), { receivedAt: Number(m[2]), size: Number(m[3]), file }]);
+          else if (file.endsWith('.tmp')) await unlink(join(dir, file)).catch(() => undefined);
+        }
+        found.sort((a, b) => a[0] - b[0]);
+        for (const [seq, item] of found) items.set(seq, item);
+        const last = found.at(-1)?.[0] ?? 0;
+        s.held.set(record.name, { record: { ...record, nextSeq: Math.max(record.nextSeq, last + 1) }, items });
+      }
+    } catch (err) {
+      throw new StorageError(`Cannot use the relay's folder ${options.dir}: ${fsReason(err)}.`, { hint: 'Give a folder this user can write with --dir.', cause: err });
+    }
+    return s;
+  }
+
+  private failed(what: string, err: unknown): StorageError {
+    return new StorageError(`The relay's folder ${this.options.dir}: ${what}: ${fsReason(err)}.`, { cause: err });
+  }
+
+  async channels(): Promise<ChannelRecord[]> {
+    return [...this.held.values()].map((h) => ({ ...h.record }));
+  }
+
+  async usage(): Promise<Map<string, ChannelUsage>> {
+    const out = new Map<string, ChannelUsage>();
+    for (const [name, h] of this.held) {
+      let bytes = 0;
+      let oldestAt: number | undefined;
+      for (const item of h.items.values()) {
+        bytes += item.size;
+        oldestAt = oldestAt === undefined ? item.receivedAt : Math.min(oldestAt, item.receivedAt);
+      }
+      out.set(name, { queued: h.items.size, bytes, oldestAt });
+    }
+    return out;
+  }
+
+  async saveChannel(channel: ChannelRecord): Promise<void> {
+    const dir = join(this.root, channel.name);
+    const tmp = join(dir, `${RECORD}.${process.pid}.tmp`);
+    try {
+      await mkdir(dir, { recursive: true, mode: 0o700 });
+      await writeWhole(tmp, Buffer.from(JSON.stringify(channel)), Boolean(this.options.fsync));
+      await rename(tmp, join(dir, RECORD));
+      if (this.options.fsync) await syncDir(dir);
+    } catch (err) {
+      throw this.failed(`the channel ${channel.name} could not be written`, err);
+    }
+    const h = this.held.get(channel.name);
+    if (h) h.record = { ...channel, nextSeq: Math.max(channel.nextSeq, h.record.nextSeq) };
+    else this.held.set(channel.name, { record: { ...channel }, items: new Map() });
+  }
+
+  async deleteChannel(name: string): Promise<Removed[]> {
+    const h = this.held.get(name);
+    if (!h) return [];
+    try {
+      await rm(join(this.root, name), { recursive: true, force: true });
+    } catch (err) {
+      throw this.failed(`the channel ${name} could not be deleted`, err);
+    }
+    this.held.delete(name);
+    return [...h.items].map(([seq, item]) => ({ channel: name, seq, size: item.size }));
+  }
+
+  async append(channel: string, deliveries: StoredDelivery[], nextSeq: number): Promise<void> {
+    const h = this.held.get(channel);
+    if (!h) throw new StorageError(`The relay has no channel ${channel}.`);
+    const dir = join(this.root, channel);
+    const written: string[] = [];
+    try {
+      await Promise.all(
+        deliveries.map(async (d) => {
+          const file = fileName(d.seq, d.receivedAt, d.size);
+          const tmp = join(dir, `${file}.tmp`);
+          await writeWhole(tmp, encode(d), Boolean(this.options.fsync));
+          await rename(tmp, join(dir, file));
+          written.push(file);
+        }),
+      );
+      if (this.options.fsync) await syncDir(dir);
+    } catch (err) {
+      // not answered 2xx: what was written of the batch goes, or it would be handed on besides the service's retry
+      await Promise.all(written.map((f) => unlink(join(dir, f)).catch(() => undefined)));
+      throw this.failed('a delivery could not be written', err);
+    }
+    for (const d of deliveries) h.items.set(d.seq, { receivedAt: d.receivedAt, size: d.size, file: fileName(d.seq, d.receivedAt, d.size) });
+    h.record.nextSeq = Math.max(h.record.nextSeq, nextSeq);
+  }
+
+  async read(channel: string, afterSeq: number, limit: number, maxBytes: number): Promise<StoredDelivery[]> {
+    const h = this.held.get(channel);
+    if (!h) return [];
+    const picked: [number, Item][] = [];
+    let bytes = 0;
+    for (const [seq, item] of h.items) {
+      if (seq <= afterSeq) continue;
+      if (picked.length >= limit || (picked.length && bytes + item.size > maxBytes)) break;
+      picked.push([seq, item]);
+      bytes += item.size;
+    }
+    const dir = join(this.root, channel);
+    try {
+      const read = await Promise.all(
+        picked.map(async ([seq, item]) => {
+          let raw: Buffer;
+          try {
+            raw = await readFile(join(dir, item.file));
+          } catch (err) {
+            // acknowledged or expired meanwhile: it is not to be sent
+            if ((err as NodeJS.ErrnoException).code === 'ENOENT' && !h.items.has(seq)) return undefined;
+            throw err;
+          }
+          const length = raw.readUInt32BE(0);
+          const headers = JSON.parse(raw.subarray(4, 4 + length).toString('utf8')) as [string, string][];
+          return { seq, receivedAt: item.receivedAt, headers, body: raw.subarray(4 + length), size: item.size };
+        }),
+      );
+      return read.filter((d) => d !== undefined);
+    } catch (err) {
+      throw this.failed('a delivery could not be read', err);
+    }
+  }
+
+  async remove(channel: string, seqs: readonly number[]): Promise<Removed[]> {
+    const h = this.held.get(channel);
+    if (!h) return [];
+    const dir = join(this.root, channel);
+    const removed: Removed[] = [];
+    await Promise.all(
+      seqs.map(async (seq) => {
+        const item = h.items.get(seq);
+        if (!item) return;
+        try {
+          await unlink(join(dir, item.file));
+        } catch (err) {
+          if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw this.failed('a delivery could not be deleted', err);
+        }
+        h.items.delete(seq);
+        removed.push({ channel, seq, size: item.size });
+      }),
+    );
+    return removed;
+  }
+
+  async expire(before: number): Promise<Removed[]> {
+    const out: Removed[] = [];
+    for (const [name, h] of this.held) {
+      const old = [...h.items].filter(([, item]) => item.receivedAt < before).map(([seq]) => seq);
+      if (old.length) out.push(...(await this.remove(name, old)));
+    }
+    return out;
+  }
+
+  async close(): Promise<void> {
+    // every write is finished before it resolves: nothing is pending
+  }
+}
+
+/** Writes a file whole (mode 0600), synced to the disk when asked. */
+async function writeWhole(file: string, data: Buffer, fsync: boolean): Promise<void> {
+  const fh = await open(file, 'w', 0o600);
+  try {
+    await fh.writeFile(data);
+    if (fsync) await fh.sync();
+  } finally {
+    await fh.close();
+  }
+}
+
+async function syncDir(dir: string): Promise<void> {
+  const fh = await open(dir, 'r');
+  try {
+    await fh.sync();
+  } finally {
+    await fh.close();
+  }
+}

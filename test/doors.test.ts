@@ -1,0 +1,130 @@
+import { createServer, request, type IncomingMessage, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Readable } from 'node:stream';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Webhooks, createNodeMiddleware } from '../src/index.js';
+import { Webhooks as WebWebhooks, createWebHandler } from '../src/handler/web.js';
+import { signed, startTestReceiver, TEST_SECRET, type TestReceiver } from './helpers/receiver.js';
+
+// The three doors a delivery comes in by (listen's server, the Node middleware, the web handler, each on
+// real sockets here) answer alike: one table of answers, one body shape, one 405, a 503 that always
+// says when to come back (#33).
+
+interface Answered {
+  status: number;
+  headers: IncomingMessage['headers'];
+  body: string;
+}
+
+function send(url: string, method: string, headers: Record<string, string>, body?: string | Buffer): Promise<Answered> {
+  const u = new URL(url);
+  return new Promise((resolve, reject) => {
+    const req = request({ host: u.hostname, port: u.port, path: u.pathname, method, headers, agent: false }, (res) => {
+      let text = '';
+      res.setEncoding('utf8').on('data', (d: string) => (text += d));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: text }));
+    });
+    // a door may answer before it reads the body, and close: what it answered is what counts
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+async function serve(server: Server): Promise<string> {
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
+}
+
+/** A fetch handler served by node:http, as Deno.serve or a Worker would serve it. */
+function fetchServer(handler: (request: Request) => Promise<Response>): Server {
+  return createServer(async (req, res) => {
+    const headers = new Headers();
+    for (const [k, v] of Object.entries(req.headers)) for (const value of [v ?? []].flat()) headers.append(k, value);
+    const hasBody = req.method !== 'GET' && req.method !== 'HEAD';
+    const response = await handler(
+      new Request(`http://127.0.0.1${req.url}`, { method: req.method, headers, body: hasBody ? (Readable.toWeb(req) as ReadableStream) : undefined, duplex: 'half' } as RequestInit),
+    );
+    res.writeHead(response.status, Object.fromEntries(response.headers));
+    res.end(Buffer.from(await response.arrayBuffer()));
+  });
+}
+
+const MiB = 1024 * 1024;
+const doors: { name: string; url: string }[] = [];
+const servers: Server[] = [];
+let listen: TestReceiver;
+
+beforeAll(async () => {
+  listen = await startTestReceiver({ maxInflight: MiB });
+  doors.push({ name: 'listen', url: listen.url });
+  const node = createServer(createNodeMiddleware(new Webhooks({ secret: TEST_SECRET }), { path: '/', maxInflight: MiB }));
+  const web = fetchServer(createWebHandler(new WebWebhooks({ secret: TEST_SECRET }), { path: '/', maxInflight: MiB }));
+  servers.push(node, web);
+  doors.push({ name: 'createNodeMiddleware', url: await serve(node) }, { name: 'createWebHandler', url: await serve(web) });
+});
+afterAll(async () => {
+  await listen.close();
+  for (const s of servers) await new Promise<void>((resolve) => (s.closeAllConnections(), s.close(() => resolve())));
+});
+
+/** What each door answered to the same request, made afresh for each. */
+async function each(make: () => { method?: string; headers: Record<string, string>; body?: string | Buffer; path?: string }): Promise<Record<string, Answered>> {
+  const out: Record<string, Answered> = {};
+  for (const door of doors) {
+    const r = make();
+    out[door.name] = await send(new URL(r.path ?? '/', door.url).href, r.method ?? 'POST', r.headers, r.body).catch((e: Error) => {
+      throw new Error(`${door.name}: ${e.message}`);
+    });
+  }
+  return out;
+}
+
+describe('the three doors answer alike', () => {
+  it('a delivery: 200 {"ok":true}; again: 200 {"ok":true,"duplicate":true}', async () => {
+    const first = await each(() => signed('trg_doors_ok'));
+    const again = await each(() => signed('trg_doors_ok'));
+    for (const name of Object.keys(first)) {
+      expect([name, first[name]!.status, first[name]!.body]).toEqual([name, 200, '{"ok":true}']);
+      expect([name, again[name]!.status, again[name]!.body]).toEqual([name, 200, '{"ok":true,"duplicate":true}']);
+    }
+  });
+
+  it('not POST: 405, one wording, and Allow: POST', async () => {
+    const answers = await each(() => ({ method: 'GET', headers: {} }));
+    for (const [name, a] of Object.entries(answers)) {
+      expect([name, a.status, a.body, a.headers.allow]).toEqual([name, 405, '{"error":"only POST is accepted here"}', 'POST']);
+    }
+  });
+
+  it('not authentic: 401 with the same {error, reason, hint} from each', async () => {
+    const answers = await each(() => {
+      const d = signed('trg_doors_tampered');
+      return { headers: d.headers, body: d.body.toString().replace('wm-6', 'wm-7') };
+    });
+    const bodies = Object.values(answers).map((a) => JSON.parse(a.body) as Record<string, string>);
+    for (const [name, a] of Object.entries(answers)) expect([name, a.status]).toEqual([name, 401]);
+    expect(bodies[1]).toEqual({ error: expect.stringContaining('No signature matched'), reason: 'no_match', hint: expect.any(String) });
+    expect(bodies[2]).toEqual(bodies[1]);
+    // listen's session has pinned the layout of its first delivery, and its hint says so too
+    expect(bodies[0]).toEqual({ ...bodies[1], hint: expect.stringContaining(bodies[1]!.hint!) });
+    expect(bodies[0]!.hint).toContain('pinned to the standard layout');
+  });
+
+  it('a body that cannot fit in the bytes in flight: 503 with Retry-After from each', async () => {
+    const answers = await each(() => signed('trg_doors_big', { data: { model: 'wm-6', forecast_hour: 0, pad: 'x'.repeat(2 * MiB) } }));
+    for (const [name, a] of Object.entries(answers)) {
+      expect([name, a.status, a.headers['retry-after']]).toEqual([name, 503, '5']);
+      expect(JSON.parse(a.body)).toEqual({ error: 'too many bodies in flight; try again later', reason: 'overloaded' });
+    }
+  });
+
+  it('another path: 404, {"error":"not found"} (listen adds where deliveries go)', async () => {
+    const answers = await each(() => ({ ...signed('trg_doors_path'), path: '/elsewhere' }));
+    // the web handler and listen answer a path of their own; the middleware answers 404 when no app is behind it
+    for (const [name, a] of Object.entries(answers)) {
+      expect([name, a.status]).toEqual([name, 404]);
+      expect(JSON.parse(a.body)).toMatchObject({ error: 'not found' });
+    }
+    expect(JSON.parse(answers.listen!.body)).toEqual({ error: 'not found', hint: 'deliveries go to /' });
+  });
+});

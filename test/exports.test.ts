@@ -1,0 +1,132 @@
+import { fileURLToPath } from 'node:url';
+import ts from 'typescript';
+import { describe, expect, it } from 'vitest';
+
+// The public surface is a decision: every name each entry exports (values and types), listed here, so
+// that adding or dropping one is a change to this list, seen in review. `wxhooks` is the library a
+// handler author uses, nothing of the CLI (no HttpClient, Service, credentials, exit codes or CLI errors).
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+
+const ENTRIES = ['src/index.ts', 'src/handler/web.ts'];
+// one program for both, without the standard library or @types: only the names are wanted, not their checking
+const program = ts.createProgram(
+  ENTRIES.map((f) => `${ROOT}${f}`),
+  { module: ts.ModuleKind.NodeNext, moduleResolution: ts.ModuleResolutionKind.NodeNext, target: ts.ScriptTarget.ES2022, noLib: true, types: [], noEmit: true },
+);
+
+/** The names a module exports, as the type checker sees them (values and types alike). */
+function exportsOf(file: string): string[] {
+  const checker = program.getTypeChecker();
+  const source = program.getSourceFile(`${ROOT}${file}`)!;
+  return checker.getExportsOfModule(checker.getSymbolAtLocation(source)!).map((s) => s.name).sort();
+}
+
+const HANDLER_TYPES = [
+  'DataOfType',
+  'DegreeDaysResponse',
+  'DeliveryType',
+  'EventContextResponse',
+  'ForecastResponse',
+  'GriddedResponse',
+  'InterpolatedPointForecastResponse',
+  'Payload',
+  'PointSeriesEntry',
+  'ResponseOfType',
+  'ResponseType',
+  'TropicalCycloneTrackResponse',
+  'VocabularyChecked',
+  'WebhookEvent',
+  'WebhookEventOf',
+];
+
+describe('the public surface', () => {
+  it("`wxhooks` (src/index.ts): the handler library, verifyDelivery and signDelivery, the types; nothing of the CLI", () => {
+    expect(exportsOf('src/index.ts')).toEqual(
+      [
+        ...HANDLER_TYPES,
+        'Claim',
+        'HeaderSource',
+        'Layout',
+        'LayoutName',
+        'MemoryStore',
+        'MemoryStoreOptions',
+        'NodeMiddlewareOptions',
+        'OpenStoreOptions',
+        'Outcome',
+        'PairStore',
+        'RawBody',
+        'Receipt',
+        'ReceiptOutcome',
+        'Scheme',
+        'SetupMistake',
+        'SignOptions',
+        'SignedHeaders',
+        'Verifier',
+        'VerifyFailure',
+        'VerifyFailureReason',
+        'VerifyOptions',
+        'VerifyResult',
+        'VerifySuccess',
+        'WebhookHandlerError',
+        'WebhookSetupError',
+        'WebhookTimeoutError',
+        'Webhooks',
+        'WebhooksOptions',
+        'createNodeMiddleware',
+        'openStore',
+        'signDelivery',
+        'verifyDelivery',
+      ].sort(),
+    );
+  });
+
+  it('`wxhooks/web` (src/handler/web.ts): the same library on Web Crypto, with its own verifyDelivery and signDelivery', () => {
+    expect(exportsOf('src/handler/web.ts')).toEqual(
+      [
+        ...HANDLER_TYPES,
+        'Claim',
+        'HeaderSource',
+        'MemoryStore',
+        'MemoryStoreOptions',
+        'PairStore',
+        'RawBody',
+        'Receipt',
+        'ReceiptOutcome',
+        'SignedHeaders',
+        'VerifyFailure',
+        'VerifyFailureReason',
+        'VerifyResult',
+        'VerifySuccess',
+        'WebHandlerOptions',
+        'SignOptions',
+        'VerifyOptions',
+        'WebVerifier',
+        'WebVerifierOptions',
+        'WebhookHandlerError',
+        'WebhookSetupError',
+        'WebhookTimeoutError',
+        'Webhooks',
+        'WebhooksOptions',
+        'createWebHandler',
+        'signDelivery',
+        'verifyDelivery',
+      ].sort(),
+    );
+  });
+
+  it("wxhooks/web's signDelivery and verifyDelivery give the Node entry's headers and results", async () => {
+    const node = await import('../src/index.js');
+    const web = await import('../src/handler/web.js');
+    const secret = 'whsec_' + Buffer.alloc(32, 4).toString('base64');
+    const body = JSON.stringify({ type: 'forecast_hour.available', trigger_id: 'trg_web_sign', subscription_id: '1', data: { model: 'wm-6' } });
+    for (const layout of ['standard', 'stripe', 'hex-timestamp', 'hex-body'] as const) {
+      const headers = await web.signDelivery({ secret, body, triggerId: 'trg_web_sign', timestamp: 1_795_000_000, layout });
+      expect(headers).toEqual(node.signDelivery({ secret, body, triggerId: 'trg_web_sign', timestamp: 1_795_000_000, layout }));
+      const scheme = layout === 'hex-body' ? 'hex-body' : 'auto';
+      expect(await web.verifyDelivery({ secret, headers, body, now: 1_795_000_000_000, scheme })).toEqual(node.verifyDelivery({ secret, headers, body, now: 1_795_000_000_000, scheme }));
+    }
+    const tampered = await web.signDelivery({ secret, body, triggerId: 'trg_web_sign' });
+    expect(await web.verifyDelivery({ secret, headers: tampered, body: body.replace('wm-6', 'wm-7') })).toMatchObject({ ok: false, reason: 'no_match' });
+  });
+});

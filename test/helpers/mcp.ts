@@ -1,0 +1,66 @@
+import type { ChildProcess } from 'node:child_process';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { BIN, cleanEnv } from './cli.js';
+
+/** A `wxhooks mcp` process and the SDK's own client, over its stdin and stdout. */
+export interface McpSession {
+  client: Client;
+  /** What the server wrote on stderr so far (its logs). */
+  stderr(): string;
+  /** Every tool's answer, as text, in the order they came (errors too). */
+  answers: string[];
+  /** The tools called. */
+  called: Set<string>;
+  /** Calls a tool: whether it succeeded, and its answer (JSON). */
+  call(name: string, args?: Record<string, unknown>): Promise<{ ok: boolean; value: any; text: string }>;
+  /** How the server process ended. */
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  /** Closes the client (and so the server's stdin); resolves with how the server ended. */
+  close(): Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+/** Starts the built binary's `wxhooks mcp ARGS` with exactly `env` (and the machine's PATH and HOME), and connects to it. */
+export async function startMcp(args: string[], env: Record<string, string | undefined>): Promise<McpSession> {
+  const transport = new StdioClientTransport({ command: process.execPath, args: [BIN, 'mcp', ...args], env: cleanEnv(env), stderr: 'pipe' });
+  let err = '';
+  transport.stderr!.on('data', (d: Buffer) => (err += d.toString('utf8')));
+  const client = new Client({ name: 'wxhooks-test', version: '1.0.0' });
+  try {
+    await client.connect(transport);
+  } catch (e) {
+    throw new Error(`wxhooks mcp ${args.join(' ')} did not start: ${(e as Error).message}\nstderr: ${err}`);
+  }
+  // the SDK's transport keeps its process to itself: its exit code is what shows a clean stop
+  const child = (transport as unknown as { _process: ChildProcess })._process;
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null) resolve({ code: child.exitCode, signal: child.signalCode });
+    else child.once('exit', (code, signal) => resolve({ code, signal }));
+  });
+  const answers: string[] = [];
+  const called = new Set<string>();
+  return {
+    client,
+    stderr: () => err,
+    answers,
+    called,
+    async call(name, args = {}) {
+      called.add(name);
+      const r = (await client.callTool({ name, arguments: args }, undefined, { timeout: 120_000 })) as { isError?: boolean; content: { type: string; text: string }[] };
+      const text = r.content[0]!.text;
+      answers.push(text);
+      let value: unknown;
+      try {
+        value = JSON.parse(text);
+      } catch {
+        value = text;
+      }
+      return { ok: !r.isError, value, text };
+    },
+    exited,
+    async close() {
+      await client.close();
+      return exited;
+    },
+  };
+}

@@ -1,0 +1,151 @@
+import { spawn } from 'node:child_process';
+import { resolve } from 'node:path';
+import { eachLine, startNats, startRedis, type Broker } from '../../scripts/harness.js';
+import { pairFrom } from '../../src/delivery/pair.js';
+import { sinkDelivery, type SinkDelivery } from '../../src/sinks/message.js';
+import { parseSinkUrl, type SinkKind } from '../../src/sinks/sink-url.js';
+import { signDelivery, verifyDelivery } from '../../src/signing/index.js';
+
+export const SECRET = `whsec_${Buffer.alloc(32, 9).toString('base64')}`;
+
+/** The broker of a kind, started for a test file, and the sink URL of a stream of its own on it. */
+export const BROKERS: Record<SinkKind, { start: () => Promise<Broker>; url: (b: Broker, name: string) => string }> = {
+  nats: { start: startNats, url: (b, name) => `${b.url}/${name.replace(/[^A-Za-z0-9]/g, '_')}.deliveries` },
+  redis: { start: startRedis, url: (b, name) => `${b.url}/${name}:deliveries` },
+};
+
+/** A delivery as `listen` would publish it: signed as the service signs, verified, its pair taken. */
+export function delivery(trigger: string, data: Record<string, unknown> = { model: 'wm-6', forecast_hour: 6 }): SinkDelivery {
+  const body = Buffer.from(JSON.stringify({ type: 'forecast_hour.available', webhook_id: '1', subscription_id: '7', trigger_id: trigger, data }));
+  const headers = { 'content-type': 'application/json', ...Object.fromEntries(Object.entries(signDelivery({ secret: SECRET, body, triggerId: trigger })).map(([k, v]) => [k.toLowerCase(), v])) };
+  const v = verifyDelivery({ secret: SECRET, headers, body });
+  if (!v.ok) throw new Error(v.message);
+  const pair = pairFrom(v);
+  if (!('trigger' in pair)) throw new Error('a delivery with a trigger_id has its pair');
+  return sinkDelivery(v, pair, headers, body, Date.now());
+}
+
+export interface Worker {
+  lines: Record<string, unknown>[];
+  /** Resolves with the first line (from the start) that matches. */
+  waitFor(match: (line: Record<string, unknown>) => boolean, timeoutMs?: number): Promise<Record<string, unknown>>;
+  pid: number;
+  exited: Promise<number | null>;
+  stop(signal?: NodeJS.Signals): Promise<number | null>;
+}
+
+/** Starts test/helpers/sink-worker.js (a consumer in a process of its own); resolves once it reads. */
+export async function startWorker(options: Record<string, unknown>): Promise<Worker> {
+  const child = spawn(process.execPath, [resolve(import.meta.dirname, 'sink-worker.js'), JSON.stringify(options)], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const lines: Record<string, unknown>[] = [];
+  let err = '';
+  const wake: (() => void)[] = [];
+  eachLine(child.stdout, (line) => {
+    lines.push(JSON.parse(line) as Record<string, unknown>);
+    for (const w of wake.splice(0)) w();
+  });
+  child.stderr.setEncoding('utf8').on('data', (d: string) => (err += d));
+  const exited = new Promise<number | null>((r) =>
+    child.on('close', (code) => {
+      for (const w of wake.splice(0)) w();
+      r(code);
+    }),
+  );
+  const worker: Worker = {
+    lines,
+    pid: child.pid!,
+    exited,
+    async waitFor(match, timeoutMs = 20_000) {
+      const deadline = Date.now() + timeoutMs;
+      for (let seen = 0; ; ) {
+        for (; seen < lines.length; seen++) if (match(lines[seen]!)) return lines[seen]!;
+        if (child.exitCode !== null || child.signalCode !== null) throw new Error(`the worker exited (${child.exitCode ?? child.signalCode}) first; stderr: ${err}`);
+        if (Date.now() > deadline) throw new Error(`timed out waiting for a worker's line; stderr: ${err}`);
+        await new Promise<void>((r) => {
+          wake.push(r);
+          setTimeout(r, 200);
+        });
+      }
+    },
+    async stop(signal = 'SIGTERM') {
+      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+      return exited;
+    },
+  };
+  await worker.waitFor((l) => 'ready' in l);
+  return worker;
+}
+
+/** Resolves when `check` holds (looked at every 25 ms); rejects after `timeoutMs`, saying what did not come. */
+export async function until(check: () => boolean, what: string, timeoutMs = 20_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+/** The broker's own client, for what a test does behind the sink's back (a foreign message, the dead letters). */
+async function withClient<T>(url: string, run: (c: { nats?: import('@nats-io/transport-node').NatsConnection; redis?: import('redis').RedisClientType }) => Promise<T>): Promise<T> {
+  const t = parseSinkUrl(url);
+  if (t.kind === 'nats') {
+    const { connect } = await import('@nats-io/transport-node');
+    const nats = await connect({ servers: `${t.host}:${t.port}`, user: t.username, pass: t.password });
+    try {
+      return await run({ nats });
+    } finally {
+      await nats.close();
+    }
+  }
+  const { createClient } = await import('redis');
+  const redis = createClient({ socket: { host: t.host, port: t.port }, password: t.password }) as unknown as import('redis').RedisClientType;
+  await redis.connect();
+  try {
+    return await run({ redis });
+  } finally {
+    redis.destroy();
+  }
+}
+
+/** Writes a message that is not one of ours (these fields or headers, this body) to the sink's stream. */
+export function writeForeign(url: string, fields: Record<string, string>, body: string): Promise<void> {
+  const t = parseSinkUrl(url);
+  return withClient(url, async ({ nats, redis }) => {
+    if (nats) {
+      const { jetstream } = await import('@nats-io/jetstream');
+      const { headers } = await import('@nats-io/transport-node');
+      const h = headers();
+      for (const [k, v] of Object.entries(fields)) h.set(k, v);
+      await jetstream(nats).publish(t.name, body, { headers: h });
+    } else {
+      await redis!.sendCommand(['XADD', t.name, '*', ...Object.entries(fields).flat(), 'body', body]);
+    }
+  });
+}
+
+/** The dead letters of a sink's stream, oldest first: each one's fields (NATS: headers) and body. */
+export function readDeadLetters(url: string): Promise<{ fields: Record<string, string>; body: string }[]> {
+  const t = parseSinkUrl(url);
+  return withClient(url, async ({ nats, redis }) => {
+    if (nats) {
+      const { jetstreamManager } = await import('@nats-io/jetstream');
+      const jsm = await jetstreamManager(nats);
+      const name = await jsm.streams.find(`${t.name}.dead`);
+      const info = await jsm.streams.info(name);
+      const out = [];
+      for (let seq = info.state.first_seq; seq <= info.state.last_seq && info.state.messages; seq++) {
+        const m = await jsm.streams.getMessage(name, { seq });
+        if (!m || m.subject !== `${t.name}.dead`) continue;
+        out.push({ fields: Object.fromEntries([...(m.header ?? [])].map(([k, v]) => [k, v[0]!])), body: new TextDecoder().decode(m.data) });
+      }
+      return out;
+    }
+    const entries = (await redis!.sendCommand(['XRANGE', `${t.name}:dead`, '-', '+'])) as [string, string[]][];
+    return entries.map(([, flat]) => {
+      const fields: Record<string, string> = {};
+      for (let i = 0; i < flat.length; i += 2) fields[flat[i]!] = flat[i + 1]!;
+      const { body = '', ...rest } = fields;
+      return { fields: rest, body };
+    });
+  });
+}

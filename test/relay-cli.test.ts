@@ -1,0 +1,221 @@
+import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { runRelayServe, runRelayStatus, runRelayToken, runRelayWorker } from '../src/commands/relay.js';
+import { freePort } from '../scripts/harness.js';
+import { generateSecret } from '../src/signing/sign.js';
+import { cleanEnv, tempDir } from './helpers/cli.js';
+import { parsed, runInProcess, startInProcess } from './helpers/context.js';
+import { startCli } from './helpers/process.js';
+import { delivery, listener, send } from './helpers/relay.js';
+import { startWorkerdRelay } from './helpers/workerd.js';
+
+// `wxhooks relay`: its parsing, its refusals, `relay serve` as a process, `relay status`, `relay token`,
+// and the Worker as wrangler builds it (offline: `wrangler deploy --dry-run`, from the npm package),
+// both from the repository (relay/wrangler.toml) and from `relay worker DIR`, then run in workerd.
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const TOKEN = `relay-token-${randomBytes(12).toString('hex')}`;
+
+describe('relay: parsing and refusals', () => {
+  it('serve: its defaults, and durations and sizes parsed', async () => {
+    const d = await parsed(['relay', 'serve']);
+    expect(d.run).toBe(runRelayServe);
+    expect(d.args[0]).toMatchObject({ port: 8790, host: '127.0.0.1', store: 'file', schema: 'wxhooks_relay', keep: 7 * 24 * 3600_000, maxBytes: 256 * 1024 * 1024, maxBody: 25 * 1024 * 1024, readTimeout: 10_000 });
+    const o = await parsed(['relay', 'serve', '--keep', '3d', '--max-bytes', '1GiB', '--port', '0', '--fsync']);
+    expect(o.args[0]).toMatchObject({ keep: 3 * 24 * 3600_000, maxBytes: 1024 ** 3, port: 0, fsync: true });
+    expect((await parsed(['relay', 'status', 'https://r.example'])).run).toBe(runRelayStatus);
+    expect((await parsed(['relay', 'token'])).run).toBe(runRelayToken);
+    expect((await parsed(['relay', 'worker', 'dir'])).run).toBe(runRelayWorker);
+  });
+
+  it('serve without WXHOOKS_RELAY_TOKEN, with a short one, with a store it cannot use, or a bad flag: exit 2, saying what to do', async () => {
+    const none = await runInProcess(['relay', 'serve', '--port', '0']);
+    expect(none.code).toBe(2);
+    expect(none.stderr).toContain('WXHOOKS_RELAY_TOKEN is not set');
+    expect(none.stderr).toContain('wxhooks relay token');
+    const short = await runInProcess(['relay', 'serve', '--port', '0'], { env: { WXHOOKS_RELAY_TOKEN: 'short' } });
+    expect(short.code).toBe(2);
+    expect(short.stderr).toContain('at least 16');
+    expect(short.stderr).not.toContain("'short'");
+    const store = await runInProcess(['relay', 'serve', '--port', '0', '--store', 'mysql://x'], { env: { WXHOOKS_RELAY_TOKEN: TOKEN } });
+    expect(store.code).toBe(2);
+    expect(store.stderr).toContain('--store must be "file" or a postgres:// URL');
+    const dir = await runInProcess(['relay', 'serve', '--port', '0', '--store', 'postgres://u:pw@127.0.0.1:1/db', '--dir', 'x'], { env: { WXHOOKS_RELAY_TOKEN: TOKEN } });
+    expect(dir.code).toBe(2);
+    expect(dir.stderr).toContain('--dir is for --store file');
+    const keep = await runInProcess(['relay', 'serve', '--keep', '0'], { env: { WXHOOKS_RELAY_TOKEN: TOKEN } });
+    expect(keep.code).toBe(2);
+    for (const r of [store, dir, keep]) expect(r.stderr).not.toContain(TOKEN);
+  });
+
+  it('token: a new random one each time, long enough for serve', async () => {
+    const a = await runInProcess(['relay', 'token']);
+    const b = await runInProcess(['relay', 'token', '--json']);
+    expect(a.code).toBe(0);
+    expect(a.stdout.trim()).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect(JSON.parse(b.stdout).token).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect(JSON.parse(b.stdout).token).not.toBe(a.stdout.trim());
+  });
+});
+
+describe('relay serve and relay status', () => {
+  it('serves in this process; status shows each channel and what waits in it (never a secret); a wrong token is exit 3, a relay away exit 6; Ctrl-C stops it (130)', async () => {
+    const dir = tempDir('wxhooks-relay-serve-');
+    const run = startInProcess(['relay', 'serve', '--port', '0', '--dir', dir, '--json'], { env: { WXHOOKS_RELAY_TOKEN: TOKEN } });
+    const listening = await run.waitFor<{ event?: string; url: string; store: string }>((l) => l.event === 'listening');
+    expect(listening.store).toBe(dir);
+    const secret = generateSecret();
+    const l = listener({ url: listening.url, token: TOKEN, channel: 'status-ch', secrets: [secret] });
+    await l.client.start();
+    await l.client.close();
+    const d = delivery(secret, 'trg_waiting');
+    expect((await send(`${listening.url}/in/status-ch`, 'POST', d.headers, d.body)).status).toBe(200);
+    await run.waitFor<{ outcome?: string; seq?: number }>((e) => e.outcome === 'accepted' && e.seq === 1);
+
+    const text = await runInProcess(['relay', 'status', listening.url], { env: { WXHOOKS_RELAY_TOKEN: TOKEN } });
+    expect(text.code).toBe(0);
+    expect(text.stdout).toMatch(/^1 channel; .* used; deliveries kept 7d/);
+    expect(text.stdout).toMatch(/CHANNEL\tKIND\tCONNECTED\tQUEUED\tBYTES\tOLDEST\nstatus-ch\tlasting\tno\t1\t/);
+    const json = await runInProcess(['relay', 'status', listening.url, '--json'], { env: { WXHOOKS_RELAY_TOKEN: TOKEN } });
+    expect(JSON.parse(json.stdout)).toMatchObject({ channels: [{ channel: 'status-ch', temporary: false, connected: false, queued: 1 }], queued: 1 });
+    const wrong = await runInProcess(['relay', 'status', listening.url], { env: { WXHOOKS_RELAY_TOKEN: `${TOKEN}-wrong` } });
+    expect(wrong.code).toBe(3);
+    expect(wrong.stderr).toContain('The relay refused the token: the relay token is wrong.');
+    const away = await runInProcess(['relay', 'status', `http://127.0.0.1:${await freePort()}`], { env: { WXHOOKS_RELAY_TOKEN: TOKEN } });
+    expect(away.code).toBe(6);
+    expect(away.stderr).toContain('connection refused');
+
+    expect(await run.stop('SIGINT')).toBe(130);
+    const all = [run.io.stdout.text, run.io.stderr.text, text.stdout, json.stdout, wrong.stderr].join('\n');
+    for (const s of [secret, secret.slice(6), TOKEN]) expect(all).not.toContain(s);
+    // what was waiting is still there after the stop
+    const again = startInProcess(['relay', 'serve', '--port', '0', '--dir', dir, '--json'], { env: { WXHOOKS_RELAY_TOKEN: TOKEN } });
+    const back = await again.waitFor<{ event?: string; url: string }>((e) => e.event === 'listening');
+    const l2 = listener({ url: back.url, token: TOKEN, channel: 'status-ch' });
+    await l2.client.start();
+    await l2.until(() => l2.got.length === 1, 'what waited');
+    expect(l2.triggers()).toEqual(['trg_waiting']);
+    await l2.client.close();
+    await again.stop('SIGINT');
+  });
+
+  it('a client started while the relay is down says so once, keeps trying, and opens the channel when the relay comes', async () => {
+    const port = await freePort();
+    const l = listener({ url: `http://127.0.0.1:${port}`, token: TOKEN, channel: 'late-relay', secrets: [generateSecret()], random: () => 1 });
+    const ready = l.client.start();
+    await l.until(() => l.events.some((e) => e.kind === 'unreachable'), 'unreachable');
+    expect(l.events).toEqual([{ kind: 'unreachable', reason: 'connection refused', retryInMs: 500 }]);
+    const run = startInProcess(['relay', 'serve', '--port', String(port), '--dir', tempDir('wxhooks-relay-late-'), '--json'], { env: { WXHOOKS_RELAY_TOKEN: TOKEN } });
+    try {
+      await run.waitFor<{ event?: string }>((e) => e.event === 'listening');
+      let opened = false;
+      void ready.then(() => (opened = true));
+      // its back-off passes (the client's clock is the test's), a turn of the event loop at a time, until it is in
+      while (!opened) {
+        l.clock.advance(30_000);
+        await new Promise((r) => setImmediate(r));
+      }
+      expect(await ready).toMatchObject({ channel: 'late-relay', created: true });
+      expect(l.events.map((e) => e.kind)).toEqual(['unreachable', 'connected']);
+      expect(l.events[1]).toMatchObject({ again: false, downMs: expect.any(Number) });
+      await l.client.close({ deleteChannel: true });
+    } finally {
+      await run.stop('SIGINT');
+    }
+  });
+
+  it('the built binary: a line to say where it listens, and SIGTERM stops it in order (143)', async () => {
+    const p = startCli(['relay', 'serve', '--port', '0', '--dir', tempDir('wxhooks-relay-bin-')], { WXHOOKS_RELAY_TOKEN: TOKEN });
+    const first = await p.waitFor<string>((l) => typeof l === 'string' && l.includes('wxhooks relay on'));
+    expect(first).toMatch(/● wxhooks relay on http:\/\/127\.0\.0\.1:\d+ \(deliveries in .*, kept 7d, at most 256 MB\)/);
+    expect(await p.stop('SIGTERM')).toBe(143);
+    expect(p.lines.join('\n') + p.stderr()).not.toContain(TOKEN);
+  });
+});
+
+/** Runs wrangler from the npm package, offline. */
+function wrangler(args: string[], cwd: string): Promise<{ code: number; out: string }> {
+  return new Promise((resolve) => {
+    execFile(join(ROOT, 'node_modules', '.bin', 'wrangler'), args, { cwd, env: cleanEnv({ WRANGLER_SEND_METRICS: 'false', NO_COLOR: '1', HOME: tempDir('wxhooks-wrangler-home-') }), timeout: 60_000 }, (err, stdout, stderr) =>
+      resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, out: stdout + stderr }),
+    );
+  });
+}
+
+describe('the Worker as wrangler deploys it', () => {
+  it('`wrangler deploy --dry-run` builds it from the repository (relay/wrangler.toml) and from `relay worker DIR`, offline; what it built runs in workerd', async () => {
+    const dir = join(tempDir('wxhooks-relay-worker-'), 'my-relay');
+    const written = await runInProcess(['relay', 'worker', dir]);
+    expect(written.code).toBe(0);
+    expect(written.stdout).toContain('npx wrangler deploy');
+    expect(readFileSync(join(dir, 'wrangler.toml'), 'utf8')).toMatch(/^main = "index.js"$/m);
+    const again = await runInProcess(['relay', 'worker', dir]);
+    expect(again.code).toBe(2);
+    expect(again.stderr).toContain('already holds index.js and wrangler.toml');
+    expect((await runInProcess(['relay', 'worker', dir, '--force'])).code).toBe(0);
+
+    // both builds at once: wrangler takes seconds to start
+    const outRepo = tempDir('wxhooks-wrangler-out-');
+    const outDir = tempDir('wxhooks-wrangler-out-');
+    const [fromRepo, fromDir] = await Promise.all([wrangler(['deploy', '--dry-run', '--outdir', outRepo], join(ROOT, 'relay')), wrangler(['deploy', '--dry-run', '--outdir', outDir], dir)]);
+    rmSync(join(ROOT, 'relay', '.wrangler'), { recursive: true, force: true });
+    for (const built of [fromRepo, fromDir]) {
+      expect(built.code, built.out).toBe(0);
+      expect(built.out).toContain('RELAY: RelayObject');
+      expect(built.out).toContain('RELAY_KEEP_SECONDS: "604800"');
+      expect(built.out).toContain('--dry-run: exiting now.');
+      expect(built.out).not.toContain('WXHOOKS_RELAY_TOKEN:'); // a secret, never a var
+    }
+
+    // wrangler's own bundle, in the runtime, answers as the relay
+    expect(existsSync(join(outRepo, 'index.js'))).toBe(true);
+    const w = await startWorkerdRelay({ token: TOKEN, bundle: join(outRepo, 'index.js') });
+    try {
+      expect(await (await fetch(`${w.url}/health`)).json()).toEqual({ ok: true, relay: 'wxhooks' });
+      const s = await send(`${w.url}/status`, 'GET', { authorization: `Bearer ${TOKEN}` });
+      expect(JSON.parse(s.body)).toMatchObject({ channels: [], max_bytes: 268435456, keep_seconds: 604800 });
+    } finally {
+      await w.stop();
+    }
+  }, 60_000);
+});
+
+describe("the README's relay on a VM", () => {
+  it('its lines run as written (the port and the address swapped for the test): relay token, relay serve, relay status, whose output looks as shown', async () => {
+    const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+    const from = readme.indexOf('On a **small VM**');
+    expect(from).toBeGreaterThan(-1);
+    const [block, sample] = [...readme.slice(from).matchAll(/```(?:sh)?\n([\s\S]*?)```/g)].slice(0, 2).map((m) => m[1]!);
+    const lines = [...block!.matchAll(/wxhooks (relay [^#\n)]*)/g)].map((m) => m[1]!.trim().split(/\s+/));
+    expect(lines.map((l) => l.slice(0, 2).join(' '))).toEqual(['relay token', 'relay serve', 'relay serve', 'relay status']);
+    const [token, serve, serveStore, status] = lines;
+
+    const made = await runInProcess(token!);
+    const env = { WXHOOKS_RELAY_TOKEN: made.stdout.trim() };
+    expect((await parsed(serveStore!)).args[0]).toMatchObject({ store: 'postgres://relay:pw@db/relay', keep: 3 * 86_400_000, maxBytes: 1024 ** 3 });
+    const run = startInProcess([...serve!, '--port', '0', '--json'], { env });
+    try {
+      const { url } = await run.waitFor<{ event?: string; url: string }>((l) => l.event === 'listening');
+      const secret = generateSecret();
+      const l = listener({ url, token: env.WXHOOKS_RELAY_TOKEN, channel: 'webhook-7', secrets: [secret] });
+      await l.client.start();
+      await l.client.close();
+      const d = delivery(secret, 'trg_readme');
+      expect((await send(`${url}/in/webhook-7`, 'POST', d.headers, d.body)).status).toBe(200);
+      const shown = await runInProcess(status!.map((a) => (a.startsWith('https://') ? url : a)), { env, tty: true });
+      expect(shown.code).toBe(0);
+      const [head, columns, row] = shown.stdout.split('\n');
+      const [sampleHead, sampleColumns, sampleRow] = sample!.split('\n');
+      const shape = (line: string) => line.replace(/[\d.]+ (KB|B|MB)/g, 'N').replace(/\d{4}-\S+Z/, 'T').split(/\s+/);
+      expect(shape(head!)).toEqual(shape(sampleHead!));
+      expect(columns!.split(/\s+/)).toEqual(sampleColumns!.split(/\s+/));
+      expect(shape(row!).slice(0, 4)).toEqual(shape(sampleRow!).slice(0, 4).map((c, i) => (i === 3 ? '1' : c)));
+    } finally {
+      await run.stop('SIGINT');
+    }
+  });
+});

@@ -1,0 +1,498 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startNats, type Broker } from '../scripts/harness.js';
+import { ExitCode, UnreachableError, UsageError } from '../src/errors.js';
+import { MemoryStore } from '../src/delivery/memory-store.js';
+import { verifyDelivery } from '../src/signing/index.js';
+import { consume, MessageRefusedError, openSink, readSink, SinkRefusedError, SinkUnavailableError, type ConsumedMessage, type ConsumerEvent, type Sink } from '../src/sinks/index.js';
+import { decodeMessage, encodeMessage, FIELDS, type FieldName } from '../src/sinks/message.js';
+import { runOnce } from '../src/sinks/once.js';
+import { parseSinkUrl, shownSinkUrl } from '../src/sinks/sink-url.js';
+import type { SinkKind } from '../src/sinks/sink-url.js';
+import { runCli } from './helpers/cli.js';
+import { BROKERS, delivery, readDeadLetters, SECRET, until, writeForeign } from './helpers/sinks.js';
+
+// The sinks (src/sinks/): URLs, the message, and publish and consume against a real nats-server (with
+// JetStream) and a real redis-server, each started by the harness in a folder of its own.
+
+const brokers = {} as Record<SinkKind, Broker>;
+let streams = 0;
+/** A sink URL on a stream of its own. */
+const urlOf = (kind: SinkKind) => BROKERS[kind].url(brokers[kind], `t${++streams}`);
+
+beforeAll(async () => {
+  [brokers.nats, brokers.redis] = await Promise.all([BROKERS.nats.start(), BROKERS.redis.start()]);
+}, 60_000);
+afterAll(async () => {
+  await Promise.all(Object.values(brokers).map((b) => b?.remove()));
+});
+
+function usageError(f: () => unknown): UsageError {
+  try {
+    f();
+  } catch (err) {
+    expect(err).toBeInstanceOf(UsageError);
+    expect((err as UsageError).exitCode).toBe(ExitCode.USAGE);
+    return err as UsageError;
+  }
+  throw new Error('expected a usage error');
+}
+
+describe('sink URLs', () => {
+  it('nats:// names a subject, redis:// a stream; the defaults and the settings in the query', () => {
+    const n = parseSinkUrl('nats://wx:pw-secret-1@broker.internal/wxhooks.deliveries');
+    expect(n).toMatchObject({ kind: 'nats', host: 'broker.internal', port: 4222, username: 'wx', password: 'pw-secret-1', name: 'wxhooks.deliveries', dedupeMs: 86_400_000, keepMs: 7 * 86_400_000, tls: false });
+    expect(n.shown).toBe('nats://wx:***@broker.internal/wxhooks.deliveries');
+    const r = parseSinkUrl('rediss://:pw-secret-2@cache:6380/wx%3Adeliveries?db=3&dedupe=1h&keep=2d');
+    expect(r).toMatchObject({ kind: 'redis', port: 6380, password: 'pw-secret-2', name: 'wx:deliveries', db: 3, dedupeMs: 3_600_000, keepMs: 2 * 86_400_000, tls: true });
+    expect(parseSinkUrl('nats://h/a.b?stream=MINE').stream).toBe('MINE');
+    // a bare user of nats:// is a token: hidden too
+    expect(shownSinkUrl('nats://tok-secret-3@h/a')).toBe('nats://***@h/a');
+  });
+
+  it.each([
+    ['not a url', 'not a URL'],
+    ['http://h/x', 'must be nats://, redis:// or rediss://'],
+    ['nats:///subject', 'names no host'],
+    ['nats://h', 'names no subject'],
+    ['nats://h/a.*', 'wildcard'],
+    ['nats://h/a..b', 'empty token'],
+    ['redis://h', 'names no stream'],
+    ['redis://h/s?stream=x', 'unknown setting "stream"'],
+    ['nats://h/s?dedupe=soon', 'must be a duration'],
+    ['nats://h/s?dedupe=2d&keep=1d', 'must be at least its dedupe'],
+    ['nats://h/s?stream=a.b', 'not a JetStream stream name'],
+    ['redis://h/s?db=first', 'database number'],
+  ])('%s: exit 2, saying what is wrong', (url, words) => {
+    expect(usageError(() => parseSinkUrl(url)).message).toContain(words);
+  });
+
+  it('an error never shows the password', () => {
+    const e = usageError(() => parseSinkUrl('redis://:pw-secret-4@h/s?colour=red'));
+    expect(e.message).toContain('redis://:***@h/s');
+    expect(e.message).not.toContain('pw-secret-4');
+  });
+});
+
+describe('the message', () => {
+  it('one encoder and one decoder: what was written is read back, byte for byte, whatever the ids hold', () => {
+    const d = { ...delivery('trg_1'), trigger: 'trg\n%2F/ü', subscription: 'sub 1/x' };
+    const m = encodeMessage(d);
+    expect(m.fields.map(([name]) => name)).toEqual(FIELDS.filter((f) => f !== 'type' || d.type !== undefined));
+    // every value is one line of text, so a NATS header can carry it
+    for (const [, value] of m.fields) expect(value).not.toMatch(/[\r\n]/);
+    const fields = new Map(m.fields);
+    const back = decodeMessage((n) => fields.get(n), m.body);
+    expect(back).toEqual({ ok: true, message: { ...d, key: m.key } });
+    expect(m.key).toBe('sub%201%2Fx/trg%0A%252F%2F%C3%BC');
+  });
+
+  it.each<[string, (f: Map<FieldName, string>) => void, string]>([
+    ['no wxhooks field', (f) => f.delete('wxhooks'), 'not a wxhooks message: it has no "wxhooks" field'],
+    ['a newer format', (f) => f.set('wxhooks', '2'), 'format "2", and this wxhooks reads format 1'],
+    ['a field missing', (f) => f.delete('layout'), '"layout" field is missing'],
+    ['a key that does not match', (f) => f.set('key', '7/trg_other'), 'key does not match'],
+    ['headers that are not an object', (f) => f.set('headers', '[1]'), 'headers are not a JSON object of strings'],
+    ['an unknown source', (f) => f.set('source', 'guess'), 'not body, header or hash'],
+    ['a timestamp that is not a number', (f) => f.set('timestamp', '1e9'), 'not a whole number'],
+  ])('refused with a reason: %s', (_name, change, reason) => {
+    const m = encodeMessage(delivery('trg_2'));
+    const fields = new Map(m.fields);
+    change(fields);
+    const d = decodeMessage((n) => fields.get(n), m.body);
+    expect(d.ok).toBe(false);
+    expect(!d.ok && d.reason).toContain(reason);
+  });
+
+  it('refused: no body', () => {
+    const fields = new Map(encodeMessage(delivery('trg_3')).fields);
+    expect(decodeMessage((n) => fields.get(n), undefined)).toEqual({ ok: false, reason: 'it has no body' });
+  });
+});
+
+describe('runOnce: claimed before, completed after, released on a throw', () => {
+  it('processed once; a duplicate after; in progress while held; a failed run lets the pair go', async () => {
+    const store = new MemoryStore();
+    let runs = 0;
+    expect(await runOnce(store, 't1', 's', () => runs++)).toEqual({ outcome: 'processed' });
+    expect(await runOnce(store, 't1', 's', () => runs++)).toEqual({ outcome: 'duplicate' });
+    let finish!: () => void;
+    const slow = runOnce(store, 't2', 's', () => new Promise<void>((r) => (finish = r)));
+    await until(() => finish !== undefined, 'the first run to start');
+    expect(await runOnce(store, 't2', 's', () => runs++)).toEqual({ outcome: 'in_progress' });
+    finish();
+    expect((await slow).outcome).toBe('processed');
+    const failed = await runOnce(store, 't3', 's', () => Promise.reject(new Error('boom')));
+    expect(failed.outcome).toBe('handler_failed');
+    expect((failed.error as Error).message).toBe('boom');
+    expect(await runOnce(store, 't3', 's', () => runs++)).toEqual({ outcome: 'processed' });
+    expect(runs).toBe(2);
+  });
+});
+
+/** Publishes as the service retries a delivery answered 503: again, at its pace, until it is stored. */
+async function retried(sink: Sink, d: ReturnType<typeof delivery>) {
+  const deadline = Date.now() + 20_000;
+  for (;;) {
+    try {
+      return await sink.publish(d);
+    } catch (err) {
+      expect(err).toBeInstanceOf(SinkUnavailableError);
+      if (Date.now() > deadline) throw err;
+      await new Promise((r) => setTimeout(r, 100)); // the pace of the retries, not a wait for an outcome
+    }
+  }
+}
+
+/** A consumer in this process, its events kept. */
+async function consumer(url: string, handler: (m: ConsumedMessage) => unknown, extra: Partial<Parameters<typeof consume>[1]> = {}) {
+  const events: ConsumerEvent[] = [];
+  const c = await consume(url, { group: 'g', handler, onEvent: (e) => events.push(e), retryDelayMs: 200, claimTimeoutMs: 2000, ...extra });
+  return { c, events };
+}
+
+describe.each(['nats', 'redis'] as const)('%s', (kind) => {
+  it('two publishers given the same deliveries at once: the stream holds each once', async () => {
+    const url = urlOf(kind);
+    const [a, b] = await Promise.all([openSink(url), openSink(url)]);
+    try {
+      const list = Array.from({ length: 300 }, (_, i) => delivery(`trg_twice_${i}`));
+      const [ra, rb] = await Promise.all([Promise.all(list.map((d) => a.publish(d))), Promise.all(list.map((d) => b.publish(d)))]);
+      for (let i = 0; i < list.length; i++) {
+        // one of the two added it, the other found it there; both name the same message
+        expect([ra[i]!.duplicate, rb[i]!.duplicate].sort()).toEqual([false, true]);
+        expect(ra[i]!.id).toBe(rb[i]!.id);
+      }
+      // and one publisher given the same delivery twice in one turn
+      const twice = delivery('trg_twice_same_turn');
+      expect((await Promise.all([a.publish(twice), a.publish(twice)])).map((r) => r.duplicate)).toEqual([false, true]);
+      const view = await readSink(url, 1000);
+      expect(view.stream.messages).toBe(301);
+      expect(new Set(view.deliveries.map((e) => e.trigger_id)).size).toBe(301);
+    } finally {
+      await Promise.all([a.close(), b.close()]);
+    }
+  });
+
+  it('a worker gets the exact bytes and headers, and what the verification found; it may verify again', async () => {
+    const url = urlOf(kind);
+    const sink = await openSink(url);
+    const sent = delivery('trg_exact', { model: 'wm-6', forecast_hour: 12, note: 'ünïcode  spaced' });
+    await sink.publish(sent);
+    await sink.close();
+    let got: ConsumedMessage | undefined;
+    const { c } = await consumer(url, (m) => {
+      got = m;
+    });
+    try {
+      await until(() => got !== undefined, 'the message');
+      expect(Buffer.from(got!.body).equals(Buffer.from(sent.body))).toBe(true);
+      expect(got).toMatchObject({ trigger: 'trg_exact', subscription: '7', source: 'body', type: 'forecast_hour.available', layout: 'standard', timestamp: sent.timestamp, secretIndex: 0, headers: sent.headers, deliveries: 1, key: '7/trg_exact' });
+      const again = verifyDelivery({ secret: SECRET, headers: got!.headers, body: got!.body, now: sent.timestamp * 1000 });
+      expect(again.ok && again.triggerId).toBe('trg_exact');
+    } finally {
+      await c.stop();
+    }
+  });
+
+  it('a failed handler is delivered again after its delay, then moved to the dead letters at the limit, with why', async () => {
+    const url = urlOf(kind);
+    const sink = await openSink(url);
+    await sink.publish(delivery('trg_fails'));
+    await sink.publish(delivery('trg_fine'));
+    await sink.close();
+    const attempts: number[] = [];
+    const { c, events } = await consumer(
+      url,
+      (m) => {
+        if (m.trigger !== 'trg_fails') return;
+        attempts.push(performance.now());
+        throw new Error(`refused by the app (attempt ${m.deliveries})`);
+      },
+      { retryDelayMs: 300, maxDeliveries: 3 },
+    );
+    try {
+      await until(() => events.some((e) => e.outcome === 'dead_lettered'), 'the dead letter');
+      expect(attempts).toHaveLength(3);
+      // each retry waited its delay (the broker holds it back; a busy machine can only make it later)
+      for (let i = 1; i < attempts.length; i++) expect(attempts[i]! - attempts[i - 1]!).toBeGreaterThanOrEqual(290);
+      expect(events.filter((e) => e.key === '7/trg_fails').map((e) => [e.outcome, e.deliveries])).toEqual([
+        ['handler_failed', 1],
+        ['handler_failed', 2],
+        ['dead_lettered', 3],
+      ]);
+      expect(events.find((e) => e.key === '7/trg_fine')?.outcome).toBe('processed');
+      const dead = await readDeadLetters(url);
+      expect(dead).toHaveLength(1);
+      expect(dead[0]!.fields).toMatchObject({ key: '7/trg_fails', dead_group: 'g', dead_deliveries: '3', dead_reason: 'the handler failed 3 times (the limit); the last time: refused by the app (attempt 3)' });
+      expect(JSON.parse(dead[0]!.body).trigger_id).toBe('trg_fails');
+      const view = await readSink(url);
+      expect(view.dead_letters.messages).toBe(1);
+      expect(view.groups[0]).toMatchObject({ name: 'g', pending: 0 });
+    } finally {
+      await c.stop();
+    }
+  });
+
+  it('a message that is not ours is refused with a reason, moved to the dead letters, and the consumer goes on', async () => {
+    const url = urlOf(kind);
+    const sink = await openSink(url);
+    await writeForeign(url, { event: 'order.created' }, '{"order":1}');
+    await writeForeign(url, { wxhooks: '1', key: '7/trg_forged', trigger: 'trg_other', subscription: '7', source: 'body', layout: 'standard', timestamp: '1', secret_index: '0', received_at: '2026-11-24T00:00:00Z', headers: '{}' }, '{}');
+    await sink.publish(delivery('trg_after'));
+    await sink.close();
+    const handled: string[] = [];
+    const { c, events } = await consumer(url, (m) => {
+      handled.push(m.trigger);
+    });
+    try {
+      await until(() => handled.length === 1 && events.filter((e) => e.outcome === 'refused').length === 2, 'two refusals and the delivery after them');
+      expect(handled).toEqual(['trg_after']);
+      expect(events.filter((e) => e.outcome === 'refused').map((e) => e.reason)).toEqual(['not a wxhooks message: it has no "wxhooks" field', 'its key does not match its trigger and subscription']);
+      const dead = await readDeadLetters(url);
+      expect(dead.map((d) => [d.fields.dead_reason, d.body])).toEqual([
+        ['not a wxhooks message: it has no "wxhooks" field', '{"order":1}'],
+        ['its key does not match its trigger and subscription', '{}'],
+      ]);
+      expect(dead[0]!.fields.event).toBe('order.created');
+    } finally {
+      await c.stop();
+    }
+  });
+
+  it('a handler that throws MessageRefusedError: the message goes to the dead letters at once, with its reason', async () => {
+    const url = urlOf(kind);
+    const sink = await openSink(url);
+    await sink.publish(delivery('trg_refused_by_handler'));
+    await sink.close();
+    let runs = 0;
+    const { c, events } = await consumer(url, () => {
+      runs++;
+      throw new MessageRefusedError('its body does not verify with the webhook\'s secret');
+    });
+    try {
+      await until(() => events.some((e) => e.outcome === 'refused'), 'the refusal');
+      expect(runs).toBe(1);
+      expect(events.map((e) => [e.outcome, e.reason])).toEqual([['refused', "its body does not verify with the webhook's secret"]]);
+      expect((await readDeadLetters(url)).map((d) => d.fields.dead_reason)).toEqual(["its body does not verify with the webhook's secret"]);
+    } finally {
+      await c.stop();
+    }
+  });
+
+  it('deliveries list --sink: what is in the stream and what each group has pending, as a table or --json; the password never shown', async () => {
+    const url = urlOf(kind);
+    const sink = await openSink(url);
+    for (const t of ['trg_v1', 'trg_v2', 'trg_v3']) await sink.publish(delivery(t));
+    await sink.close();
+    await writeForeign(url, { other: 'x' }, 'not ours');
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    let started = 0;
+    const { c } = await consumer(url, async (m) => {
+      started++;
+      if (m.trigger === 'trg_v2') await held;
+    }, { concurrency: 1 });
+    try {
+      await until(() => started === 2, 'the second delivery to be under way');
+      const json = await runCli(['deliveries', 'list', '--sink', url, '--json']);
+      expect(json.code, json.stderr).toBe(0);
+      const view = JSON.parse(json.stdout);
+      expect(view.broker).toBe(kind);
+      expect(view.stream.messages).toBe(4);
+      expect(view.deliveries.map((e: { trigger_id?: string; not_ours?: string }) => e.trigger_id ?? e.not_ours)).toEqual(['trg_v1', 'trg_v2', 'trg_v3', 'not a wxhooks message: it has no "wxhooks" field']);
+      expect(view.groups).toHaveLength(1);
+      // Redis hands out what a worker asks for; JetStream hands a worker one more than it works on (its pull)
+      if (kind === 'redis') {
+        expect(view.groups[0]).toMatchObject({ name: 'g', pending: 1, waiting: 2 });
+        expect(view.groups[0].pending_entries).toEqual([expect.objectContaining({ id: view.deliveries[1].id, consumer: c.name, deliveries: 1 })]);
+      } else {
+        expect(view.groups[0]).toMatchObject({ name: 'g', pending: 2, waiting: 1 });
+      }
+      // the built binary: its bundle loads the broker's client as Node does
+      const text = await runCli(['deliveries', 'list', '--sink', url], { spawn: true });
+      expect(text.code, text.stderr).toBe(0);
+      expect(text.stdout).toContain('trg_v3');
+      expect(text.stdout).toContain('not ours');
+      expect(text.stdout).toMatch(kind === 'redis' ? /g\s+1\s+2/ : /g\s+2\s+1/);
+      for (const out of [json.stdout, json.stderr, text.stdout, text.stderr]) expect(out).not.toContain(brokers[kind].password);
+      expect(text.stdout + text.stderr).toContain('***');
+    } finally {
+      release();
+      await c.stop();
+    }
+  });
+
+  it('deliveries list --sink: a stream that is not there is exit 4; a broker that cannot be reached exit 6, without the password', async () => {
+    const missing = await runCli(['deliveries', 'list', '--sink', urlOf(kind)]);
+    expect(missing.code, missing.stderr).toBe(ExitCode.NOT_FOUND);
+    const port = brokers[kind].port;
+    const dead = BROKERS[kind].url({ ...brokers[kind], url: brokers[kind].url.replace(`:${port}`, ':1') }, 'none');
+    const away = await runCli(['deliveries', 'list', '--sink', dead]);
+    expect(away.code, away.stderr).toBe(ExitCode.UNREACHABLE);
+    expect(away.stderr).toContain('127.0.0.1:1');
+    expect(away.stderr).not.toContain(brokers[kind].password);
+    const bad = await runCli(['deliveries', 'list', '--sink', 'kafka://h/t']);
+    expect(bad.code).toBe(ExitCode.USAGE);
+  });
+
+  it('the broker restarted mid-load: nothing the publisher was told is stored is lost, and a consumer running through it processes each once', async () => {
+    const url = urlOf(kind);
+    const states: string[] = [];
+    const sink = await openSink(url, { timeoutMs: 2000, onConnection: (s) => states.push(s) });
+    const seen = new Map<string, number>();
+    const { c } = await consumer(url, (m) => {
+      seen.set(m.trigger, (seen.get(m.trigger) ?? 0) + 1);
+    }, { store: new MemoryStore() });
+    const N = 1200;
+    const acked = new Set<string>();
+    const failed = new Set<string>();
+    let next = 0;
+    let restarted: Promise<void> | undefined;
+    try {
+      // 16 publishers, as the service's deliveries come; the broker restarted a third of the way in
+      await Promise.all(
+        Array.from({ length: 16 }, async () => {
+          while (next < N) {
+            const trigger = `trg_r_${next++}`;
+            if (next === Math.floor(N / 3)) restarted = brokers[kind].restart();
+            try {
+              await sink.publish(delivery(trigger));
+              acked.add(trigger);
+            } catch (err) {
+              expect(err).toBeInstanceOf(SinkUnavailableError);
+              failed.add(trigger);
+            }
+          }
+        }),
+      );
+      await restarted;
+      // everything acknowledged is in the stream, once
+      const view = await readSink(url, N * 2);
+      const inStream = view.deliveries.map((e) => e.trigger_id!);
+      expect(new Set(inStream).size).toBe(inStream.length);
+      for (const t of acked) expect(inStream).toContain(t);
+      // the service retries what was refused: each lands once, whether or not it had got in before
+      const retries = [...failed];
+      await Promise.all(Array.from({ length: 16 }, async () => {
+        for (let t = retries.pop(); t !== undefined; t = retries.pop()) await retried(sink, delivery(t));
+      }));
+      expect((await readSink(url, N * 2)).stream.messages).toBe(N);
+      await until(() => seen.size === N, `the consumer to process all ${N}`, 30_000);
+      expect([...seen.values()].every((n) => n === 1)).toBe(true);
+    } finally {
+      await c.stop();
+      await sink.close();
+    }
+    expect(failed.size === 0 || states.includes('lost')).toBe(true);
+  }, 60_000);
+});
+
+describe('the broker away for 10 s', () => {
+  /** Stops the broker; publishes keep failing, fast, for 10 s; then it is back and publishing succeeds. */
+  async function outage(kind: SinkKind): Promise<void> {
+    const url = urlOf(kind);
+    const states: string[] = [];
+    const sink: Sink = await openSink(url, { timeoutMs: 2000, onConnection: (s) => states.push(s) });
+    const got: string[] = [];
+    const { c } = await consumer(url, (m) => {
+      got.push(m.trigger);
+    });
+    try {
+      await sink.publish(delivery('trg_before'));
+      await brokers[kind].stop();
+      const downUntil = Date.now() + 10_000;
+      let failures = 0;
+      while (Date.now() < downUntil) {
+        const started = performance.now();
+        await expect(sink.publish(delivery(`trg_down_${failures}`))).rejects.toBeInstanceOf(SinkUnavailableError);
+        // an error within the publish timeout, never a hang
+        expect(performance.now() - started).toBeLessThan(2500);
+        failures++;
+        await new Promise((r) => setTimeout(r, 250)); // the pace of the service's deliveries, not a wait for an outcome
+      }
+      expect(states).toEqual(['lost']);
+      expect(sink.connected).toBe(false);
+      await brokers[kind].start();
+      // the service's retries: one lands once the broker is back
+      expect((await retried(sink, delivery('trg_down_0'))).duplicate).toBe(false);
+      await until(() => states.length === 2, 'the broker to be said back');
+      expect(states).toEqual(['lost', 'restored']);
+      expect(sink.connected).toBe(true);
+      await until(() => got.includes('trg_down_0'), 'the consumer to read again after the outage', 20_000);
+      expect(got.filter((t) => t === 'trg_before')).toHaveLength(1);
+    } finally {
+      await c.stop();
+      await sink.close();
+    }
+  }
+
+  it('publishing fails at once with SinkUnavailableError, one line each way, and then it succeeds (both brokers at once)', async () => {
+    await Promise.all([outage('nats'), outage('redis')]);
+  }, 60_000);
+});
+
+describe('opening a sink', () => {
+  it('a broker that cannot be reached at start: exit 6, naming the host, never the password', async () => {
+    for (const kind of ['nats', 'redis'] as const) {
+      const url = BROKERS[kind].url({ ...brokers[kind], url: brokers[kind].url.replace(`:${brokers[kind].port}`, ':1') }, 'x');
+      const err = await openSink(url).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(UnreachableError);
+      expect((err as Error).message).toContain('127.0.0.1:1');
+      expect((err as Error).message).not.toContain(brokers[kind].password);
+    }
+  });
+
+  it('nats: the stream deleted behind its back: the publish fails (no one answers), and is not taken for stored', async () => {
+    const url = urlOf('nats');
+    const sink = await openSink(url);
+    try {
+      await sink.publish(delivery('trg_before_delete'));
+      const { connect } = await import('@nats-io/transport-node');
+      const { jetstreamManager } = await import('@nats-io/jetstream');
+      const nc = await connect({ servers: `127.0.0.1:${brokers.nats.port}`, user: 'wx', pass: brokers.nats.password });
+      await (await jetstreamManager(nc)).streams.delete(sink.stream.name);
+      await nc.close();
+      const err = await sink.publish(delivery('trg_after_delete')).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(SinkUnavailableError);
+      expect((err as Error).message).toContain('JetStream did not answer');
+    } finally {
+      await sink.close();
+    }
+  });
+
+  it('nats: a delivery larger than the server takes is refused for good (SinkRefusedError); Redis takes it', async () => {
+    const big = delivery('trg_big', { model: 'wm-6', grid: 'x'.repeat(1_100_000) });
+    const nats = await openSink(urlOf('nats'));
+    const redis = await openSink(urlOf('redis'));
+    try {
+      const err = await nats.publish(big).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(SinkRefusedError);
+      expect((err as Error).message).toContain("over the NATS server's max_payload (1048576 bytes)");
+      expect((await redis.publish(big)).duplicate).toBe(false);
+    } finally {
+      await nats.close();
+      await redis.close();
+    }
+  });
+
+  it('nats: a server without JetStream: exit 6, saying how to turn it on', async () => {
+    const plain = await startNats({ jetstream: false });
+    try {
+      const err = await openSink(`${plain.url}/a.b`).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(UnreachableError);
+      expect((err as Error).message).toContain(`JetStream does not answer on the NATS server at 127.0.0.1:${plain.port}`);
+      expect((err as UnreachableError).hint).toContain('-js');
+    } finally {
+      await plain.remove();
+    }
+  });
+
+  it('a wrong password: exit 6, and the message does not show it', async () => {
+    for (const kind of ['nats', 'redis'] as const) {
+      const url = BROKERS[kind].url({ ...brokers[kind], url: brokers[kind].url.replace(brokers[kind].password, 'pw-wrong-5') }, 'x');
+      const err = await openSink(url).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(UnreachableError);
+      expect((err as Error).message).not.toContain('pw-wrong-5');
+    }
+  });
+});
