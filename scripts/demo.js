@@ -1,7 +1,7 @@
 // The quick start, end to end and offline: an emulator, a receiver (`listen`) in front of a
 // small app, a webhook with two subscriptions, and a short model run. Nothing is left running.
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -15,14 +15,16 @@ const children = [];
 const say = (text) => process.stdout.write(`\n\x1b[1m${text}\x1b[0m\n`);
 const show = (args) => process.stdout.write(`$ wxhooks ${args.map((a) => (/[\s;']/.test(a) ? `'${a}'` : a)).join(' ')}\n`);
 
-// Asynchronous, so that the demo's own app keeps answering while a command runs.
-async function run(args) {
+// Asynchronous, so that the demo's own app keeps answering while a command runs. A command whose output
+// the demo reads (`capture`) writes to a pipe; the others write to the demo's own stdout, so that on a
+// terminal they show as they would there (tables aligned, not tab-separated).
+async function run(args, { capture = false } = {}) {
   show(args);
-  const child = spawn(process.execPath, [BIN, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [BIN, ...args], { env, stdio: ['ignore', capture ? 'pipe' : 'inherit', 'pipe'] });
   children.push(child);
   child.exited = new Promise((resolve) => child.on('close', resolve));
   let out = '';
-  child.stdout.setEncoding('utf8').on('data', (d) => {
+  child.stdout?.setEncoding('utf8').on('data', (d) => {
     out += d;
     process.stdout.write(d);
   });
@@ -32,19 +34,48 @@ async function run(args) {
   return out;
 }
 
+/** A long-running command (listen, the emulator): its lines go to `onLine`, and `until` waits for one that matches. */
 function start(args, onLine) {
   show([...args, '&']);
   const child = spawn(process.execPath, [BIN, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
   children.push(child);
-  eachLine(child.stdout, onLine);
+  const seen = [];
+  const waiting = new Set();
+  eachLine(child.stdout, (line) => {
+    seen.push(line);
+    onLine(line);
+    for (const w of waiting) w();
+  });
   child.stderrText = '';
   child.stderr.setEncoding('utf8').on('data', (d) => {
     child.stderrText += d;
     process.stderr.write(d);
+    for (const w of waiting) w();
   });
   child.exited = new Promise((resolve) => child.on('close', resolve));
+  /** Resolves once `count` lines (stdout) have matched `match`, or stderr says `match` (a string); rejects if the command ends first. */
+  child.until = (match, count = 1) =>
+    new Promise((resolve, reject) => {
+      const look = () => {
+        const found = typeof match === 'string' ? child.stderrText.includes(match) : seen.filter((l) => match.test(l)).length >= count;
+        if (found) {
+          waiting.delete(look);
+          resolve();
+        } else if (child.exitCode !== null) {
+          waiting.delete(look);
+          reject(new Error(`wxhooks ${args[0]} ended (${child.exitCode}) before what the demo waits for`));
+        }
+      };
+      waiting.add(look);
+      child.on('close', look);
+      look();
+    });
   return child;
 }
+
+/** A report line of listen's: a request answered (✓ accepted, ✗ refused or failed, ↺ duplicate). */
+const ANSWERED = /^\d\d:\d\d:\d\d [✓✗↺]/;
+const ACCEPTED = /^\d\d:\d\d:\d\d ✓ 200/;
 
 async function main() {
   say('1. A local copy of the service');
@@ -52,10 +83,7 @@ async function main() {
   const emulator = start(['emulator', '--port', '0', '--json', '--retry-delays', '1s,2s,4s'], (line) => {
     info ??= JSON.parse(line);
   });
-  while (!info) {
-    if (emulator.exitCode !== null) throw new Error('the emulator did not start');
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  await emulator.until(/base_url/);
   env.WX_BASE_URL = info.base_url;
   env.WX_API_KEY = info.api_key;
   console.log(`emulator on ${info.base_url}; this demo's settings and secrets live in ${dir}`);
@@ -78,51 +106,56 @@ async function main() {
   say('3. A webhook with two subscriptions, pointing at a local receiver');
   const port = await freePort();
   const created = JSON.parse(
-    await run([
-      'webhook', 'create', '--url', `http://127.0.0.1:${port}/`, '--name', 'demo',
-      '--subscribe', 'forecast_hour.available:model=wm-6;response=gridded',
-      '--subscribe', 'initialization_time.available', '--json',
-    ]),
+    await run(
+      [
+        'webhook', 'create', '--url', `http://127.0.0.1:${port}/`, '--name', 'demo',
+        '--subscribe', 'forecast_hour.available:model=wm-6;response=gridded',
+        '--subscribe', 'initialization_time.available', '--json',
+      ],
+      { capture: true },
+    ),
   );
   console.log(`(the secret above is stored: \`wxhooks secret show ${created.id}\` shows it again)`);
 
   say('4. The receiver: verifies each delivery, skips duplicates, forwards to your app');
-  const listen = start(['listen', '--port', String(port), '--webhook', created.id, '--forward-to', appUrl, '--exit-after', '4'], (line) => {
+  const received = join(dir, 'received');
+  const listen = start(['listen', '--port', String(port), '--webhook', created.id, '--forward-to', appUrl, '--save-dir', received], (line) => {
     console.log(`  listen │ ${line}`);
   });
-  // listen says "Ready." on stderr once it is listening
-  for (let i = 0; i < 200 && !listen.stderrText.includes('Ready.'); i++) {
-    if (listen.exitCode !== null) throw new Error('listen did not start');
-    await new Promise((r) => setTimeout(r, 25));
-  }
+  await listen.until('Ctrl-C to stop.');
 
   say('5. A short model run: forecast hours 0, 6 and 12, then the run complete');
   await run(['trigger', 'run', '--model', 'wm-6', '--hours', '0-12/6', '--interval', '300ms']);
+  await listen.until(ANSWERED, 4); // each delivery's line, before the next step's title
 
   say('6. Waiting for the retry of the delivery your app refused…');
-  const code = await Promise.race([listen.exited, new Promise((r) => setTimeout(() => r('timeout'), 20_000))]);
-  if (code !== 0) throw new Error(`listen did not finish as expected (${code})`);
+  await listen.until(ACCEPTED, 4);
 
-  say('7. What the emulator sent, attempt by attempt');
-  const res = await fetch(`${info.base_url}/emulator/v1/deliveries`, { headers: { authorization: `Bearer ${info.api_key}` } });
-  for (const d of (await res.json()).deliveries) {
-    console.log(`  ${d.type.padEnd(30)} sub ${d.subscription_id} attempt ${d.attempt}: ${d.outcome} (${d.status ?? d.error})`);
-  }
+  say('7. The same delivery again (the service retries when an answer is lost): listen skips it');
+  const again = readdirSync(received).sort()[0];
+  await run(['send', join(received, again), '--to', `http://127.0.0.1:${port}/`, '--webhook', created.id]);
+  await listen.until(/duplicate, skipped/);
+  listen.kill('SIGINT');
+  const code = await listen.exited;
+  if (code !== 130) throw new Error(`listen did not stop as asked (${code})`);
   await new Promise((r) => app.close(r));
 
-  say('8. A run with a hole: hours out of order, one twice, one never; listen waits for the whole run');
+  say('8. What the emulator sent, attempt by attempt');
+  await run(['emulator', 'deliveries']);
+
+  say('9. A run with a hole: hours out of order, one twice, one never; listen waits for the whole run');
   const saved = join(dir, 'deliveries');
   const gate = start(['listen', '--port', String(port), '--webhook', created.id, '--save-dir', saved, '--until-run', 'wm-6@2026-11-22T00:00:00Z', '--expect-hours', '0-24/6', '--within', '4s'], (line) => {
     console.log(`  listen │ ${line}`);
   });
-  for (let i = 0; i < 200 && !gate.stderrText.includes('Ready.'); i++) await new Promise((r) => setTimeout(r, 25));
+  await gate.until('Ctrl-C to stop.');
   await run(['trigger', 'run', '--model', 'wm-6', '--init-time', '2026-11-22T00:00:00Z', '--hours', '0-24/6', '--skip-hours', '18', '--repeat-hours', '6', '--shuffle']);
   const gateCode = await gate.exited;
   if (gateCode !== 9) throw new Error(`listen --until-run should have said the run is incomplete (exit 9), not ${gateCode}`);
-  console.log('(exit 9: the run is not complete, and listen said which hour is missing)');
+  console.log('(exit 9, as intended: the run is not complete, and listen said which hour is missing)');
   await run(['runs', '--dir', saved, '--expect-hours', '0-24/6']);
 
-  console.log('\nDone: every delivery verified, the refused one retried and accepted, nothing processed twice, the missing hour named.');
+  console.log('\nDone: every delivery verified, the refused one retried and accepted, the one sent again skipped, the missing hour named.');
 }
 
 // However the demo ends (done, failed, Ctrl-C, SIGTERM, or its output closed: `npm run demo | head`), its

@@ -1,6 +1,9 @@
 // Small helpers the demo, the benchmarks and the tests share (plain JavaScript: the demo and the
 // benchmarks run without a build step; the tests read the types in harness.d.ts).
+import { execFileSync } from 'node:child_process';
+import { existsSync, readdirSync } from 'node:fs';
 import { createServer } from 'node:http';
+import { join } from 'node:path';
 
 /** A port on 127.0.0.1 that nothing listens on now: bound, then released. */
 export async function freePort() {
@@ -26,6 +29,27 @@ export function eachLine(stream, onLine) {
 }
 
 /**
+ * The folder of the machine's PostgreSQL server binaries (initdb, postgres): PG_BIN, else
+ * `pg_config --bindir`, else the newest /usr/lib/postgresql/<version>/bin (Debian's); undefined if none.
+ */
+export function pgBin(env = process.env, root = '/usr/lib/postgresql') {
+  if (env.PG_BIN) return existsSync(join(env.PG_BIN, 'postgres')) ? env.PG_BIN : undefined;
+  try {
+    const dir = execFileSync('pg_config', ['--bindir'], { encoding: 'utf8', env, stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+    if (existsSync(join(dir, 'postgres'))) return dir;
+  } catch {
+    // no pg_config: Debian's folders
+  }
+  const versions = existsSync(root) ? readdirSync(root).sort((a, b) => Number(b) - Number(a)) : [];
+  return versions.map((v) => join(root, v, 'bin')).find((dir) => existsSync(join(dir, 'postgres')));
+}
+
+/** The Chromium executables the browser tests may start: CHROMIUM_PATH, else Debian's /usr/bin/chromium (those present). */
+export function chromiumPaths(env = process.env, debian = '/usr/bin/chromium') {
+  return [env.CHROMIUM_PATH, debian].filter((p) => p && existsSync(p));
+}
+
+/**
  * A throwaway PostgreSQL server for the tests and the benchmark: the machine's own server binaries
  * (PG_BIN, else `pg_config --bindir`, else /usr/lib/postgresql/<newest>/bin), in a new data folder,
  * on 127.0.0.1 and a free port; TCP connections need the password (`password`, random, also in
@@ -35,21 +59,12 @@ export function eachLine(stream, onLine) {
  */
 export async function startPostgres() {
   const { execFileSync, spawn } = await import('node:child_process');
-  const { chownSync, existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } = await import('node:fs');
+  const { chownSync, mkdtempSync, rmSync, writeFileSync } = await import('node:fs');
   const { randomBytes } = await import('node:crypto');
   const { tmpdir } = await import('node:os');
   const { join } = await import('node:path');
-  const bin = (() => {
-    if (process.env.PG_BIN) return process.env.PG_BIN;
-    try {
-      return execFileSync('pg_config', ['--bindir'], { encoding: 'utf8' }).trim();
-    } catch {
-      const root = '/usr/lib/postgresql';
-      const versions = existsSync(root) ? readdirSync(root).sort((a, b) => Number(b) - Number(a)) : [];
-      if (!versions.length) throw new Error('no PostgreSQL server binaries: install them (Debian: apt-get install postgresql), as .ci/run does, or set PG_BIN');
-      return join(root, versions[0], 'bin');
-    }
-  })();
+  const bin = pgBin();
+  if (!bin) throw new Error('no PostgreSQL server binaries: install them (Debian: apt-get install postgresql), as .ci/run does, or set PG_BIN');
   const dir = mkdtempSync(join(tmpdir(), 'wxhooks-pg-'));
   const data = join(dir, 'data');
   let uid;
@@ -116,10 +131,9 @@ export async function startPostgres() {
  */
 export async function launchBrowser() {
   const { chromium } = await import('playwright-core');
-  const { existsSync } = await import('node:fs');
   const tried = [];
   const args = ['--headless=new', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
-  const paths = [process.env.CHROMIUM_PATH, existsSync('/usr/bin/chromium') ? '/usr/bin/chromium' : undefined].filter(Boolean);
+  const paths = chromiumPaths();
   for (const executablePath of paths) {
     try {
       return await chromium.launch({ executablePath, args, headless: true });

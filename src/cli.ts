@@ -54,7 +54,7 @@ export const GROUPS: [name: string, summary: string, load: () => Promise<{ regis
   ['auth', 'check the API key', () => import('./commands/auth.js')],
   ['webhook', 'create, list, show, change and delete webhooks', () => import('./commands/webhook.js')],
   ['subscription', "add, change, remove and list a webhook's subscriptions", () => import('./commands/subscription.js')],
-  ['ping', 'ask the service for one test delivery now (never retried); exit 7 if it failed', () => import('./commands/ping.js')],
+  ['ping', 'ask the service for a test delivery now, of one subscription or each of a webhook (never retried); exit 7 if one failed', () => import('./commands/ping.js')],
   ['listen', 'receive deliveries locally: verify each one, skip duplicates, show it, forward it to your app', () => import('./commands/listen.js')],
   ['doctor', 'check the chain from the service to this machine, link by link, and say what to do about each broken one', () => import('./commands/doctor.js')],
   ['deliveries', 'the deliveries saved by `listen --save-dir`: list, show, and replay them to your app', () => import('./commands/deliveries.js')],
@@ -83,7 +83,8 @@ function requestedGroup(args: string[]): string | undefined {
     words.push(a);
   }
   const name = words[0] === 'help' ? words[1] : words[0];
-  return name === 'completion' ? '*' : name;
+  // a completion script needs the whole tree; the webhook ids it asks for at each Tab need only the store
+  return name === 'completion' && !args.includes('--webhook-ids') ? '*' : name;
 }
 
 /** commander's action for a command: builds the command's context from the I/O and the global flags. */

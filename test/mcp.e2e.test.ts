@@ -375,7 +375,7 @@ describe('starting and stopping', () => {
     await new Promise((r) => dead.once('exit', r));
     mkdirSync(join(empty, 'running'), { recursive: true });
     const stale = join(empty, 'running', `listen-${dead.pid}.json`);
-    writeFileSync(stale, JSON.stringify({ pid: dead.pid, inspector: inspectorUrl.replace(/\?.*/, ''), receiver: listenUrl, forward_to: null, webhook_id: null, started: new Date().toISOString() }));
+    writeFileSync(stale, JSON.stringify({ pid: dead.pid, host: '127.0.0.1', port: Number(new URL(listenUrl).port), receiver: listenUrl, inspector: inspectorUrl.replace(/\?.*/, ''), forward_to: null, webhook_id: null, base_url: null, started: new Date().toISOString() }), { mode: 0o600 });
     const r = await spawnCli(['mcp'], { env: { ...env, WXHOOKS_CONFIG_DIR: empty }, timeoutMs: 90_000 });
     expect(r.code).toBe(4);
     expect(r.stdout).toBe('');

@@ -1,11 +1,11 @@
 import { spawn } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { bytesOf, shownBody } from '../src/mcp/answers.js';
 import { KeptHistory, openSavedFolder } from '../src/mcp/kept.js';
 import { savedFileBytes, savedMeta } from '../src/receiver/saved.js';
-import { recordRunning, runningListens, type RunningListen } from '../src/store/running.js';
+import { announceListen, listenOnPort, runningListens, type RunningListen } from '../src/store/running.js';
 import { tempDir } from './helpers/cli.js';
 import { signed, TEST_SECRET } from './helpers/receiver.js';
 
@@ -70,15 +70,26 @@ describe('a body in an answer', () => {
 });
 
 describe('the record of a running listen', () => {
-  const record = (pid: number, started: string): RunningListen => ({ pid, inspector: 'http://127.0.0.1:8789/', receiver: 'http://127.0.0.1:8787/', forward_to: null, webhook_id: '7', started });
+  const record = (pid: number, started: string, port = 8787): RunningListen => ({
+    pid,
+    host: '127.0.0.1',
+    port,
+    receiver: `http://127.0.0.1:${port}/`,
+    inspector: null,
+    forward_to: null,
+    webhook_id: '7',
+    base_url: null,
+    started,
+  });
 
-  it('is written while the inspector runs, and removed when it closes', async () => {
+  it('is written while listen runs, given its inspector when that starts, and removed when it stops', async () => {
     const dir = tempDir();
-    let closed = 0;
-    const page = await recordRunning(dir, record(process.pid, '2026-11-24T10:00:00.000Z'), { url: 'x', close: async () => void closed++ });
+    const announced = await announceListen(dir, record(process.pid, '2026-11-24T10:00:00.000Z'));
     expect(await runningListens(dir)).toEqual([record(process.pid, '2026-11-24T10:00:00.000Z')]);
-    await page.close();
-    expect(closed).toBe(1);
+    await announced.update({ inspector: 'http://127.0.0.1:8789/' });
+    expect(await listenOnPort(dir, 8787)).toEqual({ ...record(process.pid, '2026-11-24T10:00:00.000Z'), inspector: 'http://127.0.0.1:8789/' });
+    expect(await listenOnPort(dir, 8788)).toBeUndefined();
+    await announced.remove();
     expect(await runningListens(dir)).toEqual([]);
     expect(readdirSync(join(dir, 'running'))).toEqual([]);
   });
@@ -87,15 +98,23 @@ describe('the record of a running listen', () => {
     const dir = tempDir();
     const dead = spawn(process.execPath, ['-e', '0']);
     await new Promise((r) => dead.once('exit', r));
-    const a = await recordRunning(dir, record(process.pid, '2026-11-24T10:00:00.000Z'), { close: async () => undefined });
+    const a = await announceListen(dir, record(process.pid, '2026-11-24T10:00:00.000Z'));
     const parent = process.ppid; // alive for as long as this test runs
-    const b = await recordRunning(dir, record(parent, '2026-11-24T11:00:00.000Z'), { close: async () => undefined });
-    await recordRunning(dir, record(dead.pid!, '2026-11-24T12:00:00.000Z'), { close: async () => undefined });
+    const b = await announceListen(dir, record(parent, '2026-11-24T11:00:00.000Z'));
+    await announceListen(dir, record(dead.pid!, '2026-11-24T12:00:00.000Z'));
     writeFileSync(join(dir, 'running', 'listen-1.json'), 'not json');
     expect((await runningListens(dir)).map((r) => r.pid)).toEqual([parent, process.pid]);
     expect(existsSync(join(dir, 'running', `listen-${dead.pid}.json`))).toBe(false);
-    await a.close();
-    await b.close();
+    await a.remove();
+    await b.remove();
+  });
+
+  it('one others could have written is passed over: its address would be given the inspector\'s token', async () => {
+    const dir = tempDir();
+    const a = await announceListen(dir, record(process.pid, '2026-11-24T10:00:00.000Z'));
+    chmodSync(join(dir, 'running', `listen-${process.pid}.json`), 0o666);
+    expect(await runningListens(dir)).toEqual([]);
+    await a.remove();
   });
 });
 

@@ -1,4 +1,4 @@
-import { UnreachableError, UsageError } from '../errors.js';
+import { AuthError, UnreachableError, UsageError } from '../errors.js';
 import type { HttpClient } from './http.js';
 
 export interface PublishEvent {
@@ -9,10 +9,16 @@ export interface PublishEvent {
   event_type?: string;
 }
 
+/** One delivery attempt, as the emulator reports it (`GET /emulator/v1/deliveries`, and a publish's first attempts). */
 export interface AttemptSummary {
   webhook_id: string;
   subscription_id: string;
   trigger_id: string;
+  /** The subscription type (absent from a publish's `pending` attempts). */
+  type?: string;
+  /** A ping's test delivery (never retried). */
+  test?: boolean;
+  started_at?: string;
   attempt: number;
   /** `pending`: still waiting for the receiver when the emulator answered. */
   outcome: 'delivered' | 'failed' | 'pending';
@@ -35,20 +41,29 @@ export interface PublishResult {
 export class EmulatorClient {
   constructor(private readonly http: HttpClient) {}
 
-  /** Throws a usage error unless the base URL is a wxhooks emulator. */
-  async ensureEmulator(): Promise<void> {
+  /**
+   * Throws a usage error unless the base URL is a wxhooks emulator; an emulator (or anything) that
+   * refuses the key is an AuthError (exit 3), as for every other command, not "no emulator".
+   */
+  async ensureEmulator(command = 'trigger', does = 'only publishes events on an emulator'): Promise<void> {
     let ok = false;
     try {
       const { data } = await this.http.request<{ emulator?: boolean }>('GET', '/emulator/v1/info');
       ok = data?.emulator === true;
     } catch (err) {
-      if (err instanceof UnreachableError) throw err;
+      if (err instanceof UnreachableError || err instanceof AuthError) throw err;
     }
     if (!ok) {
-      throw new UsageError(`${this.http.baseUrl} is not a wxhooks emulator; \`trigger\` only publishes events on an emulator.`, {
+      throw new UsageError(`${this.http.baseUrl} is not a wxhooks emulator; \`${command}\` ${does}.`, {
         hint: 'Start one with `wxhooks emulator` and point --base-url (or WX_BASE_URL) at it.',
       });
     }
+  }
+
+  /** Every delivery attempt the emulator made (the last 10,000), oldest first; filtered by webhook or trigger. */
+  async deliveries(filter: { webhook?: string; trigger?: string } = {}): Promise<AttemptSummary[]> {
+    const { data } = await this.http.request<{ deliveries: AttemptSummary[] }>('GET', '/emulator/v1/deliveries', { query: { webhook_id: filter.webhook, trigger_id: filter.trigger } });
+    return data.deliveries;
   }
 
   async publish(event: PublishEvent): Promise<PublishResult> {

@@ -1,7 +1,8 @@
-import { Argument, type Command } from 'commander';
+import { Argument, Option, type Command } from 'commander';
 import type { Act, Context } from '../context.js';
 import { UsageError } from '../errors.js';
 import { RESPONSE_TYPES, SUBSCRIPTION_TYPES } from '../vocabulary.js';
+import { baseUrlFor, secretStoreFor } from './shared.js';
 
 /**
  * Completion scripts generated from the commander tree itself, so they never drift from the commands:
@@ -11,9 +12,16 @@ import { RESPONSE_TYPES, SUBSCRIPTION_TYPES } from '../vocabulary.js';
  */
 export const SHELLS = ['bash', 'zsh', 'fish'];
 
+/**
+ * What a script offers in place of values known when it is made: the webhook ids of the secret store,
+ * asked of `wxhooks completion --webhook-ids` at each Tab (the store changes; the script does not).
+ */
+export const WEBHOOK_IDS = '@webhook-ids';
+
 export function register(cmd: Command, act: Act): void {
   cmd
-    .addArgument(new Argument('<shell>', 'bash, zsh or fish').choices(SHELLS))
+    .addArgument(new Argument('[shell]', 'bash, zsh or fish').choices(SHELLS))
+    .addOption(new Option('--webhook-ids', 'print the ids of the webhooks whose secret is stored (what the scripts offer after --webhook)').hideHelp())
     .addHelpText(
       'after',
       `
@@ -22,7 +30,19 @@ Examples:
   $ wxhooks completion zsh > "\${fpath[1]}/_wxhooks"               # or: source <(wxhooks completion zsh) in ~/.zshrc
   $ wxhooks completion fish > ~/.config/fish/completions/wxhooks.fish`,
     )
-    .action(act(async (ctx: Context, shell: string) => runCompletion(ctx, cmd.parent!, shell)));
+    .action(act(async (ctx: Context, shell: string | undefined, o: { webhookIds?: boolean }) => (o.webhookIds ? runWebhookIds(ctx) : runCompletion(ctx, cmd.parent!, shell))));
+}
+
+/**
+ * The ids of the webhooks whose secret is stored, one a line: of the service in use (the base URL), else
+ * of every service in the store. Quiet: a Tab must never print an error into the command line.
+ */
+export async function runWebhookIds(ctx: Context): Promise<void> {
+  const stored = await (await secretStoreFor(ctx)).list().catch(() => []);
+  const base = await baseUrlFor(ctx).then((b) => b.url, () => undefined);
+  const mine = stored.filter((s) => s.base_url === base);
+  const ids = [...new Set((mine.length ? mine : stored).map((s) => s.webhook_id))].sort((a, b) => Number(a) - Number(b) || a.localeCompare(b));
+  if (ids.length) ctx.stdout.write(`${ids.join('\n')}\n`);
 }
 
 interface Flag {
@@ -51,6 +71,7 @@ const ARGUMENT_VALUES: Record<string, readonly string[]> = {
   'subscription add': SUBSCRIPTION_TYPES,
 };
 const FLAG_VALUES: Record<string, readonly string[]> = {
+  '--webhook': [WEBHOOK_IDS],
   '--subscribe': SUBSCRIPTION_TYPES,
   '--until': SUBSCRIPTION_TYPES,
   '--type': SUBSCRIPTION_TYPES,
@@ -60,7 +81,7 @@ const FLAG_VALUES: Record<string, readonly string[]> = {
 export function commandPaths(program: Command): Node[] {
   const out: Node[] = [];
   const flagsOf = (cmd: Command): Flag[] =>
-    cmd.options.flatMap((o) =>
+    cmd.options.filter((o) => !o.hidden).flatMap((o) =>
       [o.long, o.short]
         .filter((f): f is string => Boolean(f))
         .map((name) => {
@@ -75,7 +96,9 @@ export function commandPaths(program: Command): Node[] {
     const own = cmd === program ? [] : flagsOf(cmd);
     const seen = new Set<string>();
     const flags = [...globals, ...own, help].filter((f) => !seen.has(f.name) && seen.add(f.name));
-    const values = ARGUMENT_VALUES[path] ?? cmd.registeredArguments.flatMap((a) => a.argChoices ?? []);
+    // a command whose first argument is a webhook id (webhook get, secret show, ping...) is offered the stored ids
+    const firstIsWebhook = cmd.registeredArguments[0]?.description === 'the webhook id';
+    const values = ARGUMENT_VALUES[path] ?? (firstIsWebhook ? [WEBHOOK_IDS] : cmd.registeredArguments.flatMap((a) => a.argChoices ?? []));
     out.push({ path, subs: cmd.commands.map((c) => ({ name: c.name(), description: c.description() })), flags, values: [...values] });
     for (const sub of cmd.commands) walk(sub, path ? `${path} ${sub.name()}` : sub.name());
   };
@@ -91,6 +114,11 @@ const q = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
  * `_wxhooks_values FLAG` (what a flag's value may be).
  */
 function lookups(program: Command): string {
+  const expand = `_wxhooks_expand() {\n  if [[ "$1" == ${WEBHOOK_IDS} ]]; then command wxhooks completion --webhook-ids 2>/dev/null; else echo "$1"; fi\n}`;
+  return `${tables(program)}\n${expand}`;
+}
+
+function tables(program: Command): string {
   const nodes = commandPaths(program);
   const lookup = (name: string, words: (n: Node) => string[]) =>
     `${name}() {\n  case "$1" in\n${nodes.map((n) => `    ${q(n.path)}) echo ${q(words(n).join(' '))} ;;`).join('\n')}\n  esac\n}`;
@@ -111,12 +139,13 @@ _wxhooks() {
   done
   values="$(_wxhooks_values "$path" "$prev")"
   if [[ -n "$values" ]]; then
-    COMPREPLY=( $(compgen -W "$values" -- "$cur") )
+    compopt +o default 2>/dev/null
+    COMPREPLY=( $(compgen -W "$(_wxhooks_expand "$values")" -- "$cur") )
   elif [[ "$cur" == -* ]]; then
     COMPREPLY=( $(compgen -W "$(_wxhooks_opts "$path")" -- "$cur") )
   else
     subs="$(_wxhooks_subs "$path")"
-    COMPREPLY=( $(compgen -W "\${subs:-$(_wxhooks_args "$path")}" -- "$cur") )
+    COMPREPLY=( $(compgen -W "\${subs:-$(_wxhooks_expand "$(_wxhooks_args "$path")")}" -- "$cur") )
   fi
 }
 complete -o default -F _wxhooks wxhooks
@@ -144,8 +173,8 @@ _wxhooks() {
     w=\${words[i]}
     if [[ " $(_wxhooks_subs "$cmdpath") " == *" $w "* ]]; then cmdpath="\${cmdpath:+$cmdpath }$w"; fi
   done
-  values="$(_wxhooks_values "$cmdpath" "\${words[CURRENT-1]}")"
-  if [[ -n $values ]]; then
+  values="$(_wxhooks_expand "$(_wxhooks_values "$cmdpath" "\${words[CURRENT-1]}")")"
+  if [[ -n $(_wxhooks_values "$cmdpath" "\${words[CURRENT-1]}") ]]; then
     compadd -- \${=values}
   elif [[ \${words[CURRENT]} == -* ]]; then
     _wxhooks_opts_described "$cmdpath"
@@ -154,7 +183,7 @@ _wxhooks() {
     _wxhooks_subs_described "$cmdpath"
     _describe -t commands 'command' reply
   else
-    compadd -- \${=$(_wxhooks_args "$cmdpath")}
+    compadd -- \${=$(_wxhooks_expand "$(_wxhooks_args "$cmdpath")")}
   fi
 }
 if [[ \${zsh_eval_context[-1]} == loadautofunc ]]; then
@@ -165,6 +194,9 @@ else
 fi
 `;
 }
+
+/** Values for fish's -a: a list, or the stored webhook ids asked for at each Tab. */
+const fishValues = (values: string[]) => (values[0] === WEBHOOK_IDS ? q('(command wxhooks completion --webhook-ids 2>/dev/null)') : q(values.join(' ')));
 
 /**
  * Fish decides each completion by a condition; here the condition is the whole command path typed so
@@ -201,16 +233,18 @@ export function fishScript(program: Command): string {
   for (const n of nodes) {
     const at = q(`__wxhooks_at ${q(n.path)}`);
     for (const s of n.subs) lines.push(`complete -c wxhooks -n ${at} -a ${q(s.name)} -d ${q(s.description.slice(0, 60))}`);
-    if (!n.subs.length && n.values.length) lines.push(`complete -c wxhooks -n ${at} -a ${q(n.values.join(' '))}`);
+    if (!n.subs.length && n.values.length) lines.push(`complete -c wxhooks -n ${at} -a ${fishValues(n.values)}`);
     for (const f of n.flags) {
       const flag = f.name.startsWith('--') ? `-l ${f.name.slice(2)}` : `-s ${f.name.slice(1)}`;
-      lines.push(`complete -c wxhooks -n ${at} ${flag}${f.takesValue ? ' -r' : ''}${f.values ? ` -a ${q(f.values.join(' '))}` : ''} -d ${q(f.description.slice(0, 60))}`);
+      // -x (a value, and no file names) where the values are known; -r (a value: file names too) where not
+      lines.push(`complete -c wxhooks -n ${at} ${flag}${f.takesValue ? (f.values ? ' -x' : ' -r') : ''}${f.values ? ` -a ${fishValues(f.values)}` : ''} -d ${q(f.description.slice(0, 60))}`);
     }
   }
   return `${lines.join('\n')}\n`;
 }
 
-export async function runCompletion(ctx: Context, program: Command, shell: string): Promise<void> {
+export async function runCompletion(ctx: Context, program: Command, shell: string | undefined): Promise<void> {
+  if (shell === undefined) throw new UsageError('Which shell? wxhooks completion bash, zsh or fish.', { hint: 'For example: source <(wxhooks completion bash)' });
   const make = { bash: bashScript, zsh: zshScript, fish: fishScript }[shell];
   if (!make) throw new UsageError(`Unknown shell "${shell}".`, { hint: `Choose ${SHELLS.join(', ')}.` });
   ctx.stdout.write(make(program));

@@ -15,6 +15,8 @@ import { checkChain, EventLog } from '../receiver/check.js';
 import { startReceiver } from '../receiver/server.js';
 import { Verifier } from '../signing/verify.js';
 import { FilePairStore } from '../store/file-pairs.js';
+import { listenOnPort, type RunningListen } from '../store/running.js';
+import { configDir } from '../store/paths.js';
 import { BindError, isLoopback } from '../util/net.js';
 import { identifier, port, url } from '../util/parse.js';
 import { describeScheme } from './auth.js';
@@ -185,6 +187,10 @@ async function deliveryChecks(ctx: Context, service: Service, hook: Webhook, sec
       await receiver.close();
     }
   } catch (err) {
+    if (err instanceof BindError && err.reason === 'in_use') {
+      const running = await listenOnPort(configDir(ctx.env), listenPort);
+      if (running) return throughListen(service, hook, running);
+    }
     if (err instanceof BindError) {
       return [{ name: 'delivery', ok: false, detail: `no receiver could be started on port ${listenPort}: ${messageOf(err)}`, hint: 'Is `wxhooks listen` running there? Stop it, or check with `wxhooks listen --webhook ID --check` instead.' }];
     }
@@ -193,6 +199,32 @@ async function deliveryChecks(ctx: Context, service: Service, hook: Webhook, sec
     await store.close();
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/**
+ * The port is held by a running `wxhooks listen`: the chain is checked through it. It answers 2xx only to
+ * a delivery that verified (and was stored, and taken by the app it forwards to), so a ping the service
+ * reports delivered has gone the whole way.
+ */
+async function throughListen(service: Service, hook: Webhook, running: RunningListen): Promise<Check[]> {
+  const via = `the running \`wxhooks listen\` (pid ${running.pid}) on port ${running.port}`;
+  const note = running.webhook_id !== null && running.webhook_id !== hook.id ? `that listen verifies with the secret of webhook ${running.webhook_id}, not ${hook.id}` : undefined;
+  const out: Check[] = [];
+  for (const sub of hook.subscriptions) {
+    try {
+      await service.ping(hook.id, sub.id);
+      out.push({ name: `delivery: ${sub.type}`, ok: true, detail: `a test delivery reached ${via}, which verified it and answered 2xx`, ...(note ? { note } : {}) });
+    } catch (err) {
+      if (!(err instanceof WxError)) throw err;
+      out.push({
+        name: `delivery: ${sub.type}`,
+        ok: false,
+        detail: `through ${via}: ${err.serviceMessage ?? err.message}`,
+        hint: note ? `Restart that listen with --webhook ${hook.id}.` : `See why on that listen's terminal; a 401 there means it verifies with another secret (restart it with --webhook ${hook.id}).`,
+      });
+    }
+  }
+  return out;
 }
 
 const messageOf = (err: unknown) => (err instanceof Error ? err.message : String(err));

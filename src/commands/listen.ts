@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
+import { readFileSync, watch, type FSWatcher } from 'node:fs';
 import { hostname } from 'node:os';
-import { Option, type Command } from 'commander';
+import type { Command } from 'commander';
 import { NGROK_API, ngrokPublicUrl } from '../api/ngrok.js';
 import type { Webhook } from '../api/normalize.js';
 import { createTemporary, type Temporary } from '../api/temporary.js';
@@ -19,23 +20,24 @@ import { openSaveDir, readProvenBody, readSavedDir, saveKeyOf, savedAsEvent, sav
 import { compressHours, parseRunName, RunTracker } from '../delivery/runs.js';
 import { startReceiver, type RunningReceiver } from '../receiver/server.js';
 import { BODY_READS, DEFAULTS } from '../delivery/defaults.js';
-import type { Scheme } from '../signing/layouts.js';
 import { DIAGNOSES_PER_MINUTE } from '../signing/rules.js';
 import { Verifier } from '../signing/verify.js';
 import { HISTORY_DEFAULTS, type HistoryLimits } from '../store/history-limits.js';
 import { openPairStore } from '../store/open.js';
 import type { PairStore } from '../store/pair-store.js';
+import { announceListen, listenOnPort, type Announced } from '../store/running.js';
 import { configDir } from '../store/paths.js';
 import { storeKind } from '../store/store-url.js';
 import { formatDuration } from '../util/duration.js';
 import type { LineBuffer } from '../util/line-buffer.js';
-import { isLoopback } from '../util/net.js';
-import { collect, duration, hostPort, hours, integer, isoTime, size, timeLimit, url, type HostPort } from '../util/parse.js';
+import { BindError, isLoopback } from '../util/net.js';
+import { collect, duration, hostPort, hours, integer, isoTime, size, timeLimit, url } from '../util/parse.js';
 import { printable } from '../util/printable.js';
 import { addSensitive } from '../util/redact.js';
 import { isKnownType, SUBSCRIPTION_TYPES, suggestion } from '../vocabulary.js';
+import { declare, type OptionsOf } from './option-types.js';
 import { msDefault, portOption, schemeOption, sizeDefault, toleranceOption, valued } from './options.js';
-import { resolveSecrets, secretSourceOptions, serviceFor } from './shared.js';
+import { baseUrlFor, resolveSecrets, secretSourceOptions, secretStoreFor, serviceFor, type SecretSource } from './shared.js';
 
 /**
  * Bodies over this are parsed for their small members only (what the report shows): a 450 KB gridded
@@ -44,15 +46,15 @@ import { resolveSecrets, secretSourceOptions, serviceFor } from './shared.js';
  */
 const SHALLOW_ABOVE = 64 * 1024;
 
-export function register(cmd: Command, act: Act): void {
-  cmd
+/** listen's flags, in the groups its help shows; `ListenOptions` is derived from them. */
+function declareListen(cmd: Command) {
+  return declare(cmd)
     .optionsGroup('Where it listens:')
     .addOption(portOption(8787))
     .option('--host <host>', 'address to bind', '127.0.0.1')
     .option('--path <path>', 'the path deliveries are POSTed to', '/')
-    .optionsGroup('What it verifies with:');
-  secretSourceOptions(cmd, 'verify with');
-  cmd
+    .optionsGroup('What it verifies with:')
+    .with<Pick<SecretSource, 'webhook' | 'secretEnv'>>((c) => secretSourceOptions(c, 'verify with'))
     .addOption(schemeOption('signature layout: auto tries each that signs the timestamp, then pins it'))
     .addOption(toleranceOption('how far a timestamp may be off, either way'))
     .optionsGroup('A webhook of its own, from the real service:')
@@ -83,16 +85,27 @@ export function register(cmd: Command, act: Act): void {
     .addOption(valued('--max-inflight <size>', 'the body bytes all requests together may hold while they are read and processed (with --save-dir, each counts twice); past it, 503', size, sizeDefault(DEFAULTS.maxInflightBytes)))
     .addOption(valued('--read-timeout <duration>', `slow-client guard: headers must arrive within this, the whole request within ${BODY_READS} times it`, timeLimit, msDefault(DEFAULTS.readTimeoutMs)))
     .optionsGroup('The inspector page:')
-    .addOption(
-      new Option('--inspect [host:port]', 'serve the inspector page: every delivery live, in detail, replayable (default 127.0.0.1:8789); listen prints its link, with the token it needs')
-        .preset('127.0.0.1:8789')
-        .argParser((text: string) => hostPort(text, '--inspect')),
-    )
+    .addOption(valued('--inspect [host:port]', 'serve the inspector page: every delivery live, in detail, replayable (default 127.0.0.1:8789); listen prints its link, with the token it needs', hostPort).preset('127.0.0.1:8789'))
     .option('--inspect-allow-remote', 'let --inspect bind an address other machines can reach (the token is still needed)')
     .option('--inspect-host <name>', 'with --inspect-allow-remote: a host name the page is reached by (repeatable), besides its address', collect)
     .addOption(valued('--history <n>', 'with --inspect, or a postgres store: how many verified requests are kept (refused ones apart: the last 100, their first 4 KiB)', integer(1, 1_000_000), [HISTORY_DEFAULTS.rows, String(HISTORY_DEFAULTS.rows)]))
-    .addOption(valued('--history-size <size>', 'the body bytes the kept verified requests may hold together; past it, older bodies are kept in part', size, [HISTORY_DEFAULTS.bytes, '64MiB']))
-    .addHelpText(
+    .addOption(valued('--history-size <size>', 'the body bytes the kept verified requests may hold together; past it, older bodies are kept in part', size, [HISTORY_DEFAULTS.bytes, '64MiB']));
+}
+
+/** What `runListen` is given: every flag of `declareListen`, parsed. */
+export type ListenOptions = OptionsOf<ReturnType<typeof declareListen>>;
+
+/** The three commonest uses, at the top of `listen --help` (the help is long: its examples came last). */
+const FIRST_USES = `
+The commonest uses:
+  $ wxhooks listen --webhook 7             # each delivery verified, on a line
+  $ wxhooks listen --webhook 7 --forward-to http://localhost:3000/webhooks
+  $ wxhooks listen --public-url ngrok --check   # from the service, by a tunnel`;
+
+export function register(cmd: Command, act: Act): void {
+  cmd.summary(cmd.description()).description(`${cmd.description()}.\n${FIRST_USES}`);
+  declareListen(cmd)
+    .cmd.addHelpText(
       'after',
       `
 The secret comes from --webhook ID (the store), --secret-env VAR, or stdin; never from a flag. With
@@ -104,10 +117,8 @@ timestamp, 400 missing header or not a JSON object, 413 too large, 503 the proce
 be stored or too many bodies in flight. A 2xx is sent only once the delivery's pair is written.
 If stdout is closed (listen --json | head), listen answers what is in flight, stores it, and exits 141.
 
-Examples:
-  $ wxhooks listen --webhook 7                                                      # see what arrives
-  $ wxhooks listen --webhook 7 --forward-to http://localhost:3000/webhooks          # then to your app
-  $ wxhooks listen --public-url ngrok --subscribe forecast_hour.available --check   # from the real service
+More examples:
+  $ wxhooks listen --public-url ngrok --subscribe forecast_hour.available --check   # only some types
   $ wxhooks listen --public-url https://abc.example.dev --forward-to http://localhost:3000/hooks
   $ wxhooks listen --secret-env WX_WEBHOOK_SECRET --json | jq 'select(.outcome=="accepted")'
   $ wxhooks listen --webhook 7 --until initialization_time.available --within 10m   # a CI gate
@@ -116,43 +127,6 @@ Examples:
   $ wxhooks listen --webhook 7 --forward-to http://localhost:3000/hooks --inspect   # open the link it prints`,
     )
     .action(act(runListen, { longRunning: true }));
-}
-
-export interface ListenOptions {
-  port: number;
-  host: string;
-  path: string;
-  webhook?: string;
-  secretEnv?: string;
-  publicUrl?: string;
-  subscribe?: string[];
-  clean?: boolean;
-  check?: boolean;
-  scheme: Scheme;
-  tolerance: number;
-  forwardTo?: string;
-  forwardTimeout: number;
-  saveDir?: string;
-  maxBody: number;
-  maxInflight: number;
-  respondStatus?: number;
-  dedupeTtl: number;
-  fsync?: boolean;
-  store?: string;
-  storeSchema: string;
-  claimTimeout: number;
-  exitAfter?: number;
-  until?: string;
-  untilRun?: string | true;
-  expectHours?: number[];
-  initEvent: boolean;
-  within?: number;
-  readTimeout: number;
-  inspect?: HostPort;
-  inspectAllowRemote?: boolean;
-  inspectHost?: string[];
-  history: number;
-  historySize: number;
 }
 
 /** Every check that needs more than one flag, or the environment: before anything starts (exit 2). */
@@ -190,6 +164,37 @@ function checkOptions(ctx: Context, o: ListenOptions): void {
   }
 }
 
+/** What `listen` has counted so far towards its end. */
+export interface Seen {
+  /** Verified new deliveries (`--exit-after`). */
+  accepted: number;
+}
+
+/** Why `listen` stops: what it waited for came (`done`), the store failed for good, or `--within` ran out first. */
+export type Stop = 'done' | 'storage_failed' | 'not_complete';
+
+/** What happened: a request's report (and, with --until-run, whether it completed the run), or `--within` ran out. */
+export type StopInput = { event: Pick<ReceiverEvent, 'outcome' | 'type' | 'fatal'>; runComplete?: boolean } | 'expired';
+
+const delivered = (e: Pick<ReceiverEvent, 'outcome'>) => e.outcome === 'accepted' || e.outcome === 'duplicate';
+
+/**
+ * When `listen` stops, as a function of its flags, what it has counted and what just happened: after
+ * `--exit-after N` verified new deliveries; at the first verified `--until TYPE` (a duplicate counts: the
+ * delivery came); once `--until-run`'s run is complete; when the processed pairs can no longer be written;
+ * and, when `--within` runs out first, not complete (exit 9).
+ */
+export function whenToStop(o: Pick<ListenOptions, 'exitAfter' | 'until' | 'untilRun' | 'within'>, seen: Seen, input: StopInput): { seen: Seen; stop?: Stop } {
+  if (input === 'expired') return { seen, stop: o.within !== undefined && (o.until !== undefined || o.untilRun !== undefined) ? 'not_complete' : undefined };
+  const { event } = input;
+  const now = event.outcome === 'accepted' ? { accepted: seen.accepted + 1 } : seen;
+  if (event.fatal) return { seen: now, stop: 'storage_failed' };
+  if (o.exitAfter !== undefined && now.accepted >= o.exitAfter) return { seen: now, stop: 'done' };
+  if (o.until !== undefined && event.type === o.until && delivered(event)) return { seen: now, stop: 'done' };
+  if (o.untilRun !== undefined && input.runComplete) return { seen: now, stop: 'done' };
+  return { seen: now };
+}
+
 /** The run `--until-run` waits for, from its value: `MODEL`, `MODEL@INIT` or `@INIT` (an ISO time), or nothing. */
 function runTarget(o: ListenOptions): RunTracker | undefined {
   if (o.untilRun === undefined) return undefined;
@@ -205,6 +210,10 @@ interface Listening {
   temporary?: Temporary;
   /** The existing webhook, when it could be looked up. */
   hook?: Webhook;
+  /** The service said it has no such webhook (its stored secret is of an older one). */
+  missing?: boolean;
+  /** The service's base URL, when known: what the stored secret is keyed by. */
+  base?: string;
 }
 
 /**
@@ -225,6 +234,8 @@ export async function runListen(ctx: Context, o: ListenOptions): Promise<void> {
   // the run's progress: a line kept at the bottom of a terminal, else a line for each hour that arrives
   const status = runs && !json && ctx.stderr.isTTY ? new StatusLine(ctx.stderr as typeof ctx.stderr & { columns?: number }) : undefined;
   const output = reportWriter(ctx.stdout, json, ctx.stdout.isTTY ? status : undefined);
+  /** How a line is shown: fitted to the terminal's width of the moment, the layout pinned said with --verbose. */
+  const view = () => ({ width: ctx.stdout.isTTY ? ctx.stdout.columns : undefined, verbose: ctx.global.verbose });
   /** A line about listen itself: NDJSON on stdout with --json, else on stderr. */
   const say = (event: Record<string, unknown>, text: string) => (json ? output.push(JSON.stringify(event)) : line(ctx.stderr, text));
   const log = o.check ? new EventLog() : undefined; // what --check waits on (only then: nothing else reads it)
@@ -235,6 +246,8 @@ export async function runListen(ctx: Context, o: ListenOptions): Promise<void> {
   let receiver: RunningReceiver | undefined;
   let store: PairStore | undefined;
   let inspector: RunningInspector | undefined;
+  let announced: Announced | undefined;
+  let secretWatch: { close(): void } | undefined;
   try {
     const limits: HistoryLimits = { ...HISTORY_DEFAULTS, rows: o.history, bytes: o.historySize };
     const opened = await openPairStore({
@@ -258,14 +271,16 @@ export async function runListen(ctx: Context, o: ListenOptions): Promise<void> {
     const history: HistorySource | undefined =
       opened.kind === 'postgres' ? (ctx.given('history') || ctx.given('historySize') || o.inspect ? new PgHistory(opened.store, limits) : undefined) : o.inspect ? new History(limits) : undefined;
 
-    let accepted = 0;
-    let finish: (why: 'done' | WxError) => void = () => undefined;
-    const finished = new Promise<'done' | WxError>((resolve) => (finish = resolve));
+    const verifier = new RekeyableVerifier({ secret: listening.secrets, scheme: o.scheme, tolerance: o.tolerance, diagnosePerMinute: DIAGNOSES_PER_MINUTE, shallowAbove: SHALLOW_ABOVE });
+    let seen: Seen = { accepted: 0 };
+    let fatal: string | undefined;
+    let finish: (why: Stop) => void = () => undefined;
+    const finished = new Promise<Stop>((resolve) => (finish = resolve));
     receiver = await startReceiver({
       port: o.port,
       host: o.host,
       path: o.path,
-      verifier: new Verifier({ secret: listening.secrets, scheme: o.scheme, tolerance: o.tolerance, diagnosePerMinute: DIAGNOSES_PER_MINUTE, shallowAbove: SHALLOW_ABOVE }),
+      verifier,
       store,
       maxBody: o.maxBody,
       maxInflight: o.maxInflight,
@@ -277,41 +292,63 @@ export async function runListen(ctx: Context, o: ListenOptions): Promise<void> {
       clock: ctx.clock,
       keepsRaw: history !== undefined,
       onEvent(event, raw) {
-        output.push(json ? JSON.stringify(event) : formatEvent(event, style));
+        output.push(json ? JSON.stringify(event) : formatEvent(event, style, view()));
         log?.push(event);
         history?.add(event, raw);
-        const delivered = event.outcome === 'accepted' || event.outcome === 'duplicate';
-        if (event.outcome === 'accepted') accepted++;
-        if (o.exitAfter !== undefined && accepted >= o.exitAfter) finish('done');
-        if (o.until !== undefined && event.type === o.until && delivered) finish('done');
-        if (runs && delivered && runs.add(event)?.counted) {
+        let runComplete: boolean | undefined;
+        if (runs && delivered(event) && runs.add(event)?.counted) {
           const p = runs.progress()!;
           if (json) {
             output.push(JSON.stringify({ event: 'run_progress', ...p }));
             if (p.complete) output.push(JSON.stringify({ event: 'run_complete', ...p }));
           } else if (status) status.show(progressBar(p, o.initEvent, styleErr));
           else line(ctx.stderr, progressLine(p, event.type === 'initialization_time.available' ? 'its initialization_time.available in' : `+${event.forecast_hour}h in`));
-          if (p.complete) finish('done');
+          runComplete = p.complete;
         }
-        if (event.fatal) finish(new StorageError(`Stopped: ${event.message ?? 'the processed pairs can no longer be written.'}`, { hint: 'Free some space or fix the store, then start listen again: the service retries what was not acknowledged.' }));
+        const step = whenToStop(o, seen, { event, runComplete });
+        seen = step.seen;
+        if (step.stop === 'storage_failed') fatal ??= event.message;
+        if (step.stop) finish(step.stop);
       },
     });
+    announced = await announceListen(configDir(ctx.env), {
+      pid: process.pid,
+      host: o.host,
+      port: receiver.port,
+      receiver: receiver.url,
+      inspector: null,
+      forward_to: o.forwardTo ?? null,
+      webhook_id: listening.temporary?.hook.id ?? o.webhook ?? null,
+      base_url: listening.base ?? null,
+      started: new Date(ctx.clock.now()).toISOString(),
+    });
     reportReady(ctx, o, receiver, listening, output, styleErr);
+    if (o.webhook !== undefined && listening.base !== undefined) secretWatch = watchSecret(ctx, o.webhook, listening.base, listening.secrets[0]!, verifier, say);
 
     if (history && o.inspect) {
-      inspector = await startPage(ctx, o, history, receiver, listening, (event, id) => output.push(json ? JSON.stringify({ ...event, replay_of: id }) : formatEvent(event, style)));
+      inspector = await startPage(ctx, o, history, receiver, listening, (event, id) => output.push(json ? JSON.stringify({ ...event, replay_of: id }) : formatEvent(event, style, view())));
+      await announced.update({ inspector: inspector.url.replace(/\?token=.*$/, '') }); // for `wxhooks mcp` to find, without its token
       say({ event: 'inspector', url: inspector.url }, `Inspector: ${styleErr.bold(inspector.url)}`);
       if (!isLoopback(o.inspect.host)) line(ctx.stderr, `warning: the inspector on ${o.inspect.host} can be reached from other machines: whoever has its link sees every delivery in full, and can replay it to your app.`);
     }
     if (log) await reportCheck(ctx, output, listening, o, receiver, log);
     if (status) status.show(styleErr.dim(`waiting for ${runs!.waitingFor()}: ${o.expectHours!.length} forecast hours${o.initEvent ? ' and its initialization_time.available' : ''}…`));
 
-    const expired = o.within === undefined ? new Promise<never>(() => undefined) : ctx.clock.after(o.within).then(() => 'expired' as const);
-    const why = await Promise.race([finished, expired, ctx.interrupted]);
-    if (why === 'expired') throw notComplete(o, runs);
-    if (typeof why === 'object') throw why;
+    if (o.within !== undefined) {
+      void ctx.clock.after(o.within).then(() => {
+        const step = whenToStop(o, seen, 'expired');
+        if (step.stop) finish(step.stop);
+      });
+    }
+    const why = await Promise.race([finished, ctx.interrupted]);
+    if (why === 'not_complete') throw notComplete(o, runs);
+    if (why === 'storage_failed') throw new StorageError(`Stopped: ${fatal ?? 'the processed pairs can no longer be written.'}`, { hint: 'Free some space or fix the store, then start listen again: the service retries what was not acknowledged.' });
     if (why !== 'done') throw new InterruptedError(why);
+  } catch (err) {
+    throw err instanceof BindError && err.reason === 'in_use' && receiver === undefined ? await portTaken(ctx, o, listening, err) : err;
   } finally {
+    secretWatch?.close();
+    await announced?.remove();
     // in this order: no new request, every request taken answered and its pair stored, then the store closed
     await inspector?.close();
     await receiver?.close();
@@ -368,9 +405,7 @@ async function startPage(ctx: Context, o: ListenOptions, history: HistorySource,
       return { status: 200, body: replayCommands(found.record, found.body, secret, o.forwardTo ?? receiver.url, l.temporary ? undefined : o.webhook) };
     },
   });
-  // recorded in the store folder while it runs, for `wxhooks mcp` to find (src/store/running.ts)
-  const { recordRunning } = await import('../store/running.js');
-  return recordRunning(configDir(ctx.env), { pid: process.pid, inspector: page.url.replace(/\?token=.*$/, ''), receiver: receiver.url, forward_to: o.forwardTo ?? null, webhook_id: l.temporary?.hook.id ?? o.webhook ?? null, started: new Date(ctx.clock.now()).toISOString() }, page);
+  return page;
 }
 
 /** The secret to verify with: the temporary webhook's (created now), or the one given; and the webhook, looked up when it can be. */
@@ -387,29 +422,28 @@ async function listeningFor(ctx: Context, o: ListenOptions, say: (event: Record<
       clean: Boolean(o.clean),
       report: (event) => say(event, describeTemporary(event, style)),
     });
-    return { secrets: [temporary.hook.secret!], from: `the secret of temporary webhook ${temporary.hook.id} (in memory only)`, temporary };
+    return { secrets: [temporary.hook.secret!], from: `the secret of temporary webhook ${temporary.hook.id} (in memory only)`, temporary, base: service.http.baseUrl };
   }
   const { secrets, from } = await resolveSecrets(ctx, { webhook: o.webhook, secretEnv: o.secretEnv, command: 'listen' });
-  return { secrets, from, hook: o.webhook === undefined ? undefined : await lookUp(ctx, o.webhook) };
+  const base = o.webhook === undefined ? undefined : (await baseUrlFor(ctx)).url;
+  return { secrets, from, base, ...(o.webhook === undefined ? {} : await lookUp(ctx, o.webhook)) };
 }
 
 /**
- * The webhook `--webhook ID` names, when credentials are at hand to ask the service; undefined (and a
- * warning) when it does not exist, or cannot be asked about. Listening goes on either way: the secret
- * is what verifies.
+ * The webhook `--webhook ID` names, when credentials are at hand to ask the service; `missing` when the
+ * service has none (said once listen knows its own address), nothing (and a warning) when it cannot be
+ * asked. Listening goes on either way: the secret is what verifies.
  */
-async function lookUp(ctx: Context, id: string): Promise<Webhook | undefined> {
-  if (!ctx.env.WX_API_KEY && !ctx.env.WB_API_KEY) return undefined;
+async function lookUp(ctx: Context, id: string): Promise<{ hook?: Webhook; missing?: boolean }> {
+  if (!ctx.env.WX_API_KEY && !ctx.env.WB_API_KEY) return {};
   try {
     const { service } = await serviceFor(ctx);
-    return await service.getWebhook(id);
+    return { hook: await service.getWebhook(id) };
   } catch (err) {
     const e = err as WxError;
-    if (e.status === 404) {
-      line(ctx.stderr, `warning: the service has no webhook ${id}: its stored secret is of an older one (a restarted emulator, or a deleted webhook), so nothing will be delivered here for it.`);
-      line(ctx.stderr, `  Create one that points here: wxhooks webhook create --url http://127.0.0.1:PORT/ --subscribe forecast_hour.available`);
-    } else line(ctx.stderr, `warning: could not look up webhook ${id} (${printable(e.message)}); listening anyway.`);
-    return undefined;
+    if (e.status === 404) return { missing: true };
+    line(ctx.stderr, `warning: could not look up webhook ${id} (${printable(e.message)}); listening anyway.`);
+    return {};
   }
 }
 
@@ -425,8 +459,13 @@ function reportReady(ctx: Context, o: ListenOptions, receiver: RunningReceiver, 
       line(ctx.stderr, `Temporary webhook ${style.bold(l.temporary.hook.id)} → ${printable(l.temporary.hook.url)}, subscribed to ${subs || 'nothing'}; deleted when listen exits.`);
     }
     if (o.forwardTo) line(ctx.stderr, `Forwarding verified deliveries to ${o.forwardTo}`);
-    if (o.webhook && l.hook?.url !== receiver.url) line(ctx.stderr, style.dim(`Point the webhook here with: wxhooks webhook update ${o.webhook} --url ${receiver.url}`));
+    if (o.webhook && !l.missing && l.hook?.url !== receiver.url) line(ctx.stderr, style.dim(`Point the webhook here with: wxhooks webhook update ${o.webhook} --url ${receiver.url}`));
     line(ctx.stderr, style.dim('Ctrl-C to stop.'));
+  }
+  if (l.missing) {
+    line(ctx.stderr, style.yellow(`warning: the service has no webhook ${o.webhook}: its stored secret is of an older one (a deleted webhook, or an emulator started afresh), so nothing will be delivered here for it.`));
+    line(ctx.stderr, `  Create one that points here: wxhooks webhook create --url ${receiver.url} --subscribe forecast_hour.available`);
+    line(ctx.stderr, style.dim(`  then listen with its id (if it is ${o.webhook} again, this listen takes its new secret by itself).`));
   }
   if (o.scheme === 'hex-body') line(ctx.stderr, 'warning: --scheme hex-body does not sign the timestamp or Trigger-Id: captured deliveries can be replayed.');
 }
@@ -442,6 +481,88 @@ async function reportCheck(ctx: Context, output: LineBuffer, l: Listening, o: Li
   }
 }
 
+/**
+ * The port listen was to bind is taken: by another `wxhooks listen` (named, when it said so in the store
+ * folder), or by something else. Another port is no cure by itself: the webhook delivers to its URL, so a
+ * new port needs the webhook pointed there too.
+ */
+async function portTaken(ctx: Context, o: ListenOptions, l: Listening, err: BindError): Promise<BindError> {
+  const other = await listenOnPort(configDir(ctx.env), err.port);
+  const who = other
+    ? `by another \`wxhooks listen\` (pid ${other.pid}${other.webhook_id ? `, for webhook ${other.webhook_id}` : ''}, since ${other.started.slice(11, 19)})`
+    : 'perhaps by another `wxhooks listen` (or another program)';
+  const webhook = l.temporary?.hook.id ?? o.webhook;
+  const url = l.hook?.url ?? (webhook ? `http://127.0.0.1:${err.port}${o.path}` : undefined);
+  const hint = [
+    other ? `Stop it first (\`kill ${other.pid}\`, or Ctrl-C in its terminal)` : `Stop what holds port ${err.port} first`,
+    webhook
+      ? `or listen on another port: but webhook ${webhook} delivers to ${printable(url!)}, so a new port needs \`wxhooks webhook update ${webhook} --url http://127.0.0.1:NEW_PORT${o.path}\` as well.`
+      : 'or listen on another one with --port (and point the webhook there).',
+  ].join(', ');
+  return new BindError(`Port ${err.port} on ${err.host} is already in use, ${who}.`, { hint, reason: err.reason, port: err.port, host: err.host, cause: err });
+}
+
+/**
+ * A Verifier whose secrets can be replaced while the receiver runs (the webhook was re-created, and its
+ * stored secret changed): the receiver keeps the object it was given, and each verification goes to the
+ * session of the secrets of the moment.
+ */
+class RekeyableVerifier extends Verifier {
+  private current: Verifier;
+  constructor(private readonly settings: ConstructorParameters<typeof Verifier>[0]) {
+    super(settings);
+    this.current = new Verifier(settings);
+  }
+
+  override verify(...args: Parameters<Verifier['verify']>): ReturnType<Verifier['verify']> {
+    return this.current.verify(...args);
+  }
+
+  /** From now on, verify with these secrets (a new session: auto pins again at the next match). */
+  rekey(secrets: string[]): void {
+    this.current = new Verifier({ ...this.settings, secret: secrets });
+  }
+}
+
+/**
+ * Watches the secret store for the stored secret of `--webhook ID`: when it changes (the webhook was
+ * re-created, `secret set`), listen verifies with the new one from then on, and says so. Inotify tells
+ * of a change at once; a store folder that cannot be watched is looked at every 2 s instead.
+ */
+function watchSecret(ctx: Context, webhook: string, base: string, secret: string, verifier: RekeyableVerifier, say: (event: Record<string, unknown>, text: string) => void): { close(): void } {
+  const dir = configDir(ctx.env);
+  let known = secret;
+  let looking: Promise<void> = Promise.resolve();
+  const look = () => {
+    looking = looking.then(async () => {
+      const entry = await (await secretStoreFor(ctx)).get(base, webhook).catch(() => undefined);
+      if (!entry || entry.secret === known) return; // removed (the webhook deleted?): the secret in use stays
+      known = entry.secret;
+      addSensitive(entry.secret);
+      verifier.rekey([entry.secret]);
+      say({ event: 'secret_changed', webhook_id: webhook }, `The stored secret of webhook ${webhook} changed (re-created?): verifying with the new one from now on.`);
+    });
+  };
+  look();
+  let watcher: FSWatcher | undefined;
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    watcher = watch(dir, (_event, name) => {
+      if (name === null || name === 'secrets.json') look();
+    });
+    watcher.on('error', () => undefined);
+  } catch {
+    timer = setInterval(look, 2000);
+    timer.unref();
+  }
+  return {
+    close() {
+      watcher?.close();
+      clearInterval(timer);
+    },
+  };
+}
+
 /** What `--within` running out means: the delivery `--until` waits for, or the hours of the run `--until-run` waits for, that did not come. */
 function notComplete(o: ListenOptions, runs: RunTracker | undefined): NotVerifiedError {
   const hint = 'Check that the webhook points here, is active and subscribed to those types (`wxhooks webhook get ID`), and `wxhooks doctor`.';
@@ -449,5 +570,7 @@ function notComplete(o: ListenOptions, runs: RunTracker | undefined): NotVerifie
   const p = runs.progress();
   if (!p) return new NotVerifiedError(`No delivery of ${runs.waitingFor()} arrived within ${formatDuration(o.within!)}.`, { hint });
   const what = [p.missing.length ? `missing ${compressHours(p.missing)}` : '', o.initEvent && !p.init_event ? 'its initialization_time.available has not come' : ''].filter(Boolean).join('; ');
-  return new NotVerifiedError(`Run ${p.model} ${p.initialization_time} is not complete after ${formatDuration(o.within!)} (${p.have.length}/${p.have.length + p.missing.length} hours): ${what}.`, { hint });
+  // some of the run came, so the chain works: sending the user to check the webhook (or doctor) would mislead
+  const partial = `The rest of the run came, so deliveries reach listen: the service has not sent ${p.missing.length === 1 ? 'this hour' : 'these'} (yet). Wait longer with a larger --within${o.saveDir ? `; see what came with \`wxhooks runs --dir ${o.saveDir}\`` : ''}.`;
+  return new NotVerifiedError(`Run ${p.model} ${p.initialization_time} is not complete after ${formatDuration(o.within!)} (${p.have.length}/${p.have.length + p.missing.length} hours): ${what}.`, { hint: partial });
 }

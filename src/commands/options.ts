@@ -1,14 +1,18 @@
 import { Argument, Option } from 'commander';
 import { DEFAULTS } from '../delivery/defaults.js';
 import { SCHEMES } from '../signing/layouts.js';
+import type { Scheme } from '../signing/layouts.js';
 import { formatDuration } from '../util/duration.js';
 import { collect, identifier, port, toleranceSeconds, type Parser } from '../util/parse.js';
+import type { TypedOption } from './option-types.js';
 
 /**
  * An option whose value goes through `parse` (src/util/parse.ts) when commander reads it, so the
  * command's options hold the parsed value; errors name the option by its own flag. `fallback` is the
  * parsed default and how help shows it.
  */
+export function valued<F extends string, T>(flags: F, description: string, parse: Parser<T>): TypedOption<F, T | undefined>;
+export function valued<F extends string, T>(flags: F, description: string, parse: Parser<T>, fallback: [value: T, shown: string]): TypedOption<F, T>;
 export function valued<T>(flags: string, description: string, parse: Parser<T>, fallback?: [value: T, shown: string]): Option {
   const option = new Option(flags, description);
   const name = option.long ?? option.short ?? flags;
@@ -43,7 +47,7 @@ export { collect };
 export const portOption = (fallback: number, what = 'port to listen on (0 picks a free one)') => valued('--port <port>', what, port, [fallback, String(fallback)]);
 
 /** `--scheme`: its choices are the layout table's names. */
-export const schemeOption = (description: string) => new Option('--scheme <name>', description).choices(SCHEMES).default('auto');
+export const schemeOption = (description: string) => new Option('--scheme <name>', description).choices(SCHEMES).default('auto') as TypedOption<'--scheme <name>', Scheme>;
 
 /** `--tolerance`: the same limits wherever a timestamp is checked. */
 export const toleranceOption = (description: string) => valued('--tolerance <seconds>', description, toleranceSeconds, [DEFAULTS.toleranceSeconds, String(DEFAULTS.toleranceSeconds)]);

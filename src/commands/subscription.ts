@@ -108,5 +108,5 @@ export async function runSubscriptionList(ctx: Context, webhookId: string): Prom
     line(ctx.stderr, `Webhook ${webhookId} has no subscriptions; add one with \`wxhooks subscription add ${webhookId} TYPE\`.`);
     return;
   }
-  emit(ctx, hook.subscriptions, () => subscriptionsTable(hook.subscriptions, Boolean(ctx.stdout.isTTY)));
+  emit(ctx, hook.subscriptions, () => subscriptionsTable(hook.subscriptions, Boolean(ctx.stdout.isTTY), ctx.stdout.columns));
 }

@@ -1,8 +1,10 @@
 import type { Command } from 'commander';
-import { EmulatorClient, type AttemptSummary, type PublishEvent, type PublishResult } from '../api/emulator-client.js';
+import { EmulatorClient, type PublishEvent, type PublishResult } from '../api/emulator-client.js';
 import { line, type Act, type Context } from '../context.js';
 import { UsageError } from '../errors.js';
+import { attemptNext, attemptResult } from '../output/attempts.js';
 import { emit } from '../output/render.js';
+import { printable } from '../util/printable.js';
 import { duration, hours, integer, isoTime } from '../util/parse.js';
 import { latestCycle } from '../vocabulary.js';
 import { valued } from './options.js';
@@ -68,19 +70,12 @@ async function emulatorClient(ctx: Context): Promise<EmulatorClient> {
   return client;
 }
 
-function describeAttempt(a: AttemptSummary): string {
-  if (a.outcome === 'pending') return `  webhook ${a.webhook_id} subscription ${a.subscription_id} → ${a.url}: still waiting for the receiver (see \`GET /emulator/v1/deliveries\`)`;
-  const what = a.outcome === 'delivered' ? `delivered (${a.status})` : a.status !== undefined ? `failed: the receiver answered ${a.status}` : `failed: ${a.error}`;
-  const retry = a.next_attempt_at ? `; retry at ${a.next_attempt_at.slice(11, 19)}` : '';
-  return `  webhook ${a.webhook_id} subscription ${a.subscription_id} → ${a.url}: ${what} in ${a.duration_ms} ms${retry}`;
-}
-
 /** What one published event caused: a line, and a line per delivery attempt. */
 function describePublish(result: PublishResult): string {
   const e = result.event;
   const where = [e.model, e.initialization_time, e.forecast_hour !== undefined ? `+${e.forecast_hour}h` : undefined, e.event_type].filter(Boolean).join(' ');
   const head = `${e.type} ${where}: ${result.notifications} notification${result.notifications === 1 ? '' : 's'}${result.trigger_id ? ` (trigger ${result.trigger_id})` : ''}`;
-  return [head, ...result.deliveries.map(describeAttempt)].join('\n');
+  return [head, ...result.deliveries.map((a) => `  webhook ${a.webhook_id} subscription ${a.subscription_id} → ${printable(a.url)}: ${attemptResult(a)}${attemptNext(a) ? `; ${attemptNext(a)}` : ''}`)].join('\n');
 }
 
 export async function runTrigger(ctx: Context, type: string, opts: TriggerOptions): Promise<void> {

@@ -134,8 +134,8 @@ export async function runWebhookCreate(ctx: Context, opts: WebhookCreateOptions)
     const style = styleFor(ctx, ctx.stdout);
     const tty = Boolean(ctx.stdout.isTTY);
     let text = `${style.green('✓')} Created webhook ${style.bold(hook.id)} → ${hook.url}${hook.active === false ? ' (inactive)' : ''}\n`;
-    if (hook.subscriptions.length) text += subscriptionsTable(hook.subscriptions, tty);
-    if (secret && tty) text += `\n${secretBox(secret, hook.id, storedIn, style)}`;
+    if (hook.subscriptions.length) text += subscriptionsTable(hook.subscriptions, tty, ctx.stdout.columns);
+    if (secret && tty) text += `\n${secretBox(secret, hook.id, storedIn, style, ctx.stdout.columns)}`;
     else if (secret) text += `secret: ${secret}\n${storedIn ? `stored: ${storedIn}` : 'stored: no (--no-save)'}\n`;
     return text;
   });
@@ -172,7 +172,7 @@ export async function runWebhookList(ctx: Context, opts: WebhookListOptions): Pr
     line(ctx.stderr, 'No webhooks found.' + (opts.active || opts.url || opts.type ? ' (filters were applied)' : ''));
     return;
   }
-  emit(ctx, opts.all ? { webhooks, total: webhooks.length } : { ...result, webhooks }, () => webhooksTable(webhooks, Boolean(ctx.stdout.isTTY)));
+  emit(ctx, opts.all ? { webhooks, total: webhooks.length } : { ...result, webhooks }, () => webhooksTable(webhooks, Boolean(ctx.stdout.isTTY), ctx.stdout.columns));
   // more pages: said on stderr, terminal or not, so that a script reading stdout is not misled (--json carries the figures)
   if (!ctx.global.json && !opts.all && result.total !== undefined && result.page_size !== undefined && result.total > (result.page ?? 1) * result.page_size) {
     const pages = Math.ceil(result.total / result.page_size);

@@ -27,6 +27,8 @@ export interface SchedulerOptions {
   concurrency?: number;
   /** `live`: the ids in a delivery's body are integers, as the live API gives them. */
   shape?: 'documented' | 'live';
+  /** Called once per attempt, once it is recorded (the emulator's terminal shows each). */
+  onAttempt?: (attempt: DeliveryAttempt) => void;
 }
 
 /** At most `limit` at once; the others wait their turn, in order. */
@@ -158,6 +160,7 @@ export class DeliveryScheduler {
     const delay = this.options.retryDelays[retryIndex];
     const retry = !n.test && result.outcome === 'failed' && delay !== undefined && !this.closed;
     const recorded = this.state.record(retry ? { ...result, next_attempt_at: new Date(Date.now() + delay).toISOString() } : result);
+    this.options.onAttempt?.(recorded);
     if (retry) {
       const timer = setTimeout(() => {
         this.timers.delete(timer);

@@ -5,7 +5,7 @@ import { MAX_JSON_DEPTH, nestsDeeperThan } from '../vocabulary.js';
 import { emulatorCredentials } from './auth.js';
 import { DeliveryScheduler } from './deliveries.js';
 import { EmulatorRouter, errorBody, type EmuResponse, type Shape } from './routes.js';
-import { EmulatorState } from './state.js';
+import { EmulatorState, type DeliveryAttempt } from './state.js';
 import { DEFAULTS } from '../delivery/defaults.js';
 
 export interface EmulatorOptions {
@@ -25,6 +25,8 @@ export interface EmulatorOptions {
   maxInflight?: number;
   /** Called once per request, for a log. */
   onRequest?: (line: { method: string; path: string; status: number; ms: number }) => void;
+  /** Called once per delivery attempt, once it is recorded: what the emulator's terminal shows. */
+  onAttempt?: (attempt: DeliveryAttempt) => void;
 }
 
 export interface RunningEmulator {
@@ -72,6 +74,7 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Runn
     attemptTimeoutMs: options.attemptTimeoutMs,
     concurrency: options.concurrency,
     shape: options.shape ?? 'documented',
+    onAttempt: options.onAttempt,
   });
   const router = new EmulatorRouter(state, scheduler, { credentials, shape: options.shape ?? 'documented' });
   const budget = new InflightBudget(options.maxInflight ?? MAX_INFLIGHT);

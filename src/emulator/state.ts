@@ -51,7 +51,7 @@ interface Persisted {
   webhooks: EmuWebhook[];
 }
 
-const NOT_OURS_HINT = 'Give --data-file a new file (it is created), or one an emulator wrote; or move this one aside.';
+const NOT_OURS_HINT = 'Move it aside, or start with --in-memory (a throwaway state) or --data-file FILE (a new file is created).';
 
 function isPersisted(data: unknown): data is Persisted {
   const d = data as Partial<Persisted> | null;
@@ -98,15 +98,15 @@ export class EmulatorState {
       text = readFileSync(file, 'utf8');
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
-      throw new UsageError(`Cannot read --data-file "${file}": ${fsReason(err)}.`);
+      throw new UsageError(`Cannot read the emulator's state file "${file}": ${fsReason(err)}.`, { hint: NOT_OURS_HINT });
     }
     let data: unknown;
     try {
       data = JSON.parse(text);
     } catch (err) {
-      throw new UsageError(`--data-file "${file}" is ${jsonProblem(err)}; it was left untouched.`, { hint: NOT_OURS_HINT });
+      throw new UsageError(`The emulator's state file "${file}" is ${jsonProblem(err)}; it was left untouched.`, { hint: NOT_OURS_HINT });
     }
-    if (!isPersisted(data)) throw new UsageError(`--data-file "${file}" holds no emulator state (it was not written by \`wxhooks emulator\`); it was left untouched.`, { hint: NOT_OURS_HINT });
+    if (!isPersisted(data)) throw new UsageError(`The emulator's state file "${file}" holds no emulator state (it was not written by \`wxhooks emulator\`); it was left untouched.`, { hint: NOT_OURS_HINT });
     this.nextWebhookId = data.next_webhook_id;
     this.nextSubscriptionId = data.next_subscription_id;
     for (const w of data.webhooks) this.webhooks.set(w.id, w);

@@ -37,6 +37,11 @@ async function keptToken(dir: string): Promise<string> {
   return value;
 }
 
+type Inspecting = RunningListen & { inspector: string };
+
+/** The running listens with an inspector (the last started first): what this server can attach to. */
+const inspecting = async (dir: string): Promise<Inspecting[]> => (await runningListens(dir)).filter((r): r is Inspecting => r.inspector !== null);
+
 function listenAbout(inspector: string, record: RunningListen | undefined): Attached {
   if (!record) return { kind: 'listen', where: inspector, replay_to: null, replay_unavailable: 'not known here (this listen did not record itself in this store folder): a replay says' };
   const { pid, receiver, forward_to, webhook_id, started } = record;
@@ -66,13 +71,13 @@ export async function attach(ctx: Context, o: AttachOptions): Promise<Attachment
     const token = u.searchParams.get('token');
     if (token) addSensitive(token);
     const inspector = `${u.origin}/`;
-    const record = (await runningListens(dir)).find((r) => r.inspector === inspector);
+    const record = (await inspecting(dir)).find((r) => r.inspector === inspector);
     const live = new LiveListen(inspector, token ?? (await keptToken(dir)), listenAbout(inspector, record), ctx.global.timeoutMs);
     await live.check();
     return live;
   }
   if (o.store === undefined && o.saveDir === undefined) {
-    const running = await runningListens(dir);
+    const running = await inspecting(dir);
     if (running.length) return attachRunning(ctx, dir, running, o);
     if (ctx.env.WXHOOKS_STORE_URL) return attachKept(ctx, { ...o, store: ctx.env.WXHOOKS_STORE_URL });
     throw new NotFoundError(`No running \`wxhooks listen --inspect\` was found in ${dir}, and nothing else was given to attach to.`, {
@@ -82,12 +87,12 @@ export async function attach(ctx: Context, o: AttachOptions): Promise<Attachment
   return attachKept(ctx, o);
 }
 
-async function attachRunning(ctx: Context, dir: string, running: RunningListen[], o: AttachOptions): Promise<Attachment> {
+async function attachRunning(ctx: Context, dir: string, running: Inspecting[], o: AttachOptions): Promise<Attachment> {
   if (o.forwardTo !== undefined) throw new UsageError('--forward-to is for a kept history (--store, --save-dir): a running listen replays to its own --forward-to.');
   const token = await keptToken(dir);
   // a listen that went away may have been started again, elsewhere: the newest recorded one that answers
   const findAgain = async () => {
-    for (const record of await runningListens(dir)) {
+    for (const record of await inspecting(dir)) {
       const live = new LiveListen(record.inspector, token, listenAbout(record.inspector, record), ctx.global.timeoutMs);
       if (await live.check().then(() => true, () => false)) return { inspector: record.inspector, about: live.about };
     }

@@ -5,6 +5,7 @@ import { claimKept } from '../store/history-limits.js';
 import type { StoreNotice } from '../delivery/store.js';
 import { formatDuration } from '../util/duration.js';
 import { printable } from '../util/printable.js';
+import { fitLine, visibleLength, wrapWords } from './render.js';
 import type { Style } from './style.js';
 
 function size(n: number | undefined): string {
@@ -37,19 +38,33 @@ function ids(e: ReceiverEvent): string {
 
 const DEDUPE = { body: 'dedupe on the body trigger_id', header: 'dedupe on the Trigger-Id', hash: 'dedupe on a hash of the signed timestamp and body' };
 
-/** Ids, model run, size and layout of a delivery, two spaces apart. */
-function details(e: ReceiverEvent, style: Style): string {
-  let text = add(ids(e), run(e), '  ');
-  text = add(text, size(e.size), '  ');
-  text = add(text, style.dim(e.layout ?? ''), '  ');
-  return e.dedupe_key ? add(text, style.dim(`(${DEDUPE[e.dedupe_key]}: the layout does not sign the Trigger-Id)`), '  ') : text;
+/**
+ * Ids, model run, size and layout of a delivery, two spaces apart. `drop` leaves out the least needed
+ * first, to fit a narrow terminal: the dedupe note, the layout, the size, the trigger id, the webhook and
+ * subscription ids (the type, the run and the answer stay).
+ */
+function details(e: ReceiverEvent, style: Style, drop = 0): string {
+  const idsShown = drop >= 5 ? '' : drop >= 4 ? ids({ ...e, trigger_id: undefined }) : ids(e);
+  let text = add(idsShown, run(e), '  ');
+  if (drop < 3) text = add(text, size(e.size), '  ');
+  if (drop < 2) text = add(text, style.dim(e.layout ?? ''), '  ');
+  return e.dedupe_key && drop < 1 ? add(text, style.dim(`(${DEDUPE[e.dedupe_key]}: the layout does not sign the Trigger-Id)`), '  ') : text;
 }
 
-function forward(e: ReceiverEvent): string {
+/** The most fields `details` can leave out. */
+const MOST_DROPPED = 6;
+
+function forward(e: ReceiverEvent, drop = 0): string {
   const f = e.forward;
   if (!f) return '';
   if (f.error) return `→ app: ${printable(f.error)}`;
-  return `→ app ${f.status}${f.body ? ` ${JSON.stringify(f.body.slice(0, 60))}` : ''} (${f.ms} ms)`;
+  return `→ app ${f.status}${f.body && drop < MOST_DROPPED ? ` ${JSON.stringify(f.body.slice(0, 60))}` : ''} (${f.ms} ms)`;
+}
+
+/** How a report is shown: the terminal's width (lines are fitted to it, never wrapped by the terminal), and --verbose. */
+export interface EventView {
+  width?: number;
+  verbose?: boolean;
 }
 
 /** What `listen`'s line says past the request itself: an answer that did not reach the client. */
@@ -57,12 +72,20 @@ function unsent(e: ReceiverEvent, style: Style): string {
   return e.answer_sent === false ? style.yellow(`\n         the answer was not sent: the connection closed first (the client got nothing; its retry is a duplicate)`) : '';
 }
 
-/** One readable line per request for `listen`, with a second indented line for advice. */
-export function formatEvent(e: ReceiverEvent, style: Style): string {
-  return request(e, style) + unsent(e, style);
+/**
+ * One readable line per request for `listen`, with indented lines for advice. On a terminal of `width`
+ * columns the request's line drops its least needed fields until it fits (then is cut), and the advice is
+ * wrapped at spaces, so that the terminal never breaks a line in the middle of a field.
+ */
+export function formatEvent(e: ReceiverEvent, style: Style, view: EventView = {}): string {
+  let text = request(e, style, 0, view) + unsent(e, style);
+  for (let drop = 1; view.width && drop <= MOST_DROPPED && visibleLength(text.split('\n')[0]!) > view.width; drop++) text = request(e, style, drop, view) + unsent(e, style);
+  if (!view.width) return text;
+  const [first, ...advice] = text.split('\n');
+  return [fitLine(first!, view.width), ...advice.map((l) => wrapWords(l, view.width, ' '.repeat(l.length - l.trimStart().length)))].join('\n');
 }
 
-function request(e: ReceiverEvent, style: Style): string {
+function request(e: ReceiverEvent, style: Style, drop = 0, view: EventView = {}): string {
   const time = style.dim(e.time.slice(11, 19));
   const status = String(e.status);
   const type = field(e.type);
@@ -70,10 +93,11 @@ function request(e: ReceiverEvent, style: Style): string {
     case 'accepted':
     case 'refused_by_flag': {
       const mark = e.outcome === 'accepted' ? style.green('✓') : style.yellow('!');
-      const fields = add(style.bold(type ?? '(no type)') + (e.test ? style.cyan(' test') : ''), details(e, style), '  ');
-      let text = `${time} ${mark} ${status}  ${add(fields, forward(e), '  ')}`;
+      const fields = add(style.bold(type ?? '(no type)') + (e.test ? style.cyan(' test') : ''), details(e, style, drop), '  ');
+      let text = `${time} ${mark} ${status}  ${add(fields, forward(e, drop), '  ')}`;
       if (e.outcome === 'refused_by_flag') text += style.yellow(`  (answered ${status} as --respond-status asks; not marked processed)`);
-      if (e.pinned) text += `\n         ${style.dim(`signatures use the ${e.layout} layout; pinned for this session (pin it yourself with --scheme ${e.layout})`)}`;
+      // the layout pinned is a detail for those who choose one: said with --verbose
+      if (e.pinned && view.verbose) text += `\n         ${style.dim(`signatures use the ${e.layout} layout; pinned for this session (pin it yourself with --scheme ${e.layout})`)}`;
       if (e.warning) text += `\n         ${style.yellow(`warning: ${e.warning}`)}`;
       if (e.saved_to) text += `\n         ${style.dim(`saved to ${printable(e.saved_to)}`)}`;
       return text;
@@ -86,7 +110,7 @@ function request(e: ReceiverEvent, style: Style): string {
     case 'in_progress':
       return `${time} ${style.yellow('…')} ${status}  ${type ?? ''} ${ids(e)} is still being processed; answered 409 so the service retries`;
     case 'forward_failed':
-      return `${time} ${style.red('✗')} ${status}  ${add(style.bold(type ?? ''), details(e, style), '  ')}  ${style.red(forward(e))}\n         ${style.dim('not marked processed: the service will retry it')}`;
+      return `${time} ${style.red('✗')} ${status}  ${add(style.bold(type ?? ''), details(e, style, drop), '  ')}  ${style.red(forward(e, drop))}\n         ${style.dim('not marked processed: the service will retry it')}`;
     case 'store_failed':
       return `${time} ${style.red('✗')} ${status}  ${add(style.bold(type ?? ''), ids(e), '  ')}  ${style.red(printable(e.message ?? 'the processed pair could not be stored'))}`;
     case 'unverified':

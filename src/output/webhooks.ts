@@ -21,7 +21,7 @@ export function describeResponse(s: Subscription): string {
   return [String(r.type ?? '?'), ...opts].join(' ');
 }
 
-export function webhooksTable(hooks: Webhook[], tty: boolean): string {
+export function webhooksTable(hooks: Webhook[], tty: boolean, width?: number): string {
   return table(
     ['ID', 'URL', 'NAME', 'ACTIVE', 'SUBSCRIPTIONS'],
     hooks.map((h) => [
@@ -32,14 +32,17 @@ export function webhooksTable(hooks: Webhook[], tty: boolean): string {
       h.subscriptions.map((s) => s.type).join(',') || '-',
     ]),
     tty,
+    width,
   );
 }
 
-export function subscriptionsTable(subs: Subscription[], tty: boolean): string {
+/** A webhook's subscriptions; the first column is the subscription's id (SUBSCRIPTION, so that it is not taken for the webhook's). */
+export function subscriptionsTable(subs: Subscription[], tty: boolean, width?: number): string {
   return table(
-    ['ID', 'TYPE', 'FILTERS', 'RESPONSE', 'NOTE'],
+    ['SUBSCRIPTION', 'TYPE', 'FILTERS', 'RESPONSE', 'NOTE'],
     subs.map((s) => [s.id, s.type, describeFilters(s), describeResponse(s), s.note ?? '']),
     tty,
+    width,
   );
 }
 
@@ -57,15 +60,38 @@ export function webhookDetails(h: Webhook, style: ChalkInstance, tty: boolean): 
   return `${rows.filter((r) => r !== undefined).join('\n')}\n`;
 }
 
-/** The once-only display of a new secret. */
-export function secretBox(secret: string, webhookId: string, stored: string | undefined, style: ChalkInstance): string {
-  const lines = [
+/** Text broken into lines of at most `width` columns, at spaces, and inside a word (a long path) only when it is longer than a line. */
+function breakLines(text: string, width: number): string[] {
+  const lines: string[] = [];
+  let current = '';
+  for (let word of text.split(' ')) {
+    while (word.length > width) {
+      if (current) lines.push(current);
+      lines.push(word.slice(0, width));
+      word = word.slice(width);
+      current = '';
+    }
+    if (current && current.length + 1 + word.length > width) {
+      lines.push(current);
+      current = word;
+    } else current = current ? `${current} ${word}` : word;
+  }
+  lines.push(current);
+  return lines;
+}
+
+/**
+ * The once-only display of a new secret, in a box as wide as its longest line, or, on a terminal of
+ * `columns`, no wider than it: the words are broken into shorter lines, never the secret itself.
+ */
+export function secretBox(secret: string, webhookId: string, stored: string | undefined, style: ChalkInstance, columns?: number): string {
+  const prose = [
     `Signing secret for webhook ${webhookId}: shown only this once by the service.`,
-    '',
-    `  ${secret}`,
-    '',
     stored ? `Stored in ${stored}; see it again with \`wxhooks secret show ${webhookId}\`.` : 'NOT stored (--no-save): copy it now, it cannot be shown again.',
   ];
+  const fit = columns && columns >= 40 ? Math.max(columns - 4, secret.length + 2) : Infinity;
+  const [head, tail] = prose.map((p) => (fit === Infinity ? [p] : breakLines(p, fit)));
+  const lines = [...head!, '', `  ${secret}`, '', ...tail!];
   const width = Math.max(...lines.map((l) => l.length));
   const top = `┌${'─'.repeat(width + 2)}┐`;
   const bottom = `└${'─'.repeat(width + 2)}┘`;

@@ -1,53 +1,69 @@
 import { rmSync } from 'node:fs';
-import { readdir, readFile, rm } from 'node:fs/promises';
+import { readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { writeFileAtomic } from '../util/files.js';
 import { ensurePrivateDir } from './paths.js';
+import { readPrivateFile } from './private-file.js';
 
 /**
- * A running `listen --inspect`, as it records itself in the store folder so that `wxhooks mcp` can find
- * it: where its inspector and its receiver are, and what it forwards to. Never the inspector's token,
- * which is kept apart (inspector-token.json), nor a secret.
+ * A `wxhooks listen` running on this machine, as it records itself in the store folder (a file of its own
+ * under running/, for as long as it runs): so that `doctor` checks through the listen that holds a port,
+ * a second listen names the one in its way, and `wxhooks mcp` finds a listen's inspector. Never the
+ * inspector's token (kept apart, inspector-token.json), nor a secret.
  */
 export interface RunningListen {
   pid: number;
-  /** The inspector's address, without its token. */
-  inspector: string;
+  host: string;
+  port: number;
+  /** The receiver's URL. */
   receiver: string;
+  /** The inspector's address, without its token: null until it runs (and without --inspect). */
+  inspector: string | null;
   forward_to: string | null;
+  /** The webhook whose secret it verifies with (--webhook, or its temporary one), when it has one. */
   webhook_id: string | null;
+  base_url: string | null;
   /** When it started (ISO 8601). */
   started: string;
+}
+
+/** A record written: changed as the listen starts more (its inspector), removed when it stops. */
+export interface Announced {
+  update(patch: Partial<RunningListen>): Promise<void>;
+  remove(): Promise<void>;
 }
 
 const FOLDER = 'running';
 const fileOf = (dir: string, pid: number) => join(dir, FOLDER, `listen-${pid}.json`);
 
 /**
- * Records a running listen for as long as its inspector runs: the record is written now, and removed when
- * the inspector is closed, or when the process exits without closing it (a second Ctrl-C). Under kill -9
- * it stays, and readers pass over it (its pid is dead). A record that cannot be written costs nothing but
- * being found: `wxhooks mcp --listen URL` still works.
+ * Records this listen in the store folder until remove() (or the process's exit, a second Ctrl-C
+ * included). Under kill -9 it stays, and readers pass over it (its pid is dead). Never throws: a record
+ * that cannot be written costs only being found (`mcp --listen URL`, `doctor --port` still work).
  */
-export async function recordRunning<T extends { close(): Promise<void> }>(dir: string, record: RunningListen, inspector: T): Promise<T> {
+export async function announceListen(dir: string, record: RunningListen): Promise<Announced> {
   const file = fileOf(dir, record.pid);
+  let current = record;
+  const write = () => writeFileAtomic(file, `${JSON.stringify(current)}\n`);
   try {
     ensurePrivateDir(join(dir, FOLDER));
-    await writeFileAtomic(file, `${JSON.stringify(record)}\n`);
+    await write();
   } catch {
-    return inspector;
+    return { update: async () => undefined, remove: async () => undefined };
   }
   const forget = () => rmSync(file, { force: true });
   process.once('exit', forget);
+  let removed = false;
   return {
-    ...inspector,
-    async close() {
+    async update(patch) {
+      if (removed) return;
+      current = { ...current, ...patch };
+      await write().catch(() => undefined);
+    },
+    async remove() {
+      removed = true;
       process.off('exit', forget);
-      try {
-        forget();
-      } finally {
-        await inspector.close();
-      }
+      await rm(file, { force: true }).catch(() => undefined);
     },
   };
 }
@@ -62,8 +78,11 @@ function alive(pid: number): boolean {
   }
 }
 
-const isRecord = (v: unknown): v is RunningListen =>
-  typeof v === 'object' && v !== null && Number.isInteger((v as RunningListen).pid) && typeof (v as RunningListen).inspector === 'string' && typeof (v as RunningListen).started === 'string';
+const isRecord = (v: unknown): v is RunningListen => {
+  if (typeof v !== 'object' || v === null) return false;
+  const r = v as RunningListen;
+  return Number.isSafeInteger(r.pid) && Number.isInteger(r.port) && typeof r.receiver === 'string' && (r.inspector === null || typeof r.inspector === 'string') && typeof r.started === 'string';
+};
 
 /** The listens that run now, as they recorded themselves, the last started first. Records of dead processes are removed. */
 export async function runningListens(dir: string): Promise<RunningListen[]> {
@@ -78,7 +97,11 @@ export async function runningListens(dir: string): Promise<RunningListen[]> {
     const file = join(dir, FOLDER, name);
     let record: unknown;
     try {
-      record = JSON.parse(await readFile(file, 'utf8'));
+      // read by the store folder's rules (another user's record, or a link, is passed over: mcp would
+      // send the inspector's token to the address it names)
+      const data = await readPrivateFile(join(dir, FOLDER), name, { what: 'the record of a running listen' });
+      if (!data) continue;
+      record = JSON.parse(data.toString('utf8'));
     } catch {
       continue; // being written, or not ours
     }
@@ -87,4 +110,9 @@ export async function runningListens(dir: string): Promise<RunningListen[]> {
     else await rm(file, { force: true }).catch(() => undefined);
   }
   return out.sort((a, b) => b.started.localeCompare(a.started));
+}
+
+/** The running listen on `port`, if one recorded itself. */
+export async function listenOnPort(dir: string, port: number): Promise<RunningListen | undefined> {
+  return (await runningListens(dir)).find((l) => l.port === port);
 }

@@ -1,10 +1,24 @@
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { UsageError } from '../errors.js';
+import { UsageError, type WxErrorOptions } from '../errors.js';
 import { formatDuration } from './duration.js';
 
 /** A server could not be bound: its port is taken, or its address is not this machine's (a usage error, exit 2). */
-export class BindError extends UsageError {}
+export class BindError extends UsageError {
+  constructor(
+    message: string,
+    options: WxErrorOptions & { reason: 'in_use' | 'no_address' | 'not_allowed'; port: number; host: string },
+  ) {
+    super(message, options);
+    this.reason = options.reason;
+    this.port = options.port;
+    this.host = options.host;
+  }
+  /** Why: the port is taken (`in_use`), the address is not this machine's, or binding it needs privileges. */
+  readonly reason: 'in_use' | 'no_address' | 'not_allowed';
+  readonly port: number;
+  readonly host: string;
+}
 
 /**
  * Binds a server (the receiver, the emulator, the inspector) and returns its port and the URL to show:
@@ -21,9 +35,9 @@ export async function listenOn(server: Server, host: string, port: number, path 
     });
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
-    if (code === 'EADDRINUSE') throw new BindError(`Port ${port} on ${host} is already in use.`, { hint: 'Pick another with --port (0 picks a free one).' });
-    if (code === 'EADDRNOTAVAIL' || code === 'ENOTFOUND' || code === 'EAI_AGAIN') throw new BindError(`Cannot bind ${host}: ${code}.`, { hint: 'Give an address of this machine, such as 127.0.0.1.' });
-    if (code === 'EACCES') throw new BindError(`Not allowed to bind port ${port} on ${host} (EACCES).`, { hint: 'Ports under 1024 need privileges; pick another with --port.' });
+    if (code === 'EADDRINUSE') throw new BindError(`Port ${port} on ${host} is already in use.`, { hint: 'Pick another with --port (0 picks a free one).', reason: 'in_use', port, host });
+    if (code === 'EADDRNOTAVAIL' || code === 'ENOTFOUND' || code === 'EAI_AGAIN') throw new BindError(`Cannot bind ${host}: ${code}.`, { hint: 'Give an address of this machine, such as 127.0.0.1.', reason: 'no_address', port, host });
+    if (code === 'EACCES') throw new BindError(`Not allowed to bind port ${port} on ${host} (EACCES).`, { hint: 'Ports under 1024 need privileges; pick another with --port.', reason: 'not_allowed', port, host });
     throw err;
   }
   const bound = (server.address() as AddressInfo).port;

@@ -1,0 +1,1 @@
+export function buildSea(dir?: string): Promise<string>;
