@@ -186,13 +186,15 @@ describe('3. commands that do not fight the user', () => {
   it('listen --webhook on a port another listen holds: says so, with its pid, and that another port needs the webhook\'s URL updated', async () => {
     const port = await freePort();
     const hook = await created(env, `http://127.0.0.1:${port}/`, 'forecast_hour.available');
+    // a second webhook to the same port (the same webhook twice is refused earlier: its processed-pairs file has one owner)
+    const other = await created(env, `http://127.0.0.1:${port}/`, 'forecast_hour.available');
     const first = startInProcess(['listen', '--webhook', hook.id, '--port', String(port)], { env });
     try {
       await first.waitForStderr('Ctrl-C to stop.');
-      const second = await runInProcess(['listen', '--webhook', hook.id, '--port', String(port)], { env });
+      const second = await runInProcess(['listen', '--webhook', other.id, '--port', String(port)], { env });
       expect(second.code).toBe(2);
       expect(second.stderr).toContain(`Port ${port} on 127.0.0.1 is already in use, by another \`wxhooks listen\` (pid ${process.pid}, for webhook ${hook.id}`);
-      expect(second.stderr).toContain(`webhook ${hook.id} delivers to http://127.0.0.1:${port}/, so a new port needs \`wxhooks webhook update ${hook.id} --url http://127.0.0.1:NEW_PORT/\``);
+      expect(second.stderr).toContain(`webhook ${other.id} delivers to http://127.0.0.1:${port}/, so a new port needs \`wxhooks webhook update ${other.id} --url http://127.0.0.1:NEW_PORT/\``);
       expect(second.stderr).not.toContain('0 picks a free one');
     } finally {
       await first.stop();

@@ -61,3 +61,15 @@ describe('printable and tables', () => {
     expect(piped).toBe('A\tB\nx\\ty\tline\\nbreak\\x1b[31m\n');
   });
 });
+
+describe('a refused request\'s claimed Trigger-Id (#32.5)', () => {
+  it('is cut at the source, so every place it goes (the --json line included) has it cut', async () => {
+    const { failureEvent } = await import('../src/receiver/report.js');
+    const { CLAIM_KEPT } = await import('../src/store/history-limits.js');
+    const f = { ok: false as const, reason: 'no_match' as const, message: 'no signature matched', hint: 'check the secret' };
+    const long = failureEvent('2026-11-25T00:00:00.000Z', '/', f as never, 401, 2, `trg_${'x'.repeat(16_000)}`);
+    expect(long.claimed_trigger_id).toBe(`trg_${'x'.repeat(CLAIM_KEPT - 4)}…`);
+    expect(JSON.stringify(long).length).toBeLessThan(1000);
+    expect(failureEvent('2026-11-25T00:00:00.000Z', '/', f as never, 401, 2, 'trg_short').claimed_trigger_id).toBe('trg_short');
+  });
+});

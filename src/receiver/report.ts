@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { hashedPair, pairFrom, unkeyableIds, withHashedIds, type Pair } from '../delivery/pair.js';
 import type { ReceiverEvent } from '../delivery/report.js';
 import type { VerifyFailure, VerifySuccess } from '../signing/verify.js';
+import { claimKept } from '../store/history-limits.js';
 import { idText } from '../util/bytes.js';
 
 /** The (trigger, subscription) pair of a verified delivery (the rule: src/delivery/pair.ts), hashed with Node's crypto when it must be. */
@@ -59,7 +60,8 @@ export function failureEvent(time: string, path: string, f: VerifyFailure, statu
     message: f.message,
     hint: f.hint,
     skew_seconds: f.skewSeconds,
-    claimed_trigger_id: triggerHeader,
+    // cut at the source: a header may carry 16 KB, kept and shown for nothing (#32.5)
+    claimed_trigger_id: triggerHeader === undefined ? undefined : claimKept(triggerHeader),
   };
   if (f.diagnosisSkipped) event.diagnosis_skipped = true;
   return event;

@@ -1,6 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { readdirSync, statSync } from 'node:fs';
+import { readdirSync, statSync, type Dirent } from 'node:fs';
 import { request } from 'node:http';
 import { createServer, connect, type Socket } from 'node:net';
 import { join } from 'node:path';
@@ -150,7 +150,22 @@ export async function nodePostgresRelay(config: RelayConfig): Promise<RelayUnder
 
 /** A folder's size on disk, every file in it. */
 export function folderBytes(dir: string): number {
-  return readdirSync(dir, { withFileTypes: true }).reduce((n, e) => n + (e.isDirectory() ? folderBytes(join(dir, e.name)) : statSync(join(dir, e.name)).size), 0);
+  let entries: Dirent[];
+  try {
+    entries = readdirSync(dir, { withFileTypes: true });
+  } catch {
+    return 0; // removed while it was counted
+  }
+  return entries.reduce((n, e) => n + (e.isDirectory() ? folderBytes(join(dir, e.name)) : fileBytes(join(dir, e.name))), 0);
+}
+
+/** A file's size on disk, or 0 when it went away meanwhile (a temporary file renamed into place). */
+function fileBytes(file: string): number {
+  try {
+    return statSync(file).size;
+  } catch {
+    return 0;
+  }
 }
 
 /** A delivery as the service sends it, signed now (or at `timestamp`) with `secret`. */
