@@ -1,11 +1,13 @@
 import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../scripts/harness.js';
 import { formatEvent } from '../src/output/listen.js';
 import { Chalk } from 'chalk';
 import { forwardRoute, routeFor, type ForwardRoutes } from '../src/receiver/routes.js';
+import { attach } from '../src/mcp/attach.js';
 import { runCli, tempDir } from './helpers/cli.js';
+import { testContext } from './helpers/context.js';
 import { post } from './helpers/http.js';
 import { startCli, type Running } from './helpers/process.js';
 import { signed, TEST_SECRET } from './helpers/receiver.js';
@@ -31,6 +33,13 @@ describe('--forward-to: the parser', () => {
     expect(routeFor(r, undefined)).toBe('http://localhost:3000/other?a=b');
     // a type from a body that names a property of every object is no route
     expect(routeFor(parse('forecast_hour.available=http://a.test/'), 'constructor')).toBeUndefined();
+  });
+
+  it("the README's example routes one type, and every other type to the URL without a type", () => {
+    const readme = readFileSync(resolve(import.meta.dirname, '../README.md'), 'utf8');
+    const line = readme.split('\n').find((l) => l.startsWith('wxhooks listen') && l.includes('--forward-to forecast_hour.available='))!;
+    const values = [...line.matchAll(/--forward-to (\S+)/g)].map((m) => m[1]!);
+    expect(parse(...values)).toEqual({ byType: { 'forecast_hour.available': 'http://localhost:3000/forecast' }, other: 'http://localhost:3000/other' });
   });
 
   it.each([
@@ -93,6 +102,14 @@ describe('listen with two routes and a default', () => {
     expect(ready).toMatchObject({ forward_to: `${other.url}/other`, forward_routes: routes });
     const record = JSON.parse(readFileSync(join(dir, 'running', `listen-${l.child.pid}.json`), 'utf8')) as Record<string, unknown>;
     expect(record).toMatchObject({ forward_to: `${other.url}/other`, forward_routes: routes });
+    // wxhooks mcp reads the record: it replays, by type
+    const attached = await attach(testContext({ env: { WXHOOKS_CONFIG_DIR: dir } }), { storeSchema: 'wxhooks' });
+    try {
+      expect(attached.about).toMatchObject({ replay_to: `${other.url}/other`, replay_routes: routes, listen: { forward_to: `${other.url}/other`, forward_routes: routes } });
+      expect(attached.about.replay_unavailable).toBeUndefined();
+    } finally {
+      await attached.close();
+    }
   });
 
   it('each type reaches its app, and the unrouted type the default', async () => {
@@ -133,7 +150,8 @@ describe('listen with two routes and a default', () => {
 describe('listen with routes and no default', () => {
   it('an unrouted type is acknowledged, not forwarded, and reported; its replay is refused with the reason', async () => {
     const forecast = await startServer(ok);
-    const l = startCli(['listen', '--port', '0', '--json', '--secret-env', 'WX_SECRET', '--inspect', '127.0.0.1:0', '--forward-to', `forecast_hour.available=${forecast.url}/forecast`], env(tempDir()));
+    const dir = tempDir();
+    const l = startCli(['listen', '--port', '0', '--json', '--secret-env', 'WX_SECRET', '--inspect', '127.0.0.1:0', '--forward-to', `forecast_hour.available=${forecast.url}/forecast`], env(dir));
     try {
       const ready = await l.waitFor<{ event?: string; url: string; forward_to: unknown }>((v) => v.event === 'listening');
       expect(ready.forward_to).toBeNull();
@@ -160,6 +178,17 @@ describe('listen with routes and no default', () => {
       expect(replay.status).toBe(409);
       expect(await replay.json()).toEqual({ error: 'no --forward-to for degree_days.available: nowhere to replay it to' });
       expect(forecast.requests).toHaveLength(1);
+      // wxhooks mcp takes a listen that routes only by type as one that replays, to the type's URL
+      const attached = await attach(testContext({ env: { WXHOOKS_CONFIG_DIR: dir } }), { storeSchema: 'wxhooks' });
+      try {
+        expect(attached.about).toMatchObject({ replay_to: null, replay_routes: { 'forecast_hour.available': `${forecast.url}/forecast` } });
+        expect(attached.about.replay_unavailable).toBeUndefined();
+        const fid = records.find((r) => r.type === 'forecast_hour.available')!.id;
+        expect((await attached.replay(fid)).result).toMatchObject({ ok: true, status: 200 });
+        expect(forecast.requests.map((r) => [r.path, r.headers['x-wxhooks-replay']])).toEqual([['/forecast', undefined], ['/forecast', '1']]);
+      } finally {
+        await attached.close();
+      }
     } finally {
       await l.stop();
       await forecast.close();
