@@ -124,6 +124,8 @@ More examples:
   $ wxhooks listen --secret-env WX_WEBHOOK_SECRET --json | jq 'select(.outcome=="accepted")'
   $ wxhooks listen --webhook 7 --until initialization_time.available --within 10m   # a CI gate
   $ wxhooks listen --webhook 7 --until-run wm-6 --expect-hours 0-240/6 --within 6h  # a whole run
+  $ wxhooks listen --webhook 7 --forward-to forecast_hour.available=http://localhost:3000/forecast \\
+      --forward-to http://localhost:3000/other                                      # by type, the rest to one URL
   $ wxhooks listen --webhook 7 --respond-status 500                                 # watch the retries
   $ wxhooks listen --webhook 7 --forward-to http://localhost:3000/hooks --inspect   # open the link it prints`,
     )
