@@ -16,6 +16,7 @@ import { History, PgHistory, type HistorySource } from '../receiver/history.js';
 import { startInspector, type RunningInspector } from '../receiver/inspector.js';
 import { verified, type ReceiverEvent } from '../receiver/event.js';
 import { replayCommands, replayFromHistory } from '../receiver/replay.js';
+import { describeRoutes, forwardRoute, routeFor, shownRoutes } from '../receiver/routes.js';
 import { openSaveDir, readProvenBody, readSavedDir, saveKeyOf, savedAsEvent, savedBody } from '../receiver/saved.js';
 import { compressHours, parseRunName, RunTracker } from '../delivery/runs.js';
 import { startReceiver, type RunningReceiver } from '../receiver/server.js';
@@ -36,7 +37,7 @@ import { printable } from '../util/printable.js';
 import { addSensitive } from '../util/redact.js';
 import { isKnownType, SUBSCRIPTION_TYPES, suggestion } from '../vocabulary.js';
 import { declare, type OptionsOf } from './option-types.js';
-import { msDefault, portOption, schemeOption, sizeDefault, toleranceOption, valued } from './options.js';
+import { accumulated, msDefault, portOption, schemeOption, sizeDefault, toleranceOption, valued } from './options.js';
 import { baseUrlFor, resolveSecrets, secretSourceOptions, secretStoreFor, serviceFor, type SecretSource } from './shared.js';
 
 /**
@@ -63,7 +64,7 @@ function declareListen(cmd: Command) {
     .option('--clean', 'with --public-url: delete the temporary webhooks of this host that no running listen holds')
     .option('--check', 'once ready, ping each subscription through the service and say which link of the chain works')
     .optionsGroup('What it does with a verified delivery:')
-    .addOption(valued('--forward-to <url>', 'POST each verified delivery (exact bytes and headers) to your app', url))
+    .addOption(accumulated('--forward-to <url|type=url>', 'POST each verified delivery (exact bytes and headers) to your app: TYPE=URL for a type (repeatable), a URL alone for every other type', forwardRoute))
     .addOption(valued('--forward-timeout <duration>', 'how long your app may take', timeLimit, msDefault(DEFAULTS.forwardTimeoutMs)))
     .option('--save-dir <dir>', 'write each verified delivery to a file that `verify` and `send` read back')
     .addOption(valued('--respond-status <code>', 'answer verified deliveries with this status (e.g. 500, to watch the retries)', integer(200, 599)))
@@ -123,6 +124,8 @@ More examples:
   $ wxhooks listen --secret-env WX_WEBHOOK_SECRET --json | jq 'select(.outcome=="accepted")'
   $ wxhooks listen --webhook 7 --until initialization_time.available --within 10m   # a CI gate
   $ wxhooks listen --webhook 7 --until-run wm-6 --expect-hours 0-240/6 --within 6h  # a whole run
+  $ wxhooks listen --webhook 7 --forward-to forecast_hour.available=http://localhost:3000/forecast \\
+      --forward-to http://localhost:3000/other                                      # by type, the rest to one URL
   $ wxhooks listen --webhook 7 --respond-status 500                                 # watch the retries
   $ wxhooks listen --webhook 7 --forward-to http://localhost:3000/hooks --inspect   # open the link it prints`,
     )
@@ -317,7 +320,7 @@ export async function runListen(ctx: Context, o: ListenOptions): Promise<void> {
       port: receiver.port,
       receiver: receiver.url,
       inspector: null,
-      forward_to: o.forwardTo ?? null,
+      ...shownRoutes(o.forwardTo),
       webhook_id: listening.temporary?.hook.id ?? o.webhook ?? null,
       base_url: listening.base ?? null,
       started: new Date(ctx.clock.now()).toISOString(),
@@ -388,7 +391,7 @@ async function startPage(ctx: Context, o: ListenOptions, history: HistorySource,
     hostNames: o.inspectHost,
     history,
     token: token.value,
-    about: { url: receiver.url, forward_to: o.forwardTo ?? null, keep: o.history, expect_hours: o.expectHours ?? null, need_init: o.initEvent, webhook_id: l.temporary?.hook.id ?? o.webhook ?? null },
+    about: { url: receiver.url, ...shownRoutes(o.forwardTo), keep: o.history, expect_hours: o.expectHours ?? null, need_init: o.initEvent, webhook_id: l.temporary?.hook.id ?? o.webhook ?? null },
     replay: o.forwardTo
       ? async (id, edited) => {
           const r = await replayFromHistory(history, id, { secret, to: o.forwardTo!, timeoutMs: o.forwardTimeout, clock: ctx.clock, edited, saveKey });
@@ -402,7 +405,8 @@ async function startPage(ctx: Context, o: ListenOptions, history: HistorySource,
       if (!found) return { status: 404, body: { error: 'that delivery is no longer kept (see --history)' } };
       if (!verified(found.record)) return { status: 409, body: { error: 'only a verified delivery is signed again' } };
       if (found.body === undefined) return { status: 409, body: { error: `only part of this body is kept, and ${found.error}` } };
-      return { status: 200, body: replayCommands(found.record, found.body, secret, o.forwardTo ?? receiver.url, l.temporary ? undefined : o.webhook) };
+      const to = (o.forwardTo && routeFor(o.forwardTo, found.record.type)) ?? receiver.url;
+      return { status: 200, body: replayCommands(found.record, found.body, secret, to, l.temporary ? undefined : o.webhook) };
     },
   });
   return page;
@@ -450,7 +454,7 @@ async function lookUp(ctx: Context, id: string): Promise<{ hook?: Webhook; missi
 function reportReady(ctx: Context, o: ListenOptions, receiver: RunningReceiver, l: Listening, output: LineBuffer, style: Style): void {
   if (ctx.global.json) {
     output.push(
-      JSON.stringify({ event: 'listening', url: receiver.url, port: receiver.port, scheme: o.scheme, tolerance: o.tolerance, secret_from: l.from, forward_to: o.forwardTo ?? null, fsync: Boolean(o.fsync), webhook_id: l.temporary?.hook.id ?? o.webhook ?? null }),
+      JSON.stringify({ event: 'listening', url: receiver.url, port: receiver.port, scheme: o.scheme, tolerance: o.tolerance, secret_from: l.from, ...shownRoutes(o.forwardTo), fsync: Boolean(o.fsync), webhook_id: l.temporary?.hook.id ?? o.webhook ?? null }),
     );
   } else {
     line(ctx.stderr, `${style.green('Ready.')} Listening on ${style.bold(receiver.url)}, verifying with ${l.from} (scheme ${o.scheme}, tolerance ${o.tolerance} s)`);
@@ -458,7 +462,9 @@ function reportReady(ctx: Context, o: ListenOptions, receiver: RunningReceiver, 
       const subs = l.temporary.hook.subscriptions.map((s) => `${s.type} (${s.id})`).join(', ');
       line(ctx.stderr, `Temporary webhook ${style.bold(l.temporary.hook.id)} → ${printable(l.temporary.hook.url)}, subscribed to ${subs || 'nothing'}; deleted when listen exits.`);
     }
-    if (o.forwardTo) line(ctx.stderr, `Forwarding verified deliveries to ${o.forwardTo}`);
+    const routes = describeRoutes(shownRoutes(o.forwardTo));
+    if (routes.length === 1) line(ctx.stderr, `Forwarding verified deliveries to ${routes[0]}`);
+    else if (routes.length) line(ctx.stderr, `Forwarding verified deliveries by type:\n${routes.map((r) => `  ${r}`).join('\n')}`);
     if (o.webhook && !l.missing && l.hook?.url !== receiver.url) line(ctx.stderr, style.dim(`Point the webhook here with: wxhooks webhook update ${o.webhook} --url ${receiver.url}`));
     line(ctx.stderr, style.dim('Ctrl-C to stop.'));
   }

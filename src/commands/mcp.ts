@@ -4,6 +4,7 @@ import { resolveCredentials } from '../api/credentials.js';
 import { line, type Act, type Context } from '../context.js';
 import { InterruptedError, UsageError } from '../errors.js';
 import { url } from '../util/parse.js';
+import { describeRoutes, forwardsAnywhere } from '../receiver/routes.js';
 import { addSensitive, redact } from '../util/redact.js';
 import { valued } from './options.js';
 import { baseUrlFor, resolveSecrets, secretSourceOptions, secretStoreFor } from './shared.js';
@@ -86,7 +87,7 @@ export async function runMcp(ctx: Context, o: McpOptions): Promise<void> {
       !about
         ? 'attached to no deliveries (--service-only)'
         : about.listen
-          ? `attached to listen ${about.listen.pid} (inspector ${about.where}, receiving on ${about.listen.receiver}${about.listen.forward_to ? `, forwarding to ${about.listen.forward_to}` : ''})`
+          ? `attached to listen ${about.listen.pid} (inspector ${about.where}, receiving on ${about.listen.receiver}${forwardsAnywhere(about.listen) ? `, forwarding to ${describeRoutes(about.listen).join('; ')}` : ''})`
           : `attached to ${about.kind === 'listen' ? 'the listen at' : about.kind === 'store' ? 'the history of' : 'the folder'} ${about.where}`,
     );
     const server = await startMcpServer({ ctx: tools, attachment, secrets, log, allowWrite: Boolean(o.allowWrite), input: ctx.stdin, output: ctx.stdout as unknown as Writable });

@@ -41,6 +41,17 @@ export function repeatable<T = string>(flags: string, description: string, parse
   return option;
 }
 
+/**
+ * A repeatable option whose values add up to one (`--forward-to TYPE=URL ...`): `parse` is given each
+ * value with what the ones before it made, so that it can refuse what they clash with.
+ */
+export function accumulated<F extends string, T>(flags: F, description: string, parse: (text: string, what: string, previous: T | undefined) => T): TypedOption<F, T | undefined> {
+  const option = new Option(flags, description);
+  const name = option.long ?? flags;
+  option.argParser((text: string, previous: T | undefined) => parse(text, name, previous));
+  return option;
+}
+
 export { collect };
 
 /** `--port`, with each command's own default. */

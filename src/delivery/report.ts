@@ -52,6 +52,8 @@ export interface ReceiverEvent {
   dedupe_key?: DedupeSource;
   warning?: string;
   forward?: ForwardResult;
+  /** Why a verified delivery was not forwarded though listen forwards: its type has no `--forward-to` (`no --forward-to for TYPE`). */
+  not_forwarded?: string;
   saved_to?: string;
   reason?: string;
   message?: string;

@@ -8,6 +8,7 @@ import { runningListens, type RunningListen } from '../store/running.js';
 import { shownUrl, storeKind, storeSecrets } from '../store/store-url.js';
 import { url as urlParser } from '../util/parse.js';
 import { addSensitive } from '../util/redact.js';
+import { forwardsAnywhere } from '../receiver/routes.js';
 import type { Attached, Attachment } from './attachment.js';
 import { KeptHistory, openSavedFolder, type KeptReplay } from './kept.js';
 import { LiveListen } from './live.js';
@@ -44,13 +45,15 @@ const inspecting = async (dir: string): Promise<Inspecting[]> => (await runningL
 
 function listenAbout(inspector: string, record: RunningListen | undefined): Attached {
   if (!record) return { kind: 'listen', where: inspector, replay_to: null, replay_unavailable: 'not known here (this listen did not record itself in this store folder): a replay says' };
-  const { pid, receiver, forward_to, webhook_id, started } = record;
+  const { pid, receiver, forward_to, forward_routes = {}, webhook_id, started } = record;
   return {
     kind: 'listen',
     where: inspector,
-    listen: { pid, receiver, forward_to, webhook_id, started },
+    listen: { pid, receiver, forward_to, forward_routes, webhook_id, started },
+    // a delivery is replayed to the URL its type routes to: forward_to is every other type's
     replay_to: forward_to,
-    ...(forward_to ? {} : { replay_unavailable: 'this listen forwards nowhere: start it with --forward-to URL' }),
+    ...(Object.keys(forward_routes).length ? { replay_routes: forward_routes } : {}),
+    ...(forwardsAnywhere(record) ? {} : { replay_unavailable: 'this listen forwards nowhere: start it with --forward-to URL' }),
   };
 }
 

@@ -8,9 +8,11 @@ export interface Attached {
   /** The inspector's address (without its token), the store's URL (without its password), or the folder. */
   where: string;
   /** The running listen, as it recorded itself (src/store/running.ts), when it is one. */
-  listen?: { pid: number; receiver: string; forward_to: string | null; webhook_id: string | null; started: string };
-  /** Where a replay goes; null when none can be made, and `replay_unavailable` says why. */
+  listen?: { pid: number; receiver: string; forward_to: string | null; forward_routes?: Record<string, string>; webhook_id: string | null; started: string };
+  /** Where a replay goes (of a type routed elsewhere: `replay_routes`); null when none can be made, and `replay_unavailable` says why. */
   replay_to: string | null;
+  /** A running listen's routes by type (`--forward-to TYPE=URL`): a delivery of such a type is replayed there. */
+  replay_routes?: Record<string, string>;
   replay_unavailable?: string;
 }
 

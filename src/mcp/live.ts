@@ -3,6 +3,7 @@ import { verified } from '../receiver/event.js';
 import type { ForwardResult } from '../receiver/forward.js';
 import type { FullRecord, RunsView } from '../receiver/history.js';
 import { fromRow, type Listed } from '../receiver/listed.js';
+import { forwardsAnywhere } from '../receiver/routes.js';
 import { isTimeout, networkReason } from '../util/net.js';
 import type { Attached, Attachment, Replayed } from './attachment.js';
 
@@ -111,7 +112,7 @@ export class LiveListen implements Attachment {
         hint: "What did not verify is never signed with the webhook's secret.",
       });
     }
-    if (this.about.listen && !this.about.listen.forward_to) throw new RefusedError(this.about.replay_unavailable ?? 'This listen forwards nowhere.', { hint: 'Start listen with --forward-to URL.' });
+    if (this.about.listen && !forwardsAnywhere(this.about.listen)) throw new RefusedError(this.about.replay_unavailable ?? 'This listen forwards nowhere.', { hint: 'Start listen with --forward-to URL.' });
     const before = (await this.records()).at(-1)?.id ?? 0;
     const { status, data } = await this.api<(ForwardResult & { trigger_id: string }) | { error: string }>('POST', `api/deliveries/${id}/replay`, body === undefined ? undefined : { body: body.toString('utf8') });
     if (status === 404) throw new NotFoundError(`No delivery ${id} is kept by the listen any more.`);

@@ -56,7 +56,7 @@ const MOST_DROPPED = 6;
 
 function forward(e: ReceiverEvent, drop = 0): string {
   const f = e.forward;
-  if (!f) return '';
+  if (!f) return e.not_forwarded ? `→ not forwarded: ${printable(e.not_forwarded)}` : '';
   if (f.error) return `→ app: ${printable(f.error)}`;
   return `→ app ${f.status}${f.body && drop < MOST_DROPPED ? ` ${JSON.stringify(f.body.slice(0, 60))}` : ''} (${f.ms} ms)`;
 }

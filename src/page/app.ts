@@ -16,6 +16,8 @@ import { ChartProblem, drawGridded, drawTrack } from './charts.js';
 interface Config {
   url?: string;
   forward_to?: string | null;
+  /** `--forward-to TYPE=URL`: the URL of each type routed (forward_to is every other type's). */
+  forward_routes?: Record<string, string>;
   /** How many deliveries the list holds: `--history`. */
   keep: number;
   expect_hours?: number[] | null;
@@ -23,6 +25,13 @@ interface Config {
   need_init?: boolean;
   /** This listen's run: another in the stream means listen restarted. */
   session: string;
+}
+
+/** Where listen forwards, in a few words: its URL, or its routes by type (a replay goes to its type's). */
+function forwardsTo(): string {
+  const routed = Object.keys(config.forward_routes ?? {}).length;
+  if (!routed) return config.forward_to ?? '';
+  return `${routed} type${routed === 1 ? '' : 's'} routed${config.forward_to ? `, the rest to ${config.forward_to}` : ''}`;
 }
 
 /** A record: what the list has of it (Listed, from the stream), and the rest of the report when it came from the API. */
@@ -116,7 +125,7 @@ app.append(
     'header',
     '',
     el('h1', '', 'wxhooks inspector'),
-    el('span', 'about', `listen on ${config.url ?? '?'}${config.forward_to ? ` → ${config.forward_to}` : ''}`),
+    el('span', 'about', `listen on ${config.url ?? '?'}${forwardsTo() ? ` → ${forwardsTo()}` : ''}`),
     el('nav', '', tabs.deliveries, tabs.runs),
     el('span', 'tools', zoneButton, pauseButton, clearButton),
     state,
@@ -617,7 +626,7 @@ function replaySection(r: Full): HTMLElement | undefined {
     answer.dataset.status = String(body.status ?? '');
     answer.dataset.error = body.error ? 'true' : '';
   };
-  if (config.forward_to) {
+  if (forwardsTo()) {
     const replay = button('Replay to your app', 'action', () => void send());
     replay.title = 'r';
     replayNow = () => void send();

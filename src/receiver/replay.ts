@@ -5,6 +5,7 @@ import { isoMillis, type Clock } from '../util/clock.js';
 import { verified, type ReceiverEvent } from './event.js';
 import { forwardDelivery, type ForwardResult } from './forward.js';
 import type { HistorySource } from './history.js';
+import { notRouted, routeFor, type ForwardRoutes } from './routes.js';
 import { readProvenBody } from './saved.js';
 
 /** The header a replayed delivery carries, so that an app (and a person reading its logs) can tell. */
@@ -45,7 +46,7 @@ export type HistoryReplay =
   | { ok: false; status: 404 | 409; error: string };
 
 /**
- * Re-sends a delivery of the history to the app (`listen --forward-to`), signed afresh with the current
+ * Re-sends a delivery of the history to the app (`listen --forward-to`: the URL its type routes to), signed afresh with the current
  * time and the same Trigger-Id, marked `X-Wxhooks-Replay: 1`, and keeps the replay in the history as one
  * (never counted as processed). Only a verified record is replayed; a body kept only in part is read
  * whole from its saved file, if it was saved and still shows it verified (`saveKey`, the store's key that
@@ -54,13 +55,16 @@ export type HistoryReplay =
 export async function replayFromHistory(
   history: HistorySource,
   id: number,
-  o: { secret: string; to: string; timeoutMs: number; clock: Clock; edited?: Buffer; saveKey?: Buffer },
+  o: { secret: string; to: string | ForwardRoutes; timeoutMs: number; clock: Clock; edited?: Buffer; saveKey?: Buffer },
 ): Promise<HistoryReplay> {
   const record = await history.get(id);
   const kept = await history.bodyOf(id);
   if (!record) return { ok: false, status: 404, error: 'that delivery is no longer kept (see --history)' };
   if (!verified(record)) return { ok: false, status: 409, error: `request ${id} did not verify: only verified deliveries are replayed` };
   if (!kept) return { ok: false, status: 409, error: 'no body of this delivery is kept any more (see --history-size)' };
+  // to the URL its type routes to, as the delivery itself was
+  const to = typeof o.to === 'string' ? o.to : routeFor(o.to, record.type);
+  if (to === undefined) return { ok: false, status: 409, error: `${notRouted(record.type)}: nowhere to replay it to` };
   let body = kept.body;
   if (o.edited) body = o.edited;
   else if (!kept.whole) {
@@ -72,7 +76,7 @@ export async function replayFromHistory(
   const { Agent } = await import('undici');
   const agent = new Agent();
   try {
-    const full = await replayDelivery({ headers: record.headers, body, secret: o.secret, layout: record.layout, to: o.to, timeoutMs: o.timeoutMs, dispatcher: agent, edited: Boolean(o.edited) });
+    const full = await replayDelivery({ headers: record.headers, body, secret: o.secret, layout: record.layout, to, timeoutMs: o.timeoutMs, dispatcher: agent, edited: Boolean(o.edited) });
     const { answer, ...result } = full;
     const { id: _id, ms: _ms, replay_of: _of, headers: _h, body: _b, body_base64: _b64, body_kept: _k, peer: _p, app_answer: _a, ...rest } = record;
     const event: ReceiverEvent = { ...rest, time: isoMillis(o.clock.now()), outcome: 'replayed', status: result.status ?? 0, size: body.length, forward: result };

@@ -14,6 +14,7 @@ import { isoMillis, systemClock, type Clock } from '../util/clock.js';
 import { listenOn } from '../util/net.js';
 import type { ReceiverEvent } from './event.js';
 import { forwardDelivery } from './forward.js';
+import { notRouted, routeFor, routesOf, type ForwardRoutes } from './routes.js';
 import { declaredLength, InflightBudget, readBody, type BodyRead } from '../util/read-body.js';
 import { deliveryEvent, failureEvent, keyedPair, pairOf } from './report.js';
 import { saveDelivery, savedMeta } from './saved.js';
@@ -27,7 +28,8 @@ export interface ReceiverOptions {
   maxBody?: number;
   /** The body bytes all connections together may hold (`--max-inflight`), every copy a request makes counted. */
   maxInflight?: number;
-  forwardTo?: string;
+  /** Where verified deliveries are forwarded: one URL for every type, or routes by type (src/receiver/routes.ts). */
+  forwardTo?: string | ForwardRoutes;
   forwardTimeoutMs?: number;
   saveDir?: string;
   respondStatus?: number;
@@ -139,7 +141,8 @@ export async function startReceiver(options: ReceiverOptions): Promise<RunningRe
   /** With --save-dir, a body is held twice while it is processed: as bytes, and as the text written. */
   const copies = o.saveDir ? 2 : 1;
   // undici is loaded only when there is somewhere to forward to
-  const agent: Dispatcher | undefined = o.forwardTo ? new (await import('undici')).Agent({ keepAliveTimeout: 10_000, connections: 64 }) : undefined;
+  const routes = routesOf(o.forwardTo);
+  const agent: Dispatcher | undefined = routes ? new (await import('undici')).Agent({ keepAliveTimeout: 10_000, connections: 64 }) : undefined;
   /** The forward is bounded by --forward-timeout: the runner's own limit is only a backstop behind it. */
   const handlerTimeoutMs = Math.max(DEFAULTS.handlerTimeoutMs, 2 * o.forwardTimeoutMs);
   const notFoundHint = `deliveries go to ${o.path}`;
@@ -244,8 +247,11 @@ export async function startReceiver(options: ReceiverOptions): Promise<RunningRe
         processed.saveError = (err as Error).message;
       }
     }
-    if (processed.saveError === undefined && o.forwardTo && agent) {
-      processed.forward = await forwardDelivery(o.forwardTo, req.headers, body, o.forwardTimeoutMs, agent);
+    const to = routes && routeFor(routes, event.type);
+    // a type the user chose not to route is processed and acknowledged, and its report says so (DECISIONS.md)
+    if (processed.saveError === undefined && routes && !to) event.not_forwarded = notRouted(event.type);
+    if (processed.saveError === undefined && to && agent) {
+      processed.forward = await forwardDelivery(to, req.headers, body, o.forwardTimeoutMs, agent);
       // the report (a line, NDJSON) keeps the app's status and first line; the history its whole answer
       const { answer, ...forward } = processed.forward;
       event.forward = forward;

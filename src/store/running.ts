@@ -19,7 +19,10 @@ export interface RunningListen {
   receiver: string;
   /** The inspector's address, without its token: null until it runs (and without --inspect). */
   inspector: string | null;
+  /** Where it forwards every type without a route of its own (`--forward-to URL`). */
   forward_to: string | null;
+  /** The URL of each type routed (`--forward-to TYPE=URL`); absent in the records of listens before routes. */
+  forward_routes?: Record<string, string>;
   /** The webhook whose secret it verifies with (--webhook, or its temporary one), when it has one. */
   webhook_id: string | null;
   base_url: string | null;
