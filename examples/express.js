@@ -16,5 +16,5 @@ webhooks.onError((error) => console.error(`failed, the service will retry: ${err
 
 const app = express();
 app.use(createNodeMiddleware(webhooks, { path: '/webhooks' })); // before any JSON body parser
-app.get('/health', (req, res) => res.send('ok'));
+app.get('/health', (_req, res) => res.send('ok'));
 app.listen(Number(process.env.PORT ?? 3000), '127.0.0.1');

@@ -17,7 +17,7 @@ const app = Fastify();
 // in a plugin of its own, the body is read as the raw bytes that were signed; the app's other routes keep their parsers
 app.register(async (hooks) => {
   hooks.removeAllContentTypeParsers();
-  hooks.addContentTypeParser('*', { parseAs: 'buffer' }, (request, body, done) => done(null, body));
+  hooks.addContentTypeParser('*', { parseAs: 'buffer' }, (_request, body, done) => done(null, body));
   hooks.post('/webhooks', async (request, reply) => {
     const receipt = await webhooks.verifyAndReceive({ headers: request.headers, body: /** @type {Buffer} */ (request.body) });
     return reply.code(receipt.status).headers({ 'content-type': 'application/json', ...receipt.headers }).send(receipt.body);

@@ -51,7 +51,7 @@ export interface Context {
 }
 
 /** A command's run function: the context first, then commander's arguments (positionals, then options). */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
+// biome-ignore lint/suspicious/noExplicitAny: commander hands an action its arguments untyped; each run function types its own
 export type Run = (ctx: Context, ...args: any[]) => Promise<void>;
 /** Wraps a run function as commander's action: it builds the context from the parsed global flags. */
 export type Act = (run: Run, options?: { longRunning?: boolean }) => (...args: unknown[]) => Promise<void>;

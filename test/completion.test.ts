@@ -64,7 +64,9 @@ describe('completion, run by each shell, for every command path', () => {
     // compadd is zsh's: outside a completion it cannot run, so it is stood in for by one that keeps what it is given (as zsh would, by prefix)
     // and _describe (name:description pairs, from the array named last) likewise
     const stub =
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: zsh's own ${...}, not a template
       'compdef() { :; }\ncompadd() { shift; local w; for w in "$@"; do [[ $w == ${words[CURRENT]}* ]] && got+=($w); done }\n' +
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: zsh's own ${...}, not a template
       '_describe() { local x; for x in "${(@P)4}"; do x=${x%%:*}; [[ $x == ${words[CURRENT]}* ]] && got+=($x); done }';
     check('zsh', `${stub}\nsource ${scripts.zsh}\n${lines.join('\n')}`);
   });

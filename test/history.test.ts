@@ -183,7 +183,7 @@ describe("the inspector's event stream, from a history that is slow to read (the
     /** A history whose reads wait until let go, as the database's do; says when one is under way. */
     class SlowHistory extends History {
       gate: Promise<void> | undefined;
-      reading = () => undefined as void;
+      reading = (): void => undefined;
       override async since(after: number) {
         const read = await super.since(after);
         this.reading();
@@ -193,13 +193,13 @@ describe("the inspector's event stream, from a history that is slow to read (the
     }
     const history = new SlowHistory({ rows: 1000 });
     history.add(event(1, 0));
-    let letGo = () => undefined as void;
+    let letGo: () => void = () => undefined;
     history.gate = new Promise<void>((resolve) => (letGo = resolve));
     const reading = new Promise<void>((resolve) => (history.reading = resolve));
     const inspector = await startInspector({ host: '127.0.0.1', port: 0, history, about: {} });
     try {
       let text = '';
-      let wake = () => undefined as void;
+      let wake: () => void = () => undefined;
       const req = request({ host: '127.0.0.1', port: inspector.port, path: `/api/events?token=${inspector.token}` }, (res) => {
         res.setEncoding('utf8').on('data', (d: string) => ((text += d), wake()));
       });

@@ -1,7 +1,7 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort, startPostgres, type Postgres } from '../scripts/harness.js';
-import { ExitCode, UnreachableError, UsageError, WxError } from '../src/errors.js';
+import { ExitCode, UnreachableError, UsageError, type WxError } from '../src/errors.js';
 import { MIGRATIONS, PgStore, SCHEMA_VERSION, type PgStoreOptions } from '../src/store/postgres.js';
 import { HISTORY_DEFAULTS } from '../src/store/history-limits.js';
 import type { StoreNotice } from '../src/delivery/store.js';

@@ -1,5 +1,5 @@
 import type { Dispatcher } from 'undici';
-import { AuthError, NotFoundError, RefusedError, UnreachableError, WxError } from '../errors.js';
+import { AuthError, NotFoundError, RefusedError, UnreachableError, type WxError } from '../errors.js';
 import { formatDuration } from '../util/duration.js';
 import { networkReason } from '../util/net.js';
 import { redact } from '../util/redact.js';

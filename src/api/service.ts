@@ -1,5 +1,5 @@
 import { DeliveryFailedError, RefusedError, UnreachableError } from '../errors.js';
-import { HttpClient } from './http.js';
+import type { HttpClient } from './http.js';
 import { pathId } from './ids.js';
 import {
   notTheService,

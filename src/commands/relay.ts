@@ -130,7 +130,7 @@ export async function runRelayServe(ctx: Context, opts: RelayServeOptions): Prom
   const { startRelayServer } = await import('../relay/node-host.js');
   // what is logged never holds a secret: the token and the channels' secrets are registered, and every line passes redact
   const log = (e: RelayEvent) => line(ctx.stdout, redact(ctx.global.json ? JSON.stringify(e) : printable(describe(e, style))));
-  let running;
+  let running: Awaited<ReturnType<typeof startRelayServer>>;
   try {
     running = await startRelayServer({
       host: opts.host,

@@ -1,5 +1,5 @@
 import { Option, type Command } from 'commander';
-import { type Act, type Context } from '../context.js';
+import type { Act, Context } from '../context.js';
 import { DeliveryFailedError, NotVerifiedError, UnreachableError, UsageError } from '../errors.js';
 import { printable } from '../util/printable.js';
 import { emit } from '../output/render.js';

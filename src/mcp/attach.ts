@@ -1,5 +1,5 @@
 import type { Context } from '../context.js';
-import { AuthError, NotFoundError, UnreachableError, UsageError, WxError } from '../errors.js';
+import { AuthError, NotFoundError, UnreachableError, UsageError, type WxError } from '../errors.js';
 import { HISTORY_DEFAULTS } from '../store/history-limits.js';
 import { readKept } from '../store/kept.js';
 import { readSaveKey } from '../receiver/saved.js';

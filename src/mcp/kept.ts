@@ -5,7 +5,7 @@ import { verified } from '../receiver/event.js';
 import { History, type FullRecord, type HistorySource, type RunsView } from '../receiver/history.js';
 import { fromRow, listedRow, type Listed } from '../receiver/listed.js';
 import { replayFromHistory } from '../receiver/replay.js';
-import { isMarked, readSavedFile, savedAsEvent, savedBody } from '../receiver/saved.js';
+import { isMarked, readSavedFile, savedAsEvent, savedBody, type SavedDelivery } from '../receiver/saved.js';
 import { parseBodyObject } from '../signing/json-body.js';
 import type { HistoryLimits } from '../store/history-limits.js';
 import type { Clock } from '../util/clock.js';
@@ -133,7 +133,7 @@ export class SavedFolder {
     names.slice(0, skip).forEach((n) => this.seen.add(n));
     for (const name of names.slice(skip)) {
       const file = join(this.dir, name);
-      let saved;
+      let saved: SavedDelivery;
       try {
         // the save-dir's rules: a regular file, not through a link, not over the size limit
         saved = await readSavedFile(file);

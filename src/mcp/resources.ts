@@ -62,13 +62,15 @@ export function registerResources(server: McpServer, m: McpContext, source: Atta
   const triggers = new Map<string, string>();
   // what changed is told once per NOTIFY_MS at most, whatever the rate of deliveries
   const changed = new Set<string>();
-  let flush: NodeJS.Timeout | undefined;
+  let scheduled = false;
   const arrived = (r: Listed) => {
     for (const uri of [LIST_URI, ...(r.replay_of !== undefined ? [deliveryUri(r.replay_of)] : []), ...(r.trigger_id && triggers.has(r.trigger_id) ? [triggers.get(r.trigger_id)!] : [])]) {
       if (subscribed.has(uri)) changed.add(uri);
     }
-    flush ??= setTimeout(() => {
-      flush = undefined;
+    if (scheduled) return;
+    scheduled = true;
+    setTimeout(() => {
+      scheduled = false;
       for (const uri of changed) void server.server.sendResourceUpdated({ uri }).catch(() => undefined);
       if (changed.has(LIST_URI)) server.sendResourceListChanged();
       changed.clear();

@@ -276,7 +276,7 @@ export class History implements HistorySource {
     for (let i = all.length - 1; i >= 0 && out.length < limit; i--) {
       const k = all[i]!;
       const bytes = bytesOf(k);
-      if (JSON.stringify(k.event).toLowerCase().includes(needle) || (bytes && bytes.toString('utf8').toLowerCase().includes(needle))) out.push(k.id);
+      if (JSON.stringify(k.event).toLowerCase().includes(needle) || (bytes?.toString('utf8').toLowerCase().includes(needle))) out.push(k.id);
     }
     return out;
   }

@@ -199,7 +199,7 @@ function jsonEscaped(bytes: Buffer): Buffer {
   let o = 0;
   for (let i = 0; i < bytes.length; i++) {
     const b = bytes[i]!;
-    const short = SHORT_ESCAPES[b];
+    const short = SHORT_ESCAPES.get(b);
     if (short !== undefined) {
       out[o++] = 0x5c;
       out[o++] = short;
@@ -211,7 +211,15 @@ function jsonEscaped(bytes: Buffer): Buffer {
 }
 
 /** The bytes JSON writes as a backslash and one letter. */
-const SHORT_ESCAPES: Record<number, number> = { 0x22: 0x22, 0x5c: 0x5c, 0x08: 0x62, 0x09: 0x74, 0x0a: 0x6e, 0x0c: 0x66, 0x0d: 0x72 };
+const SHORT_ESCAPES = new Map<number, number>([
+  [0x22, 0x22],
+  [0x5c, 0x5c],
+  [0x08, 0x62],
+  [0x09, 0x74],
+  [0x0a, 0x6e],
+  [0x0c, 0x66],
+  [0x0d, 0x72],
+]);
 
 /**
  * The most a saved delivery's file may hold to be read back. listen's default --max-body is 25 MiB, and

@@ -184,7 +184,7 @@ export async function findStored(source: DeliverySource, which: string, options:
     const byFile = deliveries.find((d) => d.file === which || basename(d.file) === which || basename(d.file) === basename(which));
     if (byFile) return { found: fromFile(byFile, source.secrets), others: 0 };
     const all = deliveries.map((d) => fromFile(d, source.secrets));
-    const triggers = [...new Set(all.map((d) => d.trigger_id).filter((t): t is string => t !== undefined && t.startsWith(which)))];
+    const triggers = [...new Set(all.map((d) => d.trigger_id).filter((t): t is string => typeof t === 'string' && t.startsWith(which)))];
     const trigger = triggers.includes(which) ? which : triggers.length === 1 ? triggers[0] : undefined;
     if (triggers.length > 1 && !trigger) throw ambiguous(which, triggers);
     const byTrigger = all.filter((d) => d.trigger_id === trigger);

@@ -1,4 +1,4 @@
-import { mkdirSync, statSync } from 'node:fs';
+import { mkdirSync, statSync, type Stats } from 'node:fs';
 import envPaths from 'env-paths';
 import { UsageError } from '../errors.js';
 import { fsReason, jsonProblem } from '../util/files.js';
@@ -44,7 +44,7 @@ const modeText = (mode: number) => (mode & 0o7777).toString(8);
  * otherwise. Returns whether the folder is there.
  */
 export function checkStoreFolder(dir: string): boolean {
-  let st;
+  let st: Stats;
   try {
     st = statSync(dir);
   } catch (err) {
@@ -93,7 +93,7 @@ export function ensurePrivateDir(dir: string): void {
  */
 export function secretFolderWarning(dir: string): string | undefined {
   if (process.platform === 'win32') return undefined;
-  let st;
+  let st: Stats;
   try {
     st = statSync(dir);
   } catch {

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { constants, type Stats } from 'node:fs';
-import { link, mkdir, open, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { type FileHandle, link, mkdir, open, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { UsageError } from '../errors.js';
 
@@ -79,7 +79,7 @@ const mib = (n: number) => `${n >= MiB ? Math.round(n / MiB) : (n / MiB).toFixed
  */
 export async function readRegularFile(file: string, o: RegularFileOptions): Promise<{ data: Buffer; stats: Stats }> {
   const flags = constants.O_RDONLY | (constants.O_NONBLOCK ?? 0) | (o.follow ? 0 : (constants.O_NOFOLLOW ?? 0));
-  let handle;
+  let handle: FileHandle;
   try {
     handle = await open(file, flags);
   } catch (err) {

@@ -13,6 +13,7 @@ export interface McpSession {
   /** The tools called. */
   called: Set<string>;
   /** Calls a tool: whether it succeeded, and its answer (JSON). */
+  // biome-ignore lint/suspicious/noExplicitAny: a tool's JSON answer, read by each test in its own shape
   call(name: string, args?: Record<string, unknown>): Promise<{ ok: boolean; value: any; text: string }>;
   /** How the server process ended. */
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;

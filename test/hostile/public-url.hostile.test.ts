@@ -400,7 +400,7 @@ describe('6. the emulator, as a target', () => {
       // once (or, sending still, find the connection closed under them)
       let refused = 0;
       let turnedAway = 0;
-      let wake = () => undefined as void;
+      let wake: () => void = () => undefined;
       for (let i = 0; i < 150; i++) {
         const s = connect(port, '127.0.0.1', () => {
           s.write(`POST /webhooks/v1 HTTP/1.1\r\nhost: x\r\nauthorization: Bearer emu_hostile_key_0123456789abcdef\r\ncontent-type: application/json\r\ncontent-length: ${MiB}\r\n\r\n`);
