@@ -85,16 +85,12 @@ export async function startPostgres() {
   let server;
   const start = async () => {
     server = spawn(join(bin, 'postgres'), ['-D', data, '-p', String(port), '-h', '127.0.0.1', '-k', dir, '-c', 'fsync=off', '-c', 'max_connections=200'], { ...as, stdio: 'ignore' });
-    const { connect } = await import('node:net');
-    for (let i = 0; i < 300; i++) {
-      const up = await new Promise((resolve) => {
-        const s = connect(port, '127.0.0.1', () => (s.destroy(), resolve(true)));
-        s.on('error', () => resolve(false));
-      });
-      if (up) {
-        await new Promise((r) => setTimeout(r, 200));
-        return;
-      }
+    // ready when it accepts a connection (pg_isready exits 0): an open port alone may still answer
+    // "the database system is starting up" (57P03), which a loaded machine showed
+    const { execFile } = await import('node:child_process');
+    const ready = () => new Promise((resolve) => execFile(join(bin, 'pg_isready'), ['-h', '127.0.0.1', '-p', String(port), '-t', '5'], (err) => resolve(!err)));
+    for (let i = 0; i < 600; i++) {
+      if (await ready()) return;
       if (server.exitCode !== null) throw new Error('postgres exited at start');
       await new Promise((r) => setTimeout(r, 50));
     }
