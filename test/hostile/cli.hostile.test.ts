@@ -83,7 +83,8 @@ describe('terminal safety: data from the service or a delivery is shown escaped,
     const port = await freePort();
     const running = runInTerminal(['listen', '--port', String(port), '--secret-env', 'S', '--exit-after', '1'], '', '', { env: { S: secret } });
     const url = `http://127.0.0.1:${port}/`;
-    for (let i = 0; i < 100; i++) {
+    // up when it answers (a loaded machine took over 5 s to start it under a pseudo-terminal)
+    for (let i = 0; i < 600; i++) {
       const up = await post(url, {}, '{}').then(
         () => true,
         () => false,
