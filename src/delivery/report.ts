@@ -52,6 +52,8 @@ export interface ReceiverEvent {
   dedupe_key?: DedupeSource;
   warning?: string;
   forward?: ForwardResult;
+  /** `listen --sink`: where each sink put it (the stream's id), and whether the broker had its pair already. */
+  published?: { sink: string; id: string; duplicate: boolean }[];
   saved_to?: string;
   reason?: string;
   message?: string;

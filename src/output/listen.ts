@@ -111,6 +111,8 @@ function request(e: ReceiverEvent, style: Style, drop = 0, view: EventView = {})
       return `${time} ${style.yellow('…')} ${status}  ${type ?? ''} ${ids(e)} is still being processed; answered 409 so the service retries`;
     case 'forward_failed':
       return `${time} ${style.red('✗')} ${status}  ${add(style.bold(type ?? ''), details(e, style, drop), '  ')}  ${style.red(forward(e, drop))}\n         ${style.dim('not marked processed: the service will retry it')}`;
+    case 'sink_failed':
+      return `${time} ${style.red('✗')} ${status}  ${add(style.bold(type ?? ''), ids(e), '  ')}  ${style.red(printable(e.message ?? 'a sink did not take it'))}\n         ${style.dim('not marked processed: the service will retry it')}`;
     case 'store_failed':
       return `${time} ${style.red('✗')} ${status}  ${add(style.bold(type ?? ''), ids(e), '  ')}  ${style.red(printable(e.message ?? 'the processed pair could not be stored'))}`;
     case 'unverified':
