@@ -117,7 +117,8 @@ memory only) and deletes it when it exits, however it exits.
 Answers: 200 verified (or your app's 2xx), 200 duplicate (skipped), 409 same delivery still in progress,
 502 your app failed (not marked processed, so the retry can succeed), 401 bad signature or stale
 timestamp, 400 missing header or not a JSON object, 413 too large, 503 the processed pair could not
-be stored or too many bodies in flight. A 2xx is sent only once the delivery's pair is written.
+be stored, too many bodies in flight, or a --sink's broker away (502: it refused the delivery for good).
+A 2xx is sent only once the delivery's pair is written (and, with --sink, every broker has it).
 If stdout is closed (listen --json | head), listen answers what is in flight, stores it, and exits 141.
 
 More examples:
@@ -127,7 +128,8 @@ More examples:
   $ wxhooks listen --webhook 7 --until initialization_time.available --within 10m   # a CI gate
   $ wxhooks listen --webhook 7 --until-run wm-6 --expect-hours 0-240/6 --within 6h  # a whole run
   $ wxhooks listen --webhook 7 --respond-status 500                                 # watch the retries
-  $ wxhooks listen --webhook 7 --forward-to http://localhost:3000/hooks --inspect   # open the link it prints`,
+  $ wxhooks listen --webhook 7 --forward-to http://localhost:3000/hooks --inspect   # open the link it prints
+  $ wxhooks listen --webhook 7 --sink nats://localhost:4222/wxhooks.deliveries      # into a stream workers consume`,
     )
     .action(act(runListen, { longRunning: true }));
 }
