@@ -31,8 +31,8 @@ interface Answered {
 }
 
 /** POSTs a signed delivery for `trigger` (signed now, as each of the service's attempts is). */
-function deliver(url: string, trigger: string): Promise<Answered> {
-  const { headers, body } = signed(trigger);
+function deliver(url: string, trigger: string, data?: Record<string, unknown>): Promise<Answered> {
+  const { headers, body } = signed(trigger, data ? { data } : {});
   const u = new URL(url);
   return new Promise((resolve, reject) => {
     const req = request({ host: u.hostname, port: u.port, path: u.pathname, method: 'POST', headers, agent }, (res) => {
@@ -136,6 +136,23 @@ describe.each(['nats', 'redis'] as const)('listen --sink %s', (kind) => {
       await proc.stop();
     }
   }, 90_000);
+});
+
+describe('listen --sink, a delivery the broker refuses for good', () => {
+  it('nats, over max_payload: 502 sink_refused, no Retry-After, not marked processed', async () => {
+    const url = urlOf('nats');
+    const { proc, url: at } = await startListen([url]);
+    try {
+      const r = await deliver(at, 'trg_huge', { model: 'wm-6', grid: 'x'.repeat(1_100_000) });
+      expect(r.status).toBe(502);
+      expect(r.headers['retry-after']).toBeUndefined();
+      expect(JSON.parse(r.body)).toMatchObject({ reason: 'sink_refused' });
+      expect(await proc.waitFor<Line & { status: number }>((l) => l.trigger_id === 'trg_huge')).toMatchObject({ outcome: 'sink_failed', status: 502 });
+      expect(await triggersIn(url)).toEqual([]);
+    } finally {
+      await proc.stop();
+    }
+  }, 40_000);
 });
 
 describe('listen --sink, refused before the port opens', () => {
