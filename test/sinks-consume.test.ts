@@ -5,7 +5,8 @@ import { signDelivery } from '../src/signing/index.js';
 import { openSink, readSink } from '../src/sinks/index.js';
 import type { SinkDelivery } from '../src/sinks/message.js';
 import type { SinkKind } from '../src/sinks/sink-url.js';
-import { BROKERS, delivery, readDeadLetters, SECRET, until } from './helpers/sinks.js';
+import { encodeMessage } from '../src/sinks/message.js';
+import { BROKERS, delivery, readDeadLetters, SECRET, until, writeForeign } from './helpers/sinks.js';
 
 // `webhooks.consume(url, …)`: the handler library's typed handlers run on a sink's stream, in this
 // process, against a real nats-server (JetStream) and a real redis-server.
@@ -61,6 +62,26 @@ describe.each(['nats', 'redis'] as const)('webhooks.consume on %s', (kind) => {
       let pending = -1;
       for (const deadline = Date.now() + 10_000; pending !== 0 && Date.now() < deadline; ) pending = (await readSink(url)).groups.find((g) => g.name === 'app')?.pending ?? -1;
       expect(pending).toBe(0);
+    } finally {
+      await c.stop();
+    }
+  });
+
+  it('the stream holding a pair twice (written behind the dedupe): the handlers run once, the second copy is a duplicate, both acknowledged', async () => {
+    const url = urlOf(kind);
+    const d = delivery('trg_twice');
+    await publish(url, d);
+    const m = encodeMessage(d);
+    await writeForeign(url, Object.fromEntries(m.fields), Buffer.from(m.body).toString()); // the same message, with no dedupe key
+    expect((await readSink(url)).stream.messages).toBe(2);
+    let runs = 0;
+    const webhooks = new Webhooks({ secret: SECRET }).on('forecast_hour.available', () => void runs++);
+    const events: ConsumerEvent[] = [];
+    const c = await webhooks.consume(url, { group: 'app', concurrency: 1, onEvent: (e) => events.push(e) });
+    try {
+      await until(() => events.length === 2, 'both copies handled');
+      expect(events.map((e) => e.outcome)).toEqual(['processed', 'duplicate']);
+      expect(runs).toBe(1);
     } finally {
       await c.stop();
     }
