@@ -56,7 +56,10 @@ const MOST_DROPPED = 6;
 
 function forward(e: ReceiverEvent, drop = 0): string {
   const f = e.forward;
-  if (!f) return '';
+  // --sink: where the stream put it (the broker's id; "had it" when its pair was there already)
+  const sunk = e.published?.length ? `→ stream ${e.published.map((p) => (p.duplicate ? `${p.id} (had it)` : p.id)).join(', ')}` : '';
+  if (!f) return sunk;
+  if (sunk) return `${sunk}  ${forward({ ...e, published: undefined }, drop)}`;
   if (f.error) return `→ app: ${printable(f.error)}`;
   return `→ app ${f.status}${f.body && drop < MOST_DROPPED ? ` ${JSON.stringify(f.body.slice(0, 60))}` : ''} (${f.ms} ms)`;
 }
