@@ -88,7 +88,8 @@ describe('the step machine', () => {
     // --sink: a broker away is 503 with Retry-After; one that refused it for good is 502, final; the claim let go either way
     const away = won(forwarded({ sinkError: { refused: false, why: 'redis://127.0.0.1:6379/s: the connection is down' } }));
     expect(away).toMatchObject({ do: 'release', answer: { status: 503, outcome: 'sink_failed', headers: { 'retry-after': '5' } } });
-    expect(JSON.parse((away as { answer: { body: string } }).answer.body)).toMatchObject({ reason: 'sink_unavailable' });
+    // which broker, and why, is listen's line: the sender is told only to come back
+    expect(JSON.parse((away as { answer: { body: string } }).answer.body)).toEqual({ error: 'the stream cannot take it now; try again later', reason: 'sink_unavailable' });
     const refused = won(forwarded({ sinkError: { refused: true, why: 'over max_payload' }, forward: { ok: true, status: 200, ms: 1 } }));
     expect(refused).toMatchObject({ do: 'release', answer: { status: 502, outcome: 'sink_failed' } });
     expect((refused as { answer: { headers?: object } }).answer.headers).toBeUndefined();

@@ -30,7 +30,7 @@ describe('the listen line', () => {
     const published = [{ sink: 'nats://***@h:4222/a', id: '41', duplicate: false }, { sink: 'redis://:***@h:6379/s', id: '1795-0', duplicate: true }];
     expect(formatEvent({ ...accepted, published }, plain)).toMatch(/standard {2}→ stream 41, 1795-0 \(had it\)$/);
     expect(formatEvent({ ...accepted, published, forward: { ok: true, status: 200, ms: 3 } }, plain)).toContain('→ stream 41, 1795-0 (had it)  → app 200 (3 ms)');
-    const failed = formatEvent({ ...accepted, outcome: 'sink_failed', status: 503, message: 'the sink did not take it (nats://***@h:4222/a: the connection is down): answered 503' }, plain);
+    const failed = formatEvent({ ...accepted, outcome: 'sink_failed', status: 503, message: 'not taken by nats://***@h:4222/a: the connection is down' }, plain);
     expect(failed).toContain('✗ 503');
     expect(failed).toContain('the connection is down');
     expect(failed).toContain('not marked processed: the service will retry it');

@@ -113,6 +113,8 @@ describe.each(['nats', 'redis'] as const)('listen --sink %s', (kind) => {
       expect(JSON.parse(away.body)).toMatchObject({ reason: 'sink_unavailable' });
       const failed = await proc.waitFor<Line & { status: number }>((l) => l.trigger_id === 'trg_away');
       expect(failed).toMatchObject({ outcome: 'sink_failed', status: 503 });
+      expect((failed as { message?: string }).message).toContain('not taken by redis://'.replace('redis', kind));
+      expect(away.body).not.toContain(String(brokers[kind].port)); // the sender is not told where the broker is
       await proc.waitFor<Line>((l) => l.event === 'sink_lost');
       await brokers[kind].start();
       // the service retries at its pace: until the broker is back, each retry is 503 again (never 409: the claim was let go)
@@ -147,7 +149,9 @@ describe('listen --sink, a delivery the broker refuses for good', () => {
       expect(r.status).toBe(502);
       expect(r.headers['retry-after']).toBeUndefined();
       expect(JSON.parse(r.body)).toMatchObject({ reason: 'sink_refused' });
-      expect(await proc.waitFor<Line & { status: number }>((l) => l.trigger_id === 'trg_huge')).toMatchObject({ outcome: 'sink_failed', status: 502 });
+      const line = await proc.waitFor<Line & { status: number; message: string }>((l) => l.trigger_id === 'trg_huge');
+      expect(line).toMatchObject({ outcome: 'sink_failed', status: 502 });
+      expect(line.message).toMatch(/refused for good by nats:\/\/.*max_payload.*Raise max_payload/);
       expect(await triggersIn(url)).toEqual([]);
     } finally {
       await proc.stop();

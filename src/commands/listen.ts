@@ -380,7 +380,8 @@ async function startSinks(ctx: Context, o: ListenOptions, say: (event: Record<st
   for (const s of sinks) {
     say({ event: 'sink', sink: s.where, stream: s.stream.name, created: s.stream.created, dedupe_ms: s.stream.dedupeMs }, `Publishing verified deliveries to ${s.where} (stream ${s.stream.name}${s.stream.created ? ', created now' : ''})`);
     if (s.stream.dedupeMs < o.dedupeTtl) {
-      line(ctx.stderr, `warning: the sink ${s.where} drops a second copy of a pair for ${formatDuration(s.stream.dedupeMs)} only (stream ${s.stream.name}'s duplicate window), less than --dedupe-ttl (${formatDuration(o.dedupeTtl)}): the same delivery given to two receivers further apart than that is in the stream twice. Raise the stream's duplicate window, or give ?dedupe= to a stream wxhooks creates.`);
+      const fix = s.kind === 'nats' && !s.stream.created ? `raise stream ${s.stream.name}'s duplicate window (it is yours: wxhooks did not create it)` : 'raise its ?dedupe=';
+      line(ctx.stderr, `warning: the sink ${s.where} drops a second copy of a pair for ${formatDuration(s.stream.dedupeMs)} only, less than --dedupe-ttl (${formatDuration(o.dedupeTtl)}): the same delivery given to two receivers further apart than that is in the stream twice. To match, ${fix}.`);
     }
   }
   return sinks;

@@ -63,7 +63,7 @@ export interface Processed {
   savedTo?: string;
   /** Saving failed: the delivery is not processed. */
   saveError?: string;
-  /** `--sink`: a broker did not take it (`refused`: for good); the delivery is not processed. */
+  /** `--sink`: a broker did not take it (`refused`: for good), and why (for listen's line, not the sender); the delivery is not processed. */
   sinkError?: { refused: boolean; why: string };
 }
 
@@ -74,7 +74,7 @@ export interface Processed {
  */
 export function forwarded(p: Processed, respondStatus?: number): Handled {
   if (p.saveError !== undefined) return { ok: false, answer: ANSWERS.savingFailed(p.saveError) };
-  if (p.sinkError) return { ok: false, answer: p.sinkError.refused ? ANSWERS.sinkRefused(p.sinkError.why) : ANSWERS.sinkUnavailable(p.sinkError.why) };
+  if (p.sinkError) return { ok: false, answer: p.sinkError.refused ? ANSWERS.sinkRefused : ANSWERS.sinkUnavailable };
   if (p.forward && !p.forward.ok) return { ok: false, answer: ANSWERS.forwardFailed(p.forward.error ?? `your app answered ${p.forward.status}`) };
   const status = respondStatus ?? p.forward?.status ?? 200;
   return isSuccess(status) ? { ok: true, status } : { ok: false, answer: ANSWERS.refusedByFlag(status) };

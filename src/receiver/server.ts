@@ -255,7 +255,7 @@ export async function startReceiver(options: ReceiverOptions): Promise<RunningRe
       const p = await publishToSinks(o.sinks!, message);
       event.published = p.published;
       processed.sinkError = p.sinkError;
-      if (p.sinkError) event.message = p.sinkError.refused ? `the sink refused it for good: ${p.sinkError.why}` : `the sink did not take it (${p.sinkError.why}): answered 503, its claim let go, so the service retries it.`;
+      if (p.sinkError) event.message = `${p.sinkError.refused ? 'refused for good by' : 'not taken by'} ${p.sinkError.why}`;
     }
     if (processed.saveError === undefined && !processed.sinkError && o.forwardTo && agent) {
       processed.forward = await forwardDelivery(o.forwardTo, req.headers, body, o.forwardTimeoutMs, agent);

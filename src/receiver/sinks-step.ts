@@ -18,7 +18,8 @@ export interface Published {
   sinkError?: NonNullable<Processed['sinkError']>;
 }
 
-const messageOf = (e: unknown) => (e instanceof Error ? e.message : String(e));
+/** What a broker's failure says, and what to do about it when it says (listen's line, never the sender's answer). */
+const messageOf = (e: unknown) => (e instanceof Error ? `${e.message}${(e as { hint?: string }).hint ? ` ${(e as { hint?: string }).hint}` : ''}` : String(e));
 
 /** Publishes to every sink at once; resolves when each has answered. Never rejects. */
 export async function publishToSinks(sinks: readonly Sink[], delivery: SinkDelivery): Promise<Published> {
