@@ -1,4 +1,6 @@
 import { Agent, request } from 'node:http';
+import { connect } from 'node:net';
+import { createClient } from 'redis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort, type Broker } from '../scripts/harness.js';
 import { readSink } from '../src/sinks/index.js';
@@ -154,6 +156,49 @@ describe('listen --sink, a delivery the broker refuses for good', () => {
       expect(line.message).toMatch(/refused for good by nats:\/\/.*max_payload.*Raise max_payload/);
       expect(await triggersIn(url)).toEqual([]);
     } finally {
+      await proc.stop();
+    }
+  }, 40_000);
+});
+
+/** Resolves when `check` holds (asked every 25 ms); rejects after 15 s, saying what did not come. */
+async function eventually(check: () => Promise<boolean>, what: string): Promise<void> {
+  const deadline = Date.now() + 15_000;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+const refusesConnections = (port: string) =>
+  new Promise<boolean>((resolve) => {
+    const socket = connect(Number(port), '127.0.0.1');
+    socket.once('connect', () => (socket.destroy(), resolve(false)));
+    socket.once('error', () => resolve(true));
+  });
+
+describe('listen --sink, stopped with a delivery in flight', () => {
+  it('redis: Ctrl-C while a publish waits for the broker: the delivery is answered 200 once the broker has it, then the sinks close and listen exits', async () => {
+    const url = urlOf('redis');
+    const admin = createClient({ url: brokers.redis.url });
+    await admin.connect();
+    const { proc, url: at } = await startListen([url]);
+    try {
+      // the broker holds every write (the publish's script) until told: the publish is in flight, and seen to be
+      await admin.sendCommand(['CLIENT', 'PAUSE', '20000', 'WRITE']);
+      const answer = deliver(at, 'trg_inflight');
+      await eventually(async () => /blocked_clients:[1-9]/.test(String(await admin.sendCommand(['INFO', 'clients']))), 'the publish to be held by the broker');
+      proc.child.kill('SIGINT');
+      await eventually(() => refusesConnections(new URL(at).port), 'listen to stop taking connections');
+      await admin.sendCommand(['CLIENT', 'UNPAUSE']);
+      const r = await answer;
+      expect(r.status).toBe(200);
+      expect(await proc.exited).toBe(130);
+      expect(await triggersIn(url)).toEqual(['trg_inflight']);
+      expect(proc.lines.map((l) => JSON.parse(l) as Line).filter((l) => l.trigger_id === 'trg_inflight').map((l) => l.outcome)).toEqual(['accepted']);
+    } finally {
+      await admin.sendCommand(['CLIENT', 'UNPAUSE']).catch(() => undefined);
+      await admin.quit();
       await proc.stop();
     }
   }, 40_000);
