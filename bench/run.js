@@ -740,7 +740,7 @@ function table() {
 }
 
 const started = Date.now();
-const SECTIONS = { startup, listen: listenThroughput, refused, store: sharedStore, verify: verification, handler: handlerLibrary, page, memory, fanout, sinks: () => sinks({ row, log, median, QUICK, atLeast }) };
+const SECTIONS = { startup, listen: listenThroughput, refused, store: sharedStore, verify: verification, handler: handlerLibrary, page, memory, fanout, sinks: () => sinks({ row, log, median, QUICK, atLeast, listenAt: { startListen, load, stop, benchDir, cleanEnv, generateSecret } }) };
 const only = process.argv.slice(2).filter((a) => !a.startsWith('--'));
 for (const name of only) if (!(name in SECTIONS)) throw new Error(`unknown section ${name}; known: ${Object.keys(SECTIONS).join(', ')}`);
 try {

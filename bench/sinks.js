@@ -110,7 +110,66 @@ async function consumeAll(url, group, count, total) {
   return Number(ended - started) / 1e9;
 }
 
-export async function sinks({ row, log, median, QUICK, atLeast }) {
+/** An app that answers every POST at once, `{"ok":true}`, in a process of its own: what `listen --forward-to` is measured against. */
+async function startInstantApp() {
+  const code = `const s = require('node:http').createServer((req, res) => { req.resume(); req.on('end', () => { res.writeHead(200, { 'content-type': 'application/json', 'content-length': 11 }); res.end('{"ok":true}'); }); }); s.keepAliveTimeout = 10000; s.listen(0, '127.0.0.1', () => console.log(s.address().port));`;
+  const child = spawn(process.execPath, ['-e', code], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const port = await new Promise((resolve, reject) => {
+    eachLine(child.stdout, (line) => resolve(line.trim()));
+    child.on('exit', (c) => reject(new Error(`the app exited ${c}`)));
+  });
+  return { child, url: `http://127.0.0.1:${port}/hooks` };
+}
+
+/**
+ * `listen --sink URL` against `listen --forward-to` an app that answers at once, at 50 clients, in turns
+ * in the same run (the issue's target: at least 0.7×). Both are fresh processes in folders of their own,
+ * warmed alike; each cycle measures one then the other, the order turning, and the ratio is taken per cycle.
+ */
+async function listenSinkVsForward({ row, log, median, QUICK, atLeast, listenAt }, kind, broker, name) {
+  const { startListen, load, stop, benchDir, cleanEnv, generateSecret } = listenAt;
+  const secret = generateSecret();
+  const cycles = QUICK ? 3 : 10;
+  const WARM = QUICK ? 5000 : 20000;
+  const MANY = QUICK ? 2000 : 5000;
+  const app = await startInstantApp();
+  const started = {};
+  try {
+    for (const [label, flags] of [
+      ['forward', ['--forward-to', app.url]],
+      ['sink', ['--sink', `${broker.url}/${name}${kind === 'nats' ? '_listen' : ':listen'}`]],
+    ]) {
+      const dir = benchDir();
+      const l = await startListen(cleanEnv({ WXHOOKS_CONFIG_DIR: dir, BENCH_SECRET: secret }), dir, flags);
+      started[label] = { child: l.child, port: new URL(l.url).port };
+    }
+    const at = (label, count) => load(started[label].child.pid, started[label].port, secret, count, 50);
+    log(`sinks, ${kind}: listen --sink against listen --forward-to (an app that answers at once), ${WARM} to warm each, then ${cycles} cycles of ${MANY} at 50 clients, in turns`);
+    at('forward', WARM);
+    at('sink', WARM);
+    const rps = { forward: [], sink: [] };
+    const cpu = { forward: [], sink: [] };
+    const ratios = [];
+    for (let c = 0; c < cycles; c++) {
+      const order = c % 2 ? ['sink', 'forward'] : ['forward', 'sink'];
+      const got = {};
+      for (const label of order) got[label] = at(label, MANY);
+      for (const label of order) {
+        rps[label].push(got[label].rps);
+        if (got[label].cpuUs !== undefined) cpu[label].push(got[label].cpuUs);
+      }
+      ratios.push(got.sink.rps / got.forward.rps);
+      log(`  cycle ${c + 1}: --sink ${got.sink.rps.toFixed(0)}/s, --forward-to ${got.forward.rps.toFixed(0)}/s: ${(got.sink.rps / got.forward.rps).toFixed(2)}×`);
+    }
+    row('sinks', `${kind}: \`listen --sink\` deliveries/s at 50 clients (against \`listen --forward-to\` an app that answers at once)`, `${Math.round(median(rps.sink))}/s`, `${Math.round(median(rps.forward))}/s`, median(ratios), atLeast(0.7));
+    if (cpu.sink.length && cpu.forward.length) log(`  listen's CPU a delivery: --sink ${median(cpu.sink).toFixed(1)} µs, --forward-to ${median(cpu.forward).toFixed(1)} µs`);
+  } finally {
+    for (const s of Object.values(started)) await stop(s.child);
+    await stop(app.child);
+  }
+}
+
+export async function sinks({ row, log, median, QUICK, atLeast, listenAt }) {
   const N = QUICK ? 3000 : 10000;
   const rounds = QUICK ? 2 : 5;
   for (const [kind, start, name, target] of [
@@ -122,6 +181,7 @@ export async function sinks({ row, log, median, QUICK, atLeast }) {
     const broker = await start();
     const url = `${broker.url}/${name}`;
     try {
+      if (listenAt) await listenSinkVsForward({ row, log, median, QUICK, atLeast, listenAt }, kind, broker, name);
       log(`sinks, ${kind}: ${rounds} rounds of ${N} publishes, 64 in flight, in turns with the bare client`);
       const sink = await openSink(url);
       const bare = await bareClient(kind, url);

@@ -85,6 +85,14 @@ describe('the step machine', () => {
     expect(won(forwarded({ forward: { ok: false, status: 500, ms: 1 } }))).toMatchObject({ do: 'release', answer: { status: 502, body: '{"error":"forwarding failed: your app answered 500"}' } });
     expect(won(forwarded({}, 500))).toMatchObject({ do: 'release', answer: { status: 500, outcome: 'refused_by_flag' } });
     expect(won(forwarded({ saveError: 'ENOSPC' }))).toMatchObject({ do: 'release', answer: { status: 500, outcome: 'error' } });
+    // --sink: a broker away is 503 with Retry-After; one that refused it for good is 502, final; the claim let go either way
+    const away = won(forwarded({ sinkError: { refused: false, why: 'redis://127.0.0.1:6379/s: the connection is down' } }));
+    expect(away).toMatchObject({ do: 'release', answer: { status: 503, outcome: 'sink_failed', headers: { 'retry-after': '5' } } });
+    // which broker, and why, is listen's line: the sender is told only to come back
+    expect(JSON.parse((away as { answer: { body: string } }).answer.body)).toEqual({ error: 'the stream cannot take it now; try again later', reason: 'sink_unavailable' });
+    const refused = won(forwarded({ sinkError: { refused: true, why: 'over max_payload' }, forward: { ok: true, status: 200, ms: 1 } }));
+    expect(refused).toMatchObject({ do: 'release', answer: { status: 502, outcome: 'sink_failed' } });
+    expect((refused as { answer: { headers?: object } }).answer.headers).toBeUndefined();
     // a 2xx asked for is still a 2xx: stored first; the app's own 2xx is passed on
     expect(won(forwarded({}, 204))).toEqual({ do: 'complete', status: 204 });
     expect(won(forwarded({ forward: { ok: true, status: 201, ms: 1 } }))).toEqual({ do: 'complete', status: 201 });

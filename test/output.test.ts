@@ -26,6 +26,16 @@ describe('the listen line', () => {
     expect(formatEvent(accepted, plain)).toBe('23:40:59 ✓ 200  forecast_hour.available  webhook 7 sub 3 trg_1  wm-6 2026-11-21T06:00Z +12h  2.0 KB  standard');
   });
 
+  it('--sink: where the stream put it, and a broker that had its pair already; a sink that did not take it, and that the service retries', () => {
+    const published = [{ sink: 'nats://***@h:4222/a', id: '41', duplicate: false }, { sink: 'redis://:***@h:6379/s', id: '1795-0', duplicate: true }];
+    expect(formatEvent({ ...accepted, published }, plain)).toMatch(/standard {2}→ stream 41, 1795-0 \(had it\)$/);
+    expect(formatEvent({ ...accepted, published, forward: { ok: true, status: 200, ms: 3 } }, plain)).toContain('→ stream 41, 1795-0 (had it)  → app 200 (3 ms)');
+    const failed = formatEvent({ ...accepted, outcome: 'sink_failed', status: 503, message: 'not taken by nats://***@h:4222/a: the connection is down' }, plain);
+    expect(failed).toContain('✗ 503');
+    expect(failed).toContain('the connection is down');
+    expect(failed).toContain('not marked processed: the service will retry it');
+  });
+
   it('says what the dedupe key was when the layout does not sign the Trigger-Id', () => {
     expect(formatEvent({ ...accepted, layout: 'stripe', dedupe_key: 'hash' }, plain)).toContain('(dedupe on a hash of the signed timestamp and body: the layout does not sign the Trigger-Id)');
   });

@@ -155,5 +155,5 @@ describe.each(runtimes)('$name', (rt) => {
 
 it("the README's handler examples are these files, word for word", () => {
   const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
-  for (const file of ['express.js', 'fastify.js', 'hono.js', 'worker.js']) expect(readme).toContain(readFileSync(example(file), 'utf8').trim());
+  for (const file of ['express.js', 'fastify.js', 'hono.js', 'worker.js', 'consumer.js']) expect(readme).toContain(readFileSync(example(file), 'utf8').trim());
 });

@@ -5,7 +5,6 @@ import { MemoryStore } from '../src/delivery/memory-store.js';
 import { verifyDelivery } from '../src/signing/index.js';
 import { consume, MessageRefusedError, openSink, readSink, SinkRefusedError, SinkUnavailableError, type ConsumedMessage, type ConsumerEvent, type Sink } from '../src/sinks/index.js';
 import { decodeMessage, encodeMessage, FIELDS, type FieldName } from '../src/sinks/message.js';
-import { runOnce } from '../src/sinks/once.js';
 import { parseSinkUrl, shownSinkUrl } from '../src/sinks/sink-url.js';
 import type { SinkKind } from '../src/sinks/sink-url.js';
 import { runCli } from './helpers/cli.js';
@@ -106,26 +105,6 @@ describe('the message', () => {
   it('refused: no body', () => {
     const fields = new Map(encodeMessage(delivery('trg_3')).fields);
     expect(decodeMessage((n) => fields.get(n), undefined)).toEqual({ ok: false, reason: 'it has no body' });
-  });
-});
-
-describe('runOnce: claimed before, completed after, released on a throw', () => {
-  it('processed once; a duplicate after; in progress while held; a failed run lets the pair go', async () => {
-    const store = new MemoryStore();
-    let runs = 0;
-    expect(await runOnce(store, 't1', 's', () => runs++)).toEqual({ outcome: 'processed' });
-    expect(await runOnce(store, 't1', 's', () => runs++)).toEqual({ outcome: 'duplicate' });
-    let finish!: () => void;
-    const slow = runOnce(store, 't2', 's', () => new Promise<void>((r) => (finish = r)));
-    await until(() => finish !== undefined, 'the first run to start');
-    expect(await runOnce(store, 't2', 's', () => runs++)).toEqual({ outcome: 'in_progress' });
-    finish();
-    expect((await slow).outcome).toBe('processed');
-    const failed = await runOnce(store, 't3', 's', () => Promise.reject(new Error('boom')));
-    expect(failed.outcome).toBe('handler_failed');
-    expect((failed.error as Error).message).toBe('boom');
-    expect(await runOnce(store, 't3', 's', () => runs++)).toEqual({ outcome: 'processed' });
-    expect(runs).toBe(2);
   });
 });
 

@@ -20,6 +20,8 @@ import { describeRoutes, forwardRoute, routeFor, shownRoutes } from '../receiver
 import { openSaveDir, readProvenBody, readSavedDir, saveKeyOf, savedAsEvent, savedBody } from '../receiver/saved.js';
 import { compressHours, parseRunName, RunTracker } from '../delivery/runs.js';
 import { startReceiver, type RunningReceiver } from '../receiver/server.js';
+import { closeSinks, openSinks } from '../receiver/sinks-step.js';
+import type { Sink } from '../sinks/sink.js';
 import { BODY_READS, DEFAULTS } from '../delivery/defaults.js';
 import { DIAGNOSES_PER_MINUTE } from '../signing/rules.js';
 import { Verifier } from '../signing/verify.js';
@@ -37,7 +39,7 @@ import { printable } from '../util/printable.js';
 import { addSensitive } from '../util/redact.js';
 import { isKnownType, SUBSCRIPTION_TYPES, suggestion } from '../vocabulary.js';
 import { declare, type OptionsOf } from './option-types.js';
-import { accumulated, msDefault, portOption, schemeOption, sizeDefault, toleranceOption, valued } from './options.js';
+import { accumulated, msDefault, portOption, schemeOption, sinkOption, sizeDefault, toleranceOption, valued } from './options.js';
 import { baseUrlFor, resolveSecrets, secretSourceOptions, secretStoreFor, serviceFor, type SecretSource } from './shared.js';
 
 /**
@@ -66,6 +68,7 @@ function declareListen(cmd: Command) {
     .optionsGroup('What it does with a verified delivery:')
     .addOption(accumulated('--forward-to <url|type=url>', 'POST each verified delivery (exact bytes and headers) to your app: TYPE=URL for a type (repeatable), a URL alone for every other type', forwardRoute))
     .addOption(valued('--forward-timeout <duration>', 'how long your app may take', timeLimit, msDefault(DEFAULTS.forwardTimeoutMs)))
+    .addOption(sinkOption())
     .option('--save-dir <dir>', 'write each verified delivery to a file that `verify` and `send` read back')
     .addOption(valued('--respond-status <code>', 'answer verified deliveries with this status (e.g. 500, to watch the retries)', integer(200, 599)))
     .optionsGroup('Processed once (the processed pairs):')
@@ -115,7 +118,8 @@ memory only) and deletes it when it exits, however it exits.
 Answers: 200 verified (or your app's 2xx), 200 duplicate (skipped), 409 same delivery still in progress,
 502 your app failed (not marked processed, so the retry can succeed), 401 bad signature or stale
 timestamp, 400 missing header or not a JSON object, 413 too large, 503 the processed pair could not
-be stored or too many bodies in flight. A 2xx is sent only once the delivery's pair is written.
+be stored, too many bodies in flight, or a --sink's broker away (502: it refused the delivery for good).
+A 2xx is sent only once the delivery's pair is written (and, with --sink, every broker has it).
 If stdout is closed (listen --json | head), listen answers what is in flight, stores it, and exits 141.
 
 More examples:
@@ -127,7 +131,8 @@ More examples:
   $ wxhooks listen --webhook 7 --forward-to forecast_hour.available=http://localhost:3000/forecast \\
       --forward-to http://localhost:3000/other                                      # by type, the rest to one URL
   $ wxhooks listen --webhook 7 --respond-status 500                                 # watch the retries
-  $ wxhooks listen --webhook 7 --forward-to http://localhost:3000/hooks --inspect   # open the link it prints`,
+  $ wxhooks listen --webhook 7 --forward-to http://localhost:3000/hooks --inspect   # open the link it prints
+  $ wxhooks listen --webhook 7 --sink nats://localhost:4222/wxhooks.deliveries      # into a stream workers consume`,
     )
     .action(act(runListen, { longRunning: true }));
 }
@@ -251,6 +256,7 @@ export async function runListen(ctx: Context, o: ListenOptions): Promise<void> {
   let inspector: RunningInspector | undefined;
   let announced: Announced | undefined;
   let secretWatch: { close(): void } | undefined;
+  let sinks: Sink[] | undefined;
   try {
     const limits: HistoryLimits = { ...HISTORY_DEFAULTS, rows: o.history, bytes: o.historySize };
     const opened = await openPairStore({
@@ -274,6 +280,7 @@ export async function runListen(ctx: Context, o: ListenOptions): Promise<void> {
     const history: HistorySource | undefined =
       opened.kind === 'postgres' ? (ctx.given('history') || ctx.given('historySize') || o.inspect ? new PgHistory(opened.store, limits) : undefined) : o.inspect ? new History(limits) : undefined;
 
+    if (o.sink) sinks = await startSinks(ctx, o, say, styleErr);
     const verifier = new RekeyableVerifier({ secret: listening.secrets, scheme: o.scheme, tolerance: o.tolerance, diagnosePerMinute: DIAGNOSES_PER_MINUTE, shallowAbove: SHALLOW_ABOVE });
     let seen: Seen = { accepted: 0 };
     let fatal: string | undefined;
@@ -289,6 +296,7 @@ export async function runListen(ctx: Context, o: ListenOptions): Promise<void> {
       maxInflight: o.maxInflight,
       forwardTo: o.forwardTo,
       forwardTimeoutMs: o.forwardTimeout,
+      sinks,
       saveDir: o.saveDir,
       respondStatus: o.respondStatus,
       readTimeoutMs: o.readTimeout,
@@ -355,11 +363,31 @@ export async function runListen(ctx: Context, o: ListenOptions): Promise<void> {
     // in this order: no new request, every request taken answered and its pair stored, then the store closed
     await inspector?.close();
     await receiver?.close();
+    await closeSinks(sinks); // after the last delivery in flight was published and answered
     await store?.close();
     await temporary?.remove();
     output.flush();
     status?.done();
   }
+}
+
+/**
+ * `--sink`: every sink opened before the port is (exit 6 naming the broker, never its password); a line
+ * when a broker goes and when it is back; a warning when a broker forgets a pair sooner than the store.
+ */
+async function startSinks(ctx: Context, o: ListenOptions, say: (event: Record<string, unknown>, text: string) => void, style: Style): Promise<Sink[]> {
+  const sinks = await openSinks(o.sink!, (sink, state, reason) => {
+    if (state === 'lost') say({ event: 'sink_lost', sink, reason }, style.red(`The sink ${sink} is unreachable (${printable(reason ?? '?')}): deliveries are answered 503 until it is back.`));
+    else say({ event: 'sink_restored', sink }, style.green(`The sink ${sink} is back.`));
+  });
+  for (const s of sinks) {
+    say({ event: 'sink', sink: s.where, stream: s.stream.name, created: s.stream.created, dedupe_ms: s.stream.dedupeMs }, `Publishing verified deliveries to ${s.where} (stream ${s.stream.name}${s.stream.created ? ', created now' : ''})`);
+    if (s.stream.dedupeMs < o.dedupeTtl) {
+      const fix = s.kind === 'nats' && !s.stream.created ? `raise stream ${s.stream.name}'s duplicate window (it is yours: wxhooks did not create it)` : 'raise its ?dedupe=';
+      line(ctx.stderr, `warning: the sink ${s.where} drops a second copy of a pair for ${formatDuration(s.stream.dedupeMs)} only, less than --dedupe-ttl (${formatDuration(o.dedupeTtl)}): the same delivery given to two receivers further apart than that is in the stream twice. To match, ${fix}.`);
+    }
+  }
+  return sinks;
 }
 
 /**

@@ -70,6 +70,13 @@ export const ANSWERS = {
   handlerTimedOut: (ms: number): Answer => refuse(500, 'handler_timed_out', `a handler took longer than ${Math.round(ms / 1000)} s; the delivery will be retried`),
   /** `listen --forward-to`: your app was down, slow, or answered otherwise than 2xx. */
   forwardFailed: (why: string): Answer => refuse(502, 'forward_failed', `forwarding failed: ${why}`),
+  /**
+   * `listen --sink`: a broker is away, or did not acknowledge in time; the claim is let go, so the service's
+   * retry is published once it is back. (Which broker, and why, is listen's line: not the sender's business.)
+   */
+  sinkUnavailable: refuse(503, 'sink_failed', 'the stream cannot take it now; try again later', { reason: 'sink_unavailable', headers: RETRY_LATER }),
+  /** `listen --sink`: a broker refused it for good (over NATS's max_payload): its retries are refused the same way until the broker is changed. */
+  sinkRefused: refuse(502, 'sink_failed', 'the stream refused it for good (too large for it)', { reason: 'sink_refused' }),
   /** `listen --respond-status` asked for a status that is not 2xx. */
   refusedByFlag: (status: number): Answer => refuse(status, 'refused_by_flag', `answered ${status} (--respond-status)`),
   savingFailed: (why: string): Answer => refuse(500, 'error', `the delivery could not be saved: ${why}`),

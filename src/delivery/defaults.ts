@@ -39,6 +39,20 @@ export const DEFAULTS = {
   sweepIntervalMs: 60_000,
   /** How many pairs the in-memory store keeps at most; past it, the oldest are forgotten. */
   memoryPairs: 100_000,
+  /** A sink's `?dedupe=`: the JetStream duplicate window of a stream we create, the life of a Redis dedupe key (as `--dedupe-ttl`). */
+  sinkDedupeMs: 24 * 3_600_000,
+  /** A sink's `?keep=`: how long a message stays in the stream (JetStream's max_age; Redis trims older entries at each append). */
+  sinkKeepMs: 7 * 86_400_000,
+  /** How long a publish waits for the broker's acknowledgement before the delivery is answered 503. */
+  sinkPublishTimeoutMs: 5_000,
+  /** A sink consumer's `concurrency`: messages handled at once by one worker. */
+  consumerConcurrency: 16,
+  /** A sink consumer's `retryDelayMs`: how long a failed message waits before it is delivered again. */
+  consumerRetryDelayMs: 10_000,
+  /** A sink consumer's `maxDeliveries`: deliveries of one message before it goes to the dead letters. */
+  consumerMaxDeliveries: 5,
+  /** A sink consumer's `claimTimeoutMs`: how long a message may go unanswered before another worker gets it (as `--claim-timeout`). */
+  consumerClaimTimeoutMs: 60_000,
 } as const;
 
 /** A whole request (its body included) must arrive within this many read timeouts. */

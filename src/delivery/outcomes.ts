@@ -14,6 +14,7 @@ export const OUTCOMES = {
   handler_failed: 'verified, and a handler threw: 500, not marked processed, so the retry runs it again',
   handler_timed_out: 'verified, and a handler ran past its time: 500, its claim let go, so the retry runs it again',
   replayed: 'a delivery sent again to your app from the history (the inspector): never counted as processed',
+  sink_failed: 'verified, and a sink (NATS JetStream, Redis) did not take it: 503 with Retry-After while the broker is away, 502 when it refused it for good; not marked processed',
   store_failed: 'the processed pairs could not be read or written (a full disk, a database away): 503',
   overloaded: 'the bodies in flight would pass the in-flight limit: 503 before the body was read',
   unverified: 'no signature matched, a signature header missing, or a timestamp out of its window: 401',

@@ -54,6 +54,8 @@ export interface ReceiverEvent {
   forward?: ForwardResult;
   /** Why a verified delivery was not forwarded though listen forwards: its type has no `--forward-to` (`no --forward-to for TYPE`). */
   not_forwarded?: string;
+  /** `listen --sink`: where each sink put it (the stream's id), and whether the broker had its pair already. */
+  published?: { sink: string; id: string; duplicate: boolean }[];
   saved_to?: string;
   reason?: string;
   message?: string;

@@ -63,15 +63,18 @@ export interface Processed {
   savedTo?: string;
   /** Saving failed: the delivery is not processed. */
   saveError?: string;
+  /** `--sink`: a broker did not take it (`refused`: for good), and why (for listen's line, not the sender); the delivery is not processed. */
+  sinkError?: { refused: boolean; why: string };
 }
 
 /**
  * The handling of a receiver that saves and forwards: saved and forwarded with a 2xx (or nothing to
  * forward to) is processed, answered with the app's status or the one `--respond-status` asks for;
- * a save that failed, or a forward that did not get a 2xx, is not.
+ * a save that failed, a sink that did not take it, or a forward that did not get a 2xx, is not.
  */
 export function forwarded(p: Processed, respondStatus?: number): Handled {
   if (p.saveError !== undefined) return { ok: false, answer: ANSWERS.savingFailed(p.saveError) };
+  if (p.sinkError) return { ok: false, answer: p.sinkError.refused ? ANSWERS.sinkRefused : ANSWERS.sinkUnavailable };
   if (p.forward && !p.forward.ok) return { ok: false, answer: ANSWERS.forwardFailed(p.forward.error ?? `your app answered ${p.forward.status}`) };
   const status = respondStatus ?? p.forward?.status ?? 200;
   return isSuccess(status) ? { ok: true, status } : { ok: false, answer: ANSWERS.refusedByFlag(status) };

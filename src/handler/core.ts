@@ -5,7 +5,7 @@ import { hashedPair, pairFrom, unkeyableIds, withHashedIds, type Pair } from '..
 import { settle, type Timers } from '../delivery/runner.js';
 import type { PairStore } from '../delivery/store.js';
 import type { Scheme } from '../signing/layouts.js';
-import { examineHeaders, type HeaderSource, type VerifyFailure, type VerifyFailureReason, type VerifyResult } from '../signing/rules.js';
+import { examineHeaders, type HeaderSource, type VerifyFailure, type VerifyFailureReason, type VerifyResult, type VerifySuccess } from '../signing/rules.js';
 import { isKnownType, SUBSCRIPTION_TYPES, suggestion } from '../vocabulary.js';
 import { MemoryStore } from '../delivery/memory-store.js';
 import type { DeliveryType, WebhookEvent, WebhookEventOf } from './types.js';
@@ -229,20 +229,7 @@ export class WebhooksCore {
     const bytes = bytesOf(request.body);
     const v = await this.engine.verify(request.headers, bytes, this.now());
     if (!v.ok) return refusal(v);
-    const found = pairFrom(v);
-    const pair: Pair = 'trigger' in found ? found : hashedPair(found.subscription, await this.engine.sha256(found.hashPrefix, bytes));
-    // an id no store can key by is stored by its hash (the handlers see it as it came)
-    const odd = unkeyableIds(pair);
-    const stored = odd.length ? withHashedIds(pair, Object.fromEntries(await Promise.all(odd.map(async (k) => [k, await this.engine.sha256('', encoder.encode(pair[k]))])))) : pair;
-    const payload = v.payload;
-    // the payload is typed by what the service sends; its type is not checked here, only verified
-    const event = {
-      type: payload.type as DeliveryType,
-      id: pair.trigger,
-      subscriptionId: pair.subscription,
-      payload,
-      signature: { layout: v.layout, timestamp: v.timestamp, triggerId: v.triggerId, secretIndex: v.secretIndex },
-    } as unknown as WebhookEvent;
+    const { event, stored } = await this.eventOf(v, bytes);
     let failed: WebhookHandlerError | undefined;
     const settled = await settle({
       store: this.store,
@@ -268,6 +255,49 @@ export class WebhooksCore {
   }
 
   /**
+   * A verified delivery as the handlers get it, and its pair as the store keys it: one rule for every way
+   * in (a request, a sink's message).
+   */
+  protected async eventOf(v: VerifySuccess, bytes: Uint8Array): Promise<{ event: WebhookEvent; stored: Pair }> {
+    const found = pairFrom(v);
+    const pair: Pair = 'trigger' in found ? found : hashedPair(found.subscription, await this.engine.sha256(found.hashPrefix, bytes));
+    // an id no store can key by is stored by its hash (the handlers see it as it came)
+    const odd = unkeyableIds(pair);
+    const stored = odd.length ? withHashedIds(pair, Object.fromEntries(await Promise.all(odd.map(async (k) => [k, await this.engine.sha256('', encoder.encode(pair[k]))])))) : pair;
+    const payload = v.payload;
+    // the payload is typed by what the service sends; its type is not checked here, only verified
+    const event = {
+      type: payload.type as DeliveryType,
+      id: pair.trigger,
+      subscriptionId: pair.subscription,
+      payload,
+      signature: { layout: v.layout, timestamp: v.timestamp, triggerId: v.triggerId, secretIndex: v.secretIndex },
+    } as unknown as WebhookEvent;
+    return { event, stored };
+  }
+
+  /** Verifies with this instance's secrets, at the time given (a sink's message: when `listen` received it). */
+  protected verifyAt(headers: HeaderSource, bytes: Uint8Array, now: number): VerifyResult | Promise<VerifyResult> {
+    return this.engine.verify(headers, bytes, now);
+  }
+
+  /** The store this instance keeps processed pairs in. */
+  protected get pairStore(): PairStore {
+    return this.store;
+  }
+
+  /** Runs the handlers of a sink's message; a failure goes to onError (or the log), then is thrown on. */
+  protected async receiveOrTell(event: WebhookEvent): Promise<void> {
+    try {
+      await this.receive(event);
+    } catch (error) {
+      const failed = error instanceof WebhookHandlerError ? error : new WebhookHandlerError([error], event);
+      await this.tell(failed, () => `wxhooks: ${failed.message}; the message will be delivered again (give webhooks.onError a handler to see these yourself)`);
+      throw failed;
+    }
+  }
+
+  /**
    * A door found a mistake in the app's set-up: `onError` is given it; without an `onError`, the log says
    * it, once for each kind (every delivery would otherwise repeat it).
    */
@@ -280,7 +310,7 @@ export class WebhooksCore {
   }
 
   /** Gives an error to every `onError` handler; with none, says `line()` (if any) to the log. */
-  private async tell(error: WebhookHandlerError | WebhookSetupError, line: () => string | undefined): Promise<void> {
+  protected async tell(error: WebhookHandlerError | WebhookSetupError, line: () => string | undefined): Promise<void> {
     if (!this.errorHandlers.length) {
       const text = line();
       if (text !== undefined) this.log.warn(text);

@@ -7,7 +7,9 @@ import type { PairStore } from '../delivery/store.js';
 import { Verifier } from '../signing/verify.js';
 import { InflightBudget, readBody } from '../util/read-body.js';
 import type { OpenStoreOptions } from '../store/open.js';
-import { WebhooksCore, WebhookSetupError, secretsFrom, type Receipt, type WebhooksOptions } from './core.js';
+import { MessageRefusedError, type ConsumedMessage } from '../sinks/consumer.js';
+import type { ConsumeOptions, SinkConsumer } from '../sinks/sink.js';
+import { WebhooksCore, WebhookHandlerError, WebhookSetupError, secretsFrom, type Receipt, type WebhooksOptions } from './core.js';
 
 export type { OpenStoreOptions } from '../store/open.js';
 
@@ -31,7 +33,40 @@ export class Webhooks extends WebhooksCore {
       options,
     );
   }
+
+  /**
+   * Starts a worker of a consumer group on the stream a sink URL names (`listen --sink` writes it):
+   * each message is verified again with this instance's secrets (as of when `listen` received it) and
+   * given to the handlers of `on(...)` as a `WebhookEvent`, exactly as a delivery is; it is acknowledged
+   * only once they resolved, with its pair claimed and completed in this instance's store, so that a
+   * handler runs once per pair even when the broker delivers a message twice. A handler that throws goes
+   * to `onError`, and its message is delivered again after `retryDelayMs`, up to `maxDeliveries`, then
+   * to the dead letters; a message whose body is not a JSON object, or that does not verify, goes there at
+   * once, with why (as does one whose handler throws a `MessageRefusedError`). Resolves once it reads;
+   * `stop()` lets the handlers under way finish.
+   */
+  async consume(url: string, options: WebhooksConsumeOptions): Promise<SinkConsumer> {
+    const { consume } = await import('../sinks/index.js'); // the brokers' clients only when asked for
+    return consume(url, { ...options, store: this.pairStore, handler: (m) => this.consumeOne(m) });
+  }
+
+  private async consumeOne(m: ConsumedMessage): Promise<void> {
+    const received = Date.parse(m.receivedAt);
+    const v = await this.verifyAt(m.headers, m.body, received);
+    if (!v.ok) throw new MessageRefusedError(`it does not verify with this webhook's secret as of when it was received (${m.receivedAt}): ${v.message}`);
+    const { event } = await this.eventOf(v, m.body);
+    try {
+      await this.receiveOrTell(event);
+    } catch (error) {
+      // a handler that refuses it for good sends it to the dead letters at once
+      const refused = error instanceof WebhookHandlerError ? error.errors.find((e) => e instanceof MessageRefusedError) : undefined;
+      throw refused ?? error;
+    }
+  }
 }
+
+/** What `webhooks.consume(url, …)` takes: the group and the consumer's limits (the handlers are `on(...)`'s, the store the instance's). */
+export type WebhooksConsumeOptions = Omit<ConsumeOptions, 'handler' | 'store'>;
 
 export interface NodeMiddlewareOptions {
   /** The path it answers (default `/webhooks`); other paths go to `next()`, or are answered 404. */

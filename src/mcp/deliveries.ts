@@ -27,6 +27,7 @@ const OUTCOME_SET: Record<Outcome, true> = {
   forward_failed: true,
   refused_by_flag: true,
   replayed: true,
+  sink_failed: true,
   store_failed: true,
   overloaded: true,
   unverified: true,

@@ -56,9 +56,10 @@ const MOST_DROPPED = 6;
 
 function forward(e: ReceiverEvent, drop = 0): string {
   const f = e.forward;
-  if (!f) return e.not_forwarded ? `→ not forwarded: ${printable(e.not_forwarded)}` : '';
-  if (f.error) return `→ app: ${printable(f.error)}`;
-  return `→ app ${f.status}${f.body && drop < MOST_DROPPED ? ` ${JSON.stringify(f.body.slice(0, 60))}` : ''} (${f.ms} ms)`;
+  // --sink: where the stream put it (the broker's id; "had it" when its pair was there already)
+  const sunk = e.published?.length ? `→ stream ${e.published.map((p) => (p.duplicate ? `${p.id} (had it)` : p.id)).join(', ')}` : '';
+  const app = !f ? (e.not_forwarded ? `→ not forwarded: ${printable(e.not_forwarded)}` : '') : f.error ? `→ app: ${printable(f.error)}` : `→ app ${f.status}${f.body && drop < MOST_DROPPED ? ` ${JSON.stringify(f.body.slice(0, 60))}` : ''} (${f.ms} ms)`;
+  return sunk && app ? `${sunk}  ${app}` : sunk || app;
 }
 
 /** How a report is shown: the terminal's width (lines are fitted to it, never wrapped by the terminal), and --verbose. */
@@ -111,6 +112,8 @@ function request(e: ReceiverEvent, style: Style, drop = 0, view: EventView = {})
       return `${time} ${style.yellow('…')} ${status}  ${type ?? ''} ${ids(e)} is still being processed; answered 409 so the service retries`;
     case 'forward_failed':
       return `${time} ${style.red('✗')} ${status}  ${add(style.bold(type ?? ''), details(e, style, drop), '  ')}  ${style.red(forward(e, drop))}\n         ${style.dim('not marked processed: the service will retry it')}`;
+    case 'sink_failed':
+      return `${time} ${style.red('✗')} ${status}  ${add(style.bold(type ?? ''), ids(e), '  ')}  ${style.red(printable(e.message ?? 'a sink did not take it'))}\n         ${style.dim('not marked processed: the service will retry it')}`;
     case 'store_failed':
       return `${time} ${style.red('✗')} ${status}  ${add(style.bold(type ?? ''), ids(e), '  ')}  ${style.red(printable(e.message ?? 'the processed pair could not be stored'))}`;
     case 'unverified':

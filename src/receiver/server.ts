@@ -17,6 +17,9 @@ import { forwardDelivery } from './forward.js';
 import { notRouted, routeFor, routesOf, type ForwardRoutes } from './routes.js';
 import { declaredLength, InflightBudget, readBody, type BodyRead } from '../util/read-body.js';
 import { deliveryEvent, failureEvent, keyedPair, pairOf } from './report.js';
+import { sinkDelivery, type SinkDelivery } from '../sinks/message.js';
+import type { Sink } from '../sinks/sink.js';
+import { publishToSinks } from './sinks-step.js';
 import { saveDelivery, savedMeta } from './saved.js';
 
 export interface ReceiverOptions {
@@ -31,6 +34,8 @@ export interface ReceiverOptions {
   /** Where verified deliveries are forwarded: one URL for every type, or routes by type (src/receiver/routes.ts). */
   forwardTo?: string | ForwardRoutes;
   forwardTimeoutMs?: number;
+  /** `--sink`: each verified new delivery is published to every one, and answered 2xx only once each acknowledged it. */
+  sinks?: readonly Sink[];
   saveDir?: string;
   respondStatus?: number;
   /** Headers must arrive within this, and the whole request within six times it (slow-client guard). */
@@ -218,12 +223,14 @@ export async function startReceiver(options: ReceiverOptions): Promise<RunningRe
     const found = pairOf(v, body);
     const event = deliveryEvent(time, path, v, found, body.length);
     const pair = keyedPair(found); // as the store keys it
+    // the message is keyed as the store keys the pair, so that a consumer's store agrees with listen's
+    const message = o.sinks?.length ? sinkDelivery(v, pair, req.headers, body, now) : undefined;
     working++;
     const done = () => {
       budget.give(read.held);
       if (--working === 0) idle?.();
     };
-    const handleIt = () => (o.saveDir || agent ? processDelivery(req, body, event, pair) : forwarded({}, o.respondStatus));
+    const handleIt = () => (o.saveDir || agent || message ? processDelivery(req, body, event, pair, message) : forwarded({}, o.respondStatus));
     settle({ store: o.store, pair, handle: handleIt, timeoutMs: handlerTimeoutMs, timers: o.timers }).then(
       (settled) => {
         done();
@@ -236,8 +243,8 @@ export async function startReceiver(options: ReceiverOptions): Promise<RunningRe
     );
   }
 
-  /** Listen's handling of a delivery: saved, then forwarded; the report told what each did. */
-  async function processDelivery(req: IncomingMessage, body: Buffer, event: ReceiverEvent, pair: Pair) {
+  /** Listen's handling of a delivery: saved, published to the sinks, then forwarded; the report told what each did. */
+  async function processDelivery(req: IncomingMessage, body: Buffer, event: ReceiverEvent, pair: Pair, message?: SinkDelivery) {
     const processed: Processed = {};
     if (o.saveDir) {
       try {
@@ -247,10 +254,16 @@ export async function startReceiver(options: ReceiverOptions): Promise<RunningRe
         processed.saveError = (err as Error).message;
       }
     }
+    if (processed.saveError === undefined && message) {
+      const p = await publishToSinks(o.sinks!, message);
+      event.published = p.published;
+      processed.sinkError = p.sinkError;
+      if (p.sinkError) event.message = `${p.sinkError.refused ? 'refused for good by' : 'not taken by'} ${p.sinkError.why}`;
+    }
     const to = routes && routeFor(routes, event.type);
     // a type the user chose not to route is processed and acknowledged, and its report says so (DECISIONS.md)
-    if (processed.saveError === undefined && routes && !to) event.not_forwarded = notRouted(event.type);
-    if (processed.saveError === undefined && to && agent) {
+    if (processed.saveError === undefined && !processed.sinkError && routes && !to) event.not_forwarded = notRouted(event.type);
+    if (processed.saveError === undefined && !processed.sinkError && to && agent) {
       processed.forward = await forwardDelivery(to, req.headers, body, o.forwardTimeoutMs, agent);
       // the report (a line, NDJSON) keeps the app's status and first line; the history its whole answer
       const { answer, ...forward } = processed.forward;

@@ -1,7 +1,9 @@
+import { ANSWERS } from '../delivery/answers.js';
+import { DEFAULTS } from '../delivery/defaults.js';
+import { settle as settleOnce, type Settled } from '../delivery/runner.js';
+import type { PairStore } from '../delivery/store.js';
 import { UsageError } from '../errors.js';
 import type { Decoded, SinkMessage } from './message.js';
-import { runOnce, type OnceOutcome, type OnceStore } from './once.js';
-import type { ConsumeOptions } from './sink.js';
 
 /**
  * What a consumer does with one message the broker handed it, whichever the broker: refuse what is not
@@ -18,7 +20,10 @@ export interface ConsumedMessage extends SinkMessage {
   deliveries: number;
 }
 
-export type ConsumerOutcome = OnceOutcome | 'dead_lettered' | 'refused';
+/** What running a message's handler once came to (the handler library's names). */
+type RunOutcome = 'processed' | 'duplicate' | 'in_progress' | 'handler_failed' | 'store_failed';
+
+export type ConsumerOutcome = RunOutcome | 'dead_lettered' | 'refused';
 
 /** One thing a consumer did, for its caller to show or count (a consumer never prints). */
 export interface ConsumerEvent {
@@ -64,7 +69,7 @@ export interface Inbound {
 
 export interface ConsumerSettings {
   handler: (message: ConsumedMessage) => unknown;
-  store?: OnceStore;
+  store?: PairStore;
   retryDelayMs: number;
   maxDeliveries: number;
   /** How long the broker lets a message go unanswered before another worker gets it: touched every third of it. */
@@ -99,6 +104,41 @@ function pause(ms: number, signal: AbortSignal): Promise<void> {
   });
 }
 
+/**
+ * No store: every delivery of the broker is new to it (at least once). The core's runner then claims,
+ * handles and completes as it does with a store, so that exactly-once has one home (src/delivery/runner.ts).
+ */
+const EVERY_TIME: PairStore = {
+  where: 'nowhere (no store: once per delivery of the broker)',
+  leaseMs: 0,
+  claim: () => Promise.resolve('won'),
+  extend: () => Promise.resolve(true),
+  complete: () => Promise.resolve(),
+  release: () => Promise.resolve(),
+  close: () => Promise.resolve(),
+};
+
+/** A handler's run as the runner's handle step: resolved is processed; what it threw is kept for the report. */
+async function handled(run: unknown): Promise<{ ok: true; status: 200 } | { ok: false; answer: typeof ANSWERS.handlerFailed; error: unknown }> {
+  try {
+    await run;
+    return { ok: true, status: 200 };
+  } catch (error) {
+    return { ok: false, answer: ANSWERS.handlerFailed, error };
+  }
+}
+
+/** What the runner found, in the consumer's words. (No handler timeout: a long one keeps its claim and its message, touched.) */
+function outcomeOf(s: Settled): { outcome: RunOutcome; error?: unknown } {
+  if (s.claimFailed !== undefined) return { outcome: 'store_failed', error: s.claimFailed };
+  if (s.claim === 'done' || s.claim === 'stored_now') return { outcome: 'duplicate' };
+  if (s.claim === 'held') return { outcome: 'in_progress' };
+  if (s.handled && !s.handled.ok) return { outcome: 'handler_failed', error: s.handled.error };
+  // handled, its pair not yet stored: the store keeps it as processed, so the next claim finds it a duplicate
+  if (s.stored && !s.stored.ok) return { outcome: 'store_failed', error: s.stored.error };
+  return { outcome: 'processed' };
+}
+
 /** Handles one inbound message to its end: acknowledged, given back, or dead-lettered. Never rejects. */
 export async function handleInbound(inbound: Inbound, s: ConsumerSettings): Promise<void> {
   const base = { id: inbound.id, deliveries: inbound.deliveries };
@@ -130,7 +170,7 @@ export async function handleInbound(inbound: Inbound, s: ConsumerSettings): Prom
   try {
     for (;;) {
       const started = performance.now();
-      const r = await runOnce(s.store, message.trigger, message.subscription, () => s.handler(message));
+      const r = outcomeOf(await settleOnce({ store: s.store ?? EVERY_TIME, pair: message, handle: () => handled(s.handler(message)), timeoutMs: Infinity }));
       const ms = Math.round(performance.now() - started);
       switch (r.outcome) {
         case 'processed':
@@ -155,24 +195,20 @@ export async function handleInbound(inbound: Inbound, s: ConsumerSettings): Prom
   }
 }
 
-/** A consumer's limits unless told otherwise. */
-export const CONSUMER_DEFAULTS = {
-  /** Messages handled at once by one consumer. */
-  concurrency: 16,
-  /** How long a failed message waits before it is delivered again. */
-  retryDelayMs: 10_000,
-  /** Deliveries of one message before it goes to the dead letters. */
-  maxDeliveries: 5,
-  /** How long a message may go unanswered before the broker gives it to another worker: as `listen --claim-timeout`. */
-  claimTimeoutMs: 60_000,
-} as const;
+/** A consumer's limits, each an option of `consume` and its default in the one table (src/delivery/defaults.ts). */
+const LIMITS = {
+  concurrency: 'consumerConcurrency',
+  retryDelayMs: 'consumerRetryDelayMs',
+  maxDeliveries: 'consumerMaxDeliveries',
+  claimTimeoutMs: 'consumerClaimTimeoutMs',
+} as const satisfies Record<string, keyof typeof DEFAULTS>;
 
-export type ConsumerLimits = { -readonly [K in keyof typeof CONSUMER_DEFAULTS]: number };
+export type ConsumerLimits = { -readonly [K in keyof typeof LIMITS]: number };
 
 /** A consumer's limits: those given, the defaults for the rest; a usage error (exit 2) for one out of range. */
-export function consumerSettings(o: ConsumeOptions): ConsumerLimits {
-  const s: ConsumerLimits = { ...CONSUMER_DEFAULTS };
-  for (const key of Object.keys(CONSUMER_DEFAULTS) as (keyof ConsumerLimits)[]) {
+export function consumerSettings(o: Partial<ConsumerLimits>): ConsumerLimits {
+  const s = Object.fromEntries(Object.entries(LIMITS).map(([k, d]) => [k, DEFAULTS[d]])) as ConsumerLimits;
+  for (const key of Object.keys(LIMITS) as (keyof ConsumerLimits)[]) {
     const v = o[key];
     if (v === undefined) continue;
     if (!Number.isInteger(v) || v < (key === 'retryDelayMs' ? 0 : 1)) throw new UsageError(`The consumer's ${key} must be a whole number${key === 'retryDelayMs' ? '' : ' above 0'}, not ${v}.`);

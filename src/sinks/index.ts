@@ -1,5 +1,5 @@
 import type { SinkView } from './view.js';
-import { parseSinkUrl } from './sink-url.js';
+import { parseSinkUrl, type SinkTarget } from './sink-url.js';
 import type { ConsumeOptions, Sink, SinkConsumer, SinkOptions } from './sink.js';
 
 /**
@@ -7,16 +7,19 @@ import type { ConsumeOptions, Sink, SinkConsumer, SinkOptions } from './sink.js'
  * workers consume. A broker's client is loaded only when a URL of its kind is given.
  */
 
-export { parseSinkUrl, shownSinkUrl, SINK_DEFAULTS, type SinkKind, type SinkTarget } from './sink-url.js';
+export { parseSinkUrl, shownSinkUrl, type SinkKind, type SinkTarget } from './sink-url.js';
 export { encodeMessage, decodeMessage, sinkDelivery, pairKey, FIELDS, MESSAGE_FORMAT, type SinkDelivery, type SinkMessage, type Decoded } from './message.js';
-export { CONSUMER_DEFAULTS, MessageRefusedError, type ConsumedMessage, type ConsumerEvent, type ConsumerOutcome } from './consumer.js';
-export { runOnce, type OnceStore, type OnceOutcome, type OnceResult } from './once.js';
+export { consumerSettings, MessageRefusedError, type ConsumedMessage, type ConsumerEvent, type ConsumerOutcome } from './consumer.js';
 export { SinkRefusedError, SinkUnavailableError, type ConnectionListener, type ConsumeOptions, type PublishResult, type Sink, type SinkConsumer, type SinkOptions, type SinkStream } from './sink.js';
 export type { SinkView, GroupView, EntryView } from './view.js';
 
 /** Connects to the broker a sink URL names, and finds (or makes) its stream: exit 2 for a bad URL, 6 when the broker cannot be reached. */
 export async function openSink(url: string, options: SinkOptions = {}): Promise<Sink> {
-  const t = parseSinkUrl(url);
+  return openSinkAt(parseSinkUrl(url), options);
+}
+
+/** The same, for a URL already parsed (`listen --sink`'s parser): exit 6 when the broker cannot be reached. */
+export async function openSinkAt(t: SinkTarget, options: SinkOptions = {}): Promise<Sink> {
   return t.kind === 'nats' ? (await import('./nats.js')).openNatsSink(t, options) : (await import('./redis.js')).openRedisSink(t, options);
 }
 

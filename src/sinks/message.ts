@@ -1,5 +1,5 @@
 import type { Pair } from '../delivery/pair.js';
-import type { DedupeSource } from '../receiver/event.js';
+import type { DedupeSource } from '../delivery/report.js';
 import type { VerifySuccess } from '../signing/rules.js';
 import { isoMillis } from '../util/clock.js';
 

@@ -1,4 +1,5 @@
 import { hostname } from 'node:os';
+import { DEFAULTS } from '../delivery/defaults.js';
 import type { JetStreamManager, JsMsg, StoredMsg, StreamInfo } from '@nats-io/jetstream';
 import type { MsgHdrs, NatsConnection } from '@nats-io/transport-node';
 import { NotFoundError, UnreachableError, UsageError } from '../errors.js';
@@ -174,7 +175,7 @@ class Acks {
 
 export async function openNatsSink(t: SinkTarget, options: SinkOptions = {}): Promise<Sink> {
   const { headers, createInbox } = await natsClient();
-  const timeout = options.timeoutMs ?? 5000;
+  const timeout = options.timeoutMs ?? DEFAULTS.sinkPublishTimeoutMs;
   const state = new BrokerState(options.onConnection);
   let down = false;
   let jsm: JetStreamManager | undefined;

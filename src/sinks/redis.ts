@@ -1,4 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
+import { DEFAULTS } from '../delivery/defaults.js';
 import { hostname } from 'node:os';
 import type { RedisClientType } from 'redis';
 import { NotFoundError, UnreachableError, UsageError } from '../errors.js';
@@ -162,7 +163,7 @@ interface Queued {
 }
 
 export async function openRedisSink(t: SinkTarget, options: SinkOptions = {}): Promise<Sink> {
-  const timeout = options.timeoutMs ?? 5000;
+  const timeout = options.timeoutMs ?? DEFAULTS.sinkPublishTimeoutMs;
   const state = new BrokerState(options.onConnection);
   const client = await connectTo(t, { lost: (reason) => state.client(true, reason), back: () => state.client(false) });
   let queue: Queued[] = [];

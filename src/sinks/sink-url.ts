@@ -1,4 +1,6 @@
+import { DEFAULTS } from '../delivery/defaults.js';
 import { UsageError } from '../errors.js';
+import { formatDuration } from '../util/duration.js';
 import { duration } from '../util/parse.js';
 import { printable } from '../util/printable.js';
 import { addSensitive } from '../util/redact.js';
@@ -10,14 +12,6 @@ import { addSensitive } from '../util/redact.js';
  */
 
 export type SinkKind = 'nats' | 'redis';
-
-/** How long a pair is remembered, and a message kept, unless the URL says otherwise. */
-export const SINK_DEFAULTS = {
-  /** The JetStream duplicate window of a stream we create, and the life of a Redis dedupe key: as `listen --dedupe-ttl`. */
-  dedupeMs: 24 * 3_600_000,
-  /** How long a message stays in the stream (JetStream's max_age; Redis trims entries older than it at each append). */
-  keepMs: 7 * 86_400_000,
-} as const;
 
 export interface SinkTarget {
   kind: SinkKind;
@@ -100,10 +94,10 @@ export function parseSinkUrl(text: string, what = '--sink'): SinkTarget {
   const param = (key: string) => u.searchParams.get(key) ?? undefined;
   const dedupe = param('dedupe');
   const keep = param('keep');
-  const dedupeMs = dedupe === undefined ? SINK_DEFAULTS.dedupeMs : duration(dedupe, `${what}'s dedupe`);
-  const keepMs = keep === undefined ? SINK_DEFAULTS.keepMs : duration(keep, `${what}'s keep`);
+  const dedupeMs = dedupe === undefined ? DEFAULTS.sinkDedupeMs : duration(dedupe, `${what}'s dedupe`);
+  const keepMs = keep === undefined ? DEFAULTS.sinkKeepMs : duration(keep, `${what}'s keep`);
   if (dedupeMs < 1000) throw new UsageError(`${what}'s dedupe must be at least 1s, not "${dedupe}".`);
-  if (keepMs < dedupeMs) throw new UsageError(`${what}'s keep (${keep ?? '7d'}) must be at least its dedupe (${dedupe ?? '24h'}): a message's pair is remembered only while it is kept.`);
+  if (keepMs < dedupeMs) throw new UsageError(`${what}'s keep (${keep ?? formatDuration(DEFAULTS.sinkKeepMs)}) must be at least its dedupe (${dedupe ?? formatDuration(DEFAULTS.sinkDedupeMs)}): a message's pair is remembered only while it is kept.`);
   const stream = param('stream');
   if (stream !== undefined && !streamNameOk(stream)) throw new UsageError(`${what}'s stream "${printable(stream)}" is not a JetStream stream name (no dot, space, *, > or slash).`);
   const db = param('db');

@@ -1,7 +1,7 @@
 import { RefusedError, UnreachableError, UsageError } from '../errors.js';
 import type { ConsumedMessage, ConsumerEvent } from './consumer.js';
 import type { SinkDelivery } from './message.js';
-import type { OnceStore } from './once.js';
+import type { PairStore } from '../delivery/store.js';
 import type { SinkKind } from './sink-url.js';
 
 /** What the sinks share whichever the broker: the publisher's and the consumer's interfaces, their errors, the connection's state. */
@@ -66,8 +66,8 @@ export interface ConsumeOptions {
   /** Runs for each message; the message is acknowledged when it resolves, and delivered again when it throws. */
   handler: (message: ConsumedMessage) => unknown;
   /** Where processed pairs are kept, so that a handler runs once per pair even when the broker delivers twice. Without one: once per delivery. */
-  store?: OnceStore;
-  /** Messages handled at once (default 16). */
+  store?: PairStore;
+  /** Messages handled at once (default DEFAULTS.consumerConcurrency: 16). */
   concurrency?: number;
   /** How long a failed message waits before it is delivered again (default 10 s). */
   retryDelayMs?: number;

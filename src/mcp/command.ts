@@ -6,8 +6,8 @@ import { InterruptedError, UsageError } from '../errors.js';
 import { url } from '../util/parse.js';
 import { describeRoutes, forwardsAnywhere } from '../receiver/routes.js';
 import { addSensitive, redact } from '../util/redact.js';
-import { valued } from './options.js';
-import { baseUrlFor, resolveSecrets, secretSourceOptions, secretStoreFor } from './shared.js';
+import { valued } from '../commands/options.js';
+import { baseUrlFor, resolveSecrets, secretSourceOptions, secretStoreFor } from '../commands/shared.js';
 
 export function register(cmd: Command, act: Act): void {
   cmd
@@ -66,7 +66,7 @@ export async function runMcp(ctx: Context, o: McpOptions): Promise<void> {
   const tools: Context = { ...ctx, stdout: ctx.stderr, stdin: Object.assign(Readable.from([]), { isTTY: true }), global: { ...ctx.global, json: true } };
   const secrets = { webhook: o.webhook, secretEnv: o.secretEnv };
   const given = o.webhook !== undefined || o.secretEnv !== undefined;
-  const [{ attach }, { startMcpServer }] = await Promise.all([import('../mcp/attach.js'), import('../mcp/server.js')]);
+  const [{ attach }, { startMcpServer }] = await Promise.all([import('./attach.js'), import('./server.js')]);
   const attachment = o.serviceOnly
     ? undefined
     : await attach(tools, {
