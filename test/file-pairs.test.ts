@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { appendFileSync, existsSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, readdirSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -9,6 +9,7 @@ import { UsageError } from '../src/errors.js';
 import { openStore } from '../src/index.js';
 import { FilePairStore, pairsFileName } from '../src/store/file-pairs.js';
 import { tempDir } from './helpers/cli.js';
+import { smallDisk } from './helpers/disk.js';
 import { manualClock, type ManualClock } from './helpers/clock.js';
 
 // Ids as the service writes them, and ids no service should send but a file must still hold exactly.
@@ -164,10 +165,12 @@ describe('FilePairStore', () => {
   });
 
   it('a write that fails (the disk is full) is undone and rejects; the pair stays processed: a retry is refused 503, never processed again; persistently after giveUpMs', async () => {
-    const dir = tempDir();
-    symlinkSync('/dev/full', join(dir, 'processed-pairs.ndjson')); // every write: ENOSPC
+    // a disk of its own, filled once the store is open: every write ENOSPC (a link to /dev/full is refused now: #32.3)
+    const disk = smallDisk(64);
+    const dir = disk.dir;
     const clock = manualClock(1000);
     const s = await FilePairStore.open({ dir, ttlMs: HOUR, clock, giveUpMs: 5000 });
+    disk.fill();
     try {
       expect(await s.claim('t1', 's1')).toBe('won');
       const first = await s.complete('t1', 's1').catch((e: unknown) => e);
@@ -186,6 +189,7 @@ describe('FilePairStore', () => {
       expect((later as PairStoreError).exitCode).toBe(10);
     } finally {
       await s.close();
+      disk.unmount();
     }
   });
 

@@ -1,10 +1,14 @@
-import { closeSync, createReadStream, fdatasync, fstatSync, fsyncSync, ftruncateSync, openSync, readSync, statSync, writeSync } from 'node:fs';
+import { closeSync, constants, createReadStream, fdatasync, fstatSync, fsyncSync, ftruncateSync, openSync, readSync, statSync, writeSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { PairStoreError } from '../delivery/store.js';
 import { UsageError } from '../errors.js';
 import type { Clock } from '../util/clock.js';
 import { fsReason, writeFileAtomic } from '../util/files.js';
 import { STORE_HINT } from './paths.js';
+import { storeFileProblem } from './private-file.js';
+
+/** Opened for reading and appending, created 0600 if need be, never through a symbolic link. */
+const APPEND = constants.O_RDWR | constants.O_APPEND | constants.O_CREAT | (constants.O_NOFOLLOW ?? 0);
 
 export interface PairsLogOptions {
   file: string;
@@ -64,9 +68,17 @@ export class PairsLog {
   static async open(o: PairsLogOptions): Promise<{ log: PairsLog; read: [string, string, number][] }> {
     let fd: number;
     try {
-      fd = openSync(o.file, 'a+', 0o600);
+      fd = openSync(o.file, APPEND, 0o600);
     } catch (err) {
-      throw new UsageError(`Cannot use the processed-pairs file ${o.file}: ${fsReason(err)}.`, { hint: STORE_HINT, cause: err });
+      const link = (err as NodeJS.ErrnoException).code === 'ELOOP';
+      throw new UsageError(`Cannot use the processed-pairs file ${o.file}: ${link ? 'it is a symbolic link' : fsReason(err)}.`, { hint: link ? `Remove the link (rm ${o.file}): wxhooks makes its own file.` : STORE_HINT, cause: err });
+    }
+    // the store folder's rule (#32.3): pairs another user could have written would make deliveries duplicates, never processed
+    const st = fstatSync(fd);
+    const problem = st.isFile() ? storeFileProblem(st) : 'it is not a regular file';
+    if (problem) {
+      closeSync(fd);
+      throw new UsageError(`Not using the processed-pairs file ${o.file}: ${problem}.`, { hint: `Look at it, then remove it (rm ${o.file}): wxhooks makes its own. If other users can add files to its folder, point WXHOOKS_CONFIG_DIR at a folder of your own.` });
     }
     let size: number;
     let tornEnd = false;
@@ -211,7 +223,7 @@ export class PairsLog {
     const done = (async () => {
       try {
         await writeFileAtomic(this.file, counted());
-        const fresh = openSync(this.file, 'a', 0o600);
+        const fresh = openSync(this.file, APPEND, 0o600);
         closeSync(this.fd);
         this.fd = fresh;
         this.fileBytes = size;

@@ -128,6 +128,27 @@ describe('#32.10 every file read from the store folder: the inspector token, set
     expect(listen.stderr()).toContain(`rm ${join(shared, 'inspector-token.json')}`);
   });
 
+  it('planted processed pairs (a shared 1777 folder): another user\'s pairs file, one others can write, or a link, is refused (exit 2): its pairs would make real deliveries duplicates, never processed', async () => {
+    const pairs = (dir: string) => join(dir, 'processed-pairs.ndjson');
+    const planted = JSON.stringify({ t: 'trg_1', s: '1', at: Date.now() }) + '\n';
+    const theirs = folder(join(tempDir(), 'theirs'), 0o1777);
+    plant(pairs(theirs), planted, NOBODY, 0o666);
+    const ownButOpen = folder(join(tempDir(), 'open'), 0o700);
+    plant(pairs(ownButOpen), planted, 0, 0o666);
+    const linked = folder(join(tempDir(), 'linked'), 0o700);
+    symlinkSync('/dev/null', pairs(linked));
+    for (const [dir, why] of [
+      [theirs, 'it belongs to another user (uid 65534), so wxhooks did not write it'],
+      [ownButOpen, 'other users can write to it (mode 666)'],
+      [linked, 'it is a symbolic link'],
+    ] as const) {
+      const r = await runCli(['listen', '--secret-env', 'S', '--port', '0', '--exit-after', '1'], { env: { S: OURS, WXHOOKS_CONFIG_DIR: dir } });
+      expect([dir, r.code]).toEqual([dir, 2]);
+      expect(r.stderr).toContain(pairs(dir));
+      expect(r.stderr).toContain(why);
+    }
+  });
+
   it("a planted settings.json whose base-url is another user's server: refused (exit 2), and the API key is not sent there", async () => {
     const shared = folder(join(tempDir(), 'shared'), 0o1777);
     plant(join(shared, 'settings.json'), JSON.stringify({ 'base-url': attacker.url }));
