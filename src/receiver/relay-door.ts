@@ -30,7 +30,11 @@ export interface RelayDoorOptions {
   verifier: Verifier;
   store: PairStore;
   maxInflight?: number;
-  /** How many deliveries are handled at once (default 1: the app sees them in the order the relay received them). */
+  /**
+   * How many deliveries are handled at once. Default: 1 with --forward-to (the app is given them in the
+   * order the relay received them), else UNORDERED_CONCURRENCY (nothing is sent on, so nothing depends on
+   * their order but the report lines, which a direct listen under load has out of order too).
+   */
   concurrency?: number;
   forwardTo?: string;
   forwardTimeoutMs?: number;
@@ -43,6 +47,9 @@ export interface RelayDoorOptions {
   /** What happens to the link: connected, lost, unreachable, back. */
   onLink: (event: RelayClientEvent) => void;
 }
+
+/** Measured (BENCHMARKS.md, relay): the drain of a backlog of 2,000 at 1 at a time went at 0.36× a direct listen. */
+export const UNORDERED_CONCURRENCY = 8;
 
 export interface RunningRelayDoor extends RunningReceiver {
   ready: RelayReady;
@@ -104,9 +111,9 @@ export async function startRelayDoor(o: RelayDoorOptions): Promise<RunningRelayD
     channel: o.channel,
     secrets: o.secrets,
     temporary: o.temporary,
-    window: Math.min(DEFAULT_WINDOW, Math.max(1, o.concurrency ?? 1) * 8),
+    window: DEFAULT_WINDOW,
     windowBytes: Math.max(1, Math.floor(maxInflight / copies)),
-    concurrency: o.concurrency ?? 1,
+    concurrency: o.concurrency ?? (o.forwardTo ? 1 : UNORDERED_CONCURRENCY),
     clock,
     onDelivery,
     onEvent: o.onLink,
