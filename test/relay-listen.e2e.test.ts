@@ -224,3 +224,35 @@ function drainTest(name: string, makeRelay: () => Promise<RelayUnderTest>) {
 
 drainTest('the Node relay', () => nodeFileRelay({ token: TOKEN, maxBytes: 256 * 1024 * 1024 }));
 drainTest('the Worker in workerd', () => workerdRelay({ token: TOKEN, maxBytes: 256 * 1024 * 1024 }));
+
+describe('doctor --relay', () => {
+  let w: World;
+  beforeAll(async () => {
+    w = await world(() => nodeFileRelay({ token: TOKEN, maxBytes: 1024 * 1024 }));
+  }, 60_000);
+  afterAll(async () => {
+    await w?.app.close();
+    await w?.relay.close();
+    await w?.emu.stop();
+  });
+
+  it('checks the relay answers, takes the token, and knows the webhook\'s channel; a wrong token and an unknown channel are failed checks with the fix', async () => {
+    const id = await createWebhook(w, 'http://127.0.0.1:9/placeholder');
+    const before = await runCli(['doctor', '--relay', w.relay.url, '--webhook', id, '--json'], { env: w.env });
+    expect(before.code).toBe(7);
+    const b = JSON.parse(before.stdout) as { checks: { name: string; ok: boolean; hint?: string }[] };
+    expect(b.checks.find((c) => c.name === 'relay')).toMatchObject({ ok: true });
+    expect(b.checks.find((c) => c.name === 'relay channel')).toMatchObject({ ok: false, hint: expect.stringContaining(`listen --relay ${w.relay.url} --webhook ${id}`) });
+    const l = listen(w, ['--webhook', id]);
+    const ready = await l.waitFor<{ event?: string; url: string }>((v) => v.event === 'listening');
+    await l.stop('SIGINT');
+    await runCli(['webhook', 'update', id, '--url', ready.url], { env: w.env });
+    const after = await runCli(['doctor', '--webhook', id, '--json'], { env: { ...w.env, WXHOOKS_RELAY_URL: w.relay.url } });
+    const a = JSON.parse(after.stdout) as { checks: { name: string; ok: boolean }[] };
+    expect(a.checks.filter((c) => c.name.startsWith('relay'))).toEqual([expect.objectContaining({ name: 'relay', ok: true }), expect.objectContaining({ name: 'relay channel', ok: true })]);
+    const wrong = await runCli(['doctor', '--relay', w.relay.url, '--json'], { env: { ...w.env, WXHOOKS_RELAY_TOKEN: 'not-the-token-at-all' } });
+    expect(wrong.code).toBe(7);
+    expect((JSON.parse(wrong.stdout) as { checks: { name: string; ok: boolean }[] }).checks.find((c) => c.name === 'relay')).toMatchObject({ ok: false });
+    expect(wrong.stdout + wrong.stderr + after.stdout + after.stderr).not.toContain(TOKEN);
+  });
+});
