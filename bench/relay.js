@@ -7,7 +7,7 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:http';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { request } from 'undici';
@@ -64,6 +64,16 @@ function startCli(args, env) {
 const stop = (child) => new Promise((resolve) => (child.exitCode !== null ? resolve() : (child.once('exit', resolve), child.kill('SIGINT'))));
 
 /** bench/load.js in its own process, run asynchronously: the listens' output pipes are read meanwhile (a full pipe would stall them). */
+/** CPU time (user + system) a process has used so far, in ms (from /proc). */
+function cpuMs(pid) {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
+  } catch {
+    return NaN;
+  }
+}
+
 function load(port, secret, count, clients, tag, path) {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [join(ROOT, 'bench/load.js'), String(port), secret, String(count), String(clients), '0', '--tag', tag, ...(path ? ['--path', path] : [])], { stdio: ['ignore', 'pipe', 'pipe'] });
@@ -128,16 +138,18 @@ export async function relay({ row, log, median, pct, QUICK, atLeast }) {
       const spawned = performance.now();
       let t0 = 0;
       let seen = 0;
+      const relayCpu = cpuMs(relayProc.child.pid);
       // one waiter for both: lines of one chunk are handed over together
       await drain.waitFor((v) => {
         if (v.event === 'relay_connected') t0 = performance.now();
         return v.outcome !== undefined && ++seen === N;
       });
       const t1 = performance.now();
+      const cpu = { relay: ((cpuMs(relayProc.child.pid) - relayCpu) * 1000) / N, listen: (cpuMs(drain.child.pid) * 1000) / N };
       await stop(drain.child);
       const relayRps = N / ((t1 - t0) / 1000);
-      runs.push({ direct: d.rps, relay: relayRps, fill: fill.rps, startMs: t0 - spawned });
-      log(`relay round ${round + 1}: direct ${d.rps.toFixed(0)}/s, drained ${relayRps.toFixed(0)}/s (relay took the backlog at ${fill.rps.toFixed(0)}/s)`);
+      runs.push({ direct: d.rps, relay: relayRps, fill: fill.rps, startMs: t0 - spawned, cpu });
+      log(`relay round ${round + 1}: direct ${d.rps.toFixed(0)}/s, drained ${relayRps.toFixed(0)}/s (CPU a delivery: relay ${cpu.relay.toFixed(0)} µs, listen ${cpu.listen.toFixed(0)} µs with its start; the relay took the backlog at ${fill.rps.toFixed(0)}/s)`);
     }
     const ratios = runs.map((r) => r.relay / r.direct);
     row('relay', `drain of a ${N.toLocaleString('en')} backlog by listen --relay (deliveries/s)`, median(runs.map((r) => r.relay)).toFixed(0), `${median(runs.map((r) => r.direct)).toFixed(0)} (listen direct, 16 conn.)`, median(ratios), atLeast(0.5));

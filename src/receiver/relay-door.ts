@@ -2,7 +2,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { DEFAULTS } from '../delivery/defaults.js';
 import type { Timers } from '../delivery/runner.js';
 import type { PairStore } from '../delivery/store.js';
-import { DEFAULT_WINDOW } from '../relay/protocol.js';
+import { MAX_WINDOW } from '../relay/protocol.js';
 import { RelayClient, type RelayClientEvent, type RelayedDelivery, type RelayReady } from '../relay/client.js';
 import type { Verifier } from '../signing/verify.js';
 import { systemClock, type Clock } from '../util/clock.js';
@@ -48,8 +48,8 @@ export interface RelayDoorOptions {
   onLink: (event: RelayClientEvent) => void;
 }
 
-/** Measured (BENCHMARKS.md, relay): the drain of a backlog of 2,000 at 1 at a time went at 0.36× a direct listen. */
-export const UNORDERED_CONCURRENCY = 8;
+/** Measured (BENCHMARKS.md, relay): a backlog of 2,000 drained at 0.36× a direct listen handled 1 at a time (window 8), 0.43-0.93× at 16 (window 64): this machine is noisy. */
+export const UNORDERED_CONCURRENCY = 16;
 
 export interface RunningRelayDoor extends RunningReceiver {
   ready: RelayReady;
@@ -111,7 +111,7 @@ export async function startRelayDoor(o: RelayDoorOptions): Promise<RunningRelayD
     channel: o.channel,
     secrets: o.secrets,
     temporary: o.temporary,
-    window: DEFAULT_WINDOW,
+    window: MAX_WINDOW,
     windowBytes: Math.max(1, Math.floor(maxInflight / copies)),
     concurrency: o.concurrency ?? (o.forwardTo ? 1 : UNORDERED_CONCURRENCY),
     clock,
