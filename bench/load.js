@@ -1,5 +1,5 @@
 // The benchmark's load generator, run as its own process:
-//   node bench/load.js PORT[,PORT...] SECRET COUNT CLIENTS [WARMUP] [--tag T] [--offset K] [--retry-409]
+//   node bench/load.js PORT[,PORT...] SECRET COUNT CLIENTS [WARMUP] [--tag T] [--offset K] [--retry-409] [--path /in/CHANNEL]
 // With several ports, client i sends to port (i + K) mod n. --tag names the deliveries (two generators
 // with one tag send the same ones); --retry-409 sends a request answered 409 (held by a claim) or 503
 // again after 5 ms, as the service would later, and counts it in `retries`, not `failures`. Plain sockets with every request pre-built as bytes, one request at a time per connection (no
@@ -13,7 +13,7 @@ const flags = {};
 for (let i = 2; i < process.argv.length; i++) {
   const a = process.argv[i];
   if (a === '--retry-409') flags.retry = true;
-  else if (a === '--tag' || a === '--offset') flags[a.slice(2)] = process.argv[++i];
+  else if (a === '--tag' || a === '--offset' || a === '--path') flags[a.slice(2)] = process.argv[++i];
   else positional.push(a);
 }
 const [port, secret, count, clients, warmup = '200'] = positional;
@@ -37,7 +37,7 @@ function requests(n, tag) {
     );
     const signed = signDelivery({ secret, body, triggerId: trigger, timestamp: ts });
     const head =
-      `POST / HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\n` +
+      `POST ${flags.path ?? '/'} HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\n` +
       Object.entries(signed).map(([k, v]) => `${k}: ${v}\r\n`).join('') +
       '\r\n';
     return Buffer.concat([Buffer.from(head, 'latin1'), body]);

@@ -11,6 +11,7 @@ import { signDelivery, verifyDelivery } from '../dist/index.js';
 import { generateSecret } from '../dist/signing/sign.js';
 import { clickToDetail, eachLine, freePort, launchBrowser, startPostgres } from '../scripts/harness.js';
 import { sinks } from './sinks.js';
+import { relay } from './relay.js';
 
 const ROOT = new URL('..', import.meta.url).pathname;
 const BIN = join(ROOT, 'bin/wxhooks.js');
@@ -131,8 +132,8 @@ async function refused() {
     await send(deliveries(secret, n, 35_000), 200);
     await send(forged(n), 401);
     const ratios = [];
-    let good = [];
-    let bad = [];
+    const good = [];
+    const bad = [];
     for (let round = 0; round < (QUICK ? 3 : 7); round++) {
       const g = await send(deliveries(secret, n, 35_000), 200);
       const b = await send(forged(n), 401);
@@ -740,7 +741,7 @@ function table() {
 }
 
 const started = Date.now();
-const SECTIONS = { startup, listen: listenThroughput, refused, store: sharedStore, verify: verification, handler: handlerLibrary, page, memory, fanout, sinks: () => sinks({ row, log, median, QUICK, atLeast, listenAt: { startListen, load, stop, benchDir, cleanEnv, generateSecret } }) };
+const SECTIONS = { startup, listen: listenThroughput, refused, store: sharedStore, verify: verification, handler: handlerLibrary, page, memory, fanout, sinks: () => sinks({ row, log, median, QUICK, atLeast, listenAt: { startListen, load, stop, benchDir, cleanEnv, generateSecret } }), relay: () => relay({ row, log, median, pct, QUICK, atLeast }) };
 const only = process.argv.slice(2).filter((a) => !a.startsWith('--'));
 for (const name of only) if (!(name in SECTIONS)) throw new Error(`unknown section ${name}; known: ${Object.keys(SECTIONS).join(', ')}`);
 try {

@@ -67,7 +67,7 @@ describe('ListenOptions, derived from the flag declarations', () => {
     const names = listen.options.map((o) => o.attributeName()).sort();
     // every key of the type, listed once here so that the compiler checks the list against the type, both ways
     const keys = {
-      port: 1, host: 1, path: 1, webhook: 1, secretEnv: 1, scheme: 1, tolerance: 1, publicUrl: 1, subscribe: 1, clean: 1, check: 1,
+      port: 1, host: 1, path: 1, relay: 1, webhook: 1, secretEnv: 1, scheme: 1, tolerance: 1, publicUrl: 1, subscribe: 1, clean: 1, check: 1,
       forwardTo: 1, forwardTimeout: 1, sink: 1, saveDir: 1, respondStatus: 1, dedupeTtl: 1, fsync: 1, store: 1, storeSchema: 1, claimTimeout: 1,
       exitAfter: 1, until: 1, untilRun: 1, expectHours: 1, initEvent: 1, within: 1, maxBody: 1, maxInflight: 1, readTimeout: 1,
       inspect: 1, inspectAllowRemote: 1, inspectHost: 1, history: 1, historySize: 1,

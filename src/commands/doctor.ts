@@ -27,6 +27,7 @@ export function register(cmd: Command, act: Act): void {
   cmd
     .addOption(valued('--webhook <id>', 'the webhook to check, link by link', identifier))
     .addOption(valued('--public-url <url>', 'the public URL (a tunnel) that should lead to this machine', url))
+    .addOption(valued('--relay <url>', 'your relay (`wxhooks relay`): check it answers, takes WXHOOKS_RELAY_TOKEN, and with --webhook knows its channel (default: WXHOOKS_RELAY_URL)', url))
     .addOption(valued('--port <port>', 'the local port the URL leads to (default: the URL\'s own port when it is local, else 8787)', port))
     .addHelpText(
       'after',
@@ -40,6 +41,7 @@ Exit 0 when every link works, 7 when one does not.
 Examples:
   $ wxhooks doctor
   $ wxhooks doctor --webhook 7
+  $ wxhooks doctor --webhook 7 --relay https://relay.example.com
   $ wxhooks doctor --webhook 7 --public-url https://abc.ngrok.app --port 8787`,
     )
     .action(act(runDoctor));
@@ -49,17 +51,12 @@ export interface DoctorOptions {
   webhook?: string;
   publicUrl?: string;
   port?: number;
+  relay?: string;
 }
 
-export interface Check {
-  name: string;
-  ok: boolean;
-  detail: string;
-  /** What to do about it. */
-  hint?: string;
-  /** Said, but not a failure (an emulator's local URL). */
-  note?: string;
-}
+import type { Check } from './doctor-check.js';
+
+export type { Check };
 
 /** The ways an address can be one the live service cannot reach. */
 export function unreachableReason(address: string): string | undefined {
@@ -108,6 +105,16 @@ export async function diagnose(ctx: Context, o: DoctorOptions): Promise<{ checks
     checks.push({ name: 'credentials', ok: false, detail: messageOf(err), hint: (err as WxError).hint });
   }
   if (!checks[0]!.ok) return done();
+
+  const relay = o.relay ?? ctx.env.WXHOOKS_RELAY_URL;
+  /** The inbound URLs of the relay start so: a webhook delivering there is checked by the relay's checks, not by a receiver of doctor's. */
+  let relayInbound: string | undefined;
+  if (relay !== undefined) {
+    const { relayChecks } = await import('./doctor-relay.js');
+    relayInbound = (await import('../relay/client.js')).inboundUrl(relay, 'x').slice(0, -1);
+    const hook = o.webhook === undefined ? undefined : await service.getWebhook(o.webhook).catch(() => undefined);
+    checks.push(...(await relayChecks(ctx, relay, o.webhook === undefined ? undefined : { id: o.webhook, url: hook?.url, base: base.url })));
+  }
 
   if (o.webhook === undefined) {
     webhooks = await service.listAllWebhooks();
@@ -159,6 +166,7 @@ export async function diagnose(ctx: Context, o: DoctorOptions): Promise<{ checks
   );
 
   // 5. the chain, with a receiver of our own where the URL leads
+  if (relayInbound !== undefined && hook.url.startsWith(relayInbound)) return done(); // pings go to the relay, and on to a listen --relay
   if (stored && hook.subscriptions.length) checks.push(...(await deliveryChecks(ctx, service, hook, stored.secret, o)));
   return done();
 }

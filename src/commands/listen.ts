@@ -1,12 +1,12 @@
 import { randomBytes } from 'node:crypto';
-import { readFileSync, watch, type FSWatcher } from 'node:fs';
+import { watch, type FSWatcher } from 'node:fs';
 import { hostname } from 'node:os';
 import type { Command } from 'commander';
 import { NGROK_API, ngrokPublicUrl } from '../api/ngrok.js';
 import type { Webhook } from '../api/normalize.js';
 import { createTemporary, type Temporary } from '../api/temporary.js';
 import { line, type Act, type Context } from '../context.js';
-import { InterruptedError, NotVerifiedError, StorageError, UsageError, WxError } from '../errors.js';
+import { InterruptedError, NotVerifiedError, StorageError, UsageError, type WxError } from '../errors.js';
 import { describeCheck, describeNotice, describeTemporary, formatEvent } from '../output/listen.js';
 import { reportWriter } from '../output/report-writer.js';
 import { progressBar, progressLine, StatusLine } from '../output/run-progress.js';
@@ -19,9 +19,12 @@ import { replayCommands, replayFromHistory } from '../receiver/replay.js';
 import { describeRoutes, forwardRoute, routeFor, shownRoutes } from '../receiver/routes.js';
 import { openSaveDir, readProvenBody, readSavedDir, saveKeyOf, savedAsEvent, savedBody } from '../receiver/saved.js';
 import { compressHours, parseRunName, RunTracker } from '../delivery/runs.js';
-import { startReceiver, type RunningReceiver } from '../receiver/server.js';
+import { startReceiver, type RawDelivery, type RunningReceiver } from '../receiver/server.js';
 import { closeSinks, openSinks } from '../receiver/sinks-step.js';
 import type { Sink } from '../sinks/sink.js';
+import { startRelayDoor } from '../receiver/relay-door.js';
+import { describeRelayLink, relayLinkEvent } from '../output/listen-relay.js';
+import { checkRelayOptions, relayTemporary, webhookChannel, type RelayTarget } from './listen-relay.js';
 import { BODY_READS, DEFAULTS } from '../delivery/defaults.js';
 import { DIAGNOSES_PER_MINUTE } from '../signing/rules.js';
 import { Verifier } from '../signing/verify.js';
@@ -56,13 +59,14 @@ function declareListen(cmd: Command) {
     .addOption(portOption(8787))
     .option('--host <host>', 'address to bind', '127.0.0.1')
     .option('--path <path>', 'the path deliveries are POSTed to', '/')
+    .option('--relay <url>', 'no port of its own: take deliveries from your relay (`wxhooks relay`), token from WXHOOKS_RELAY_TOKEN; without --webhook, a temporary webhook whose URL is the relay')
     .optionsGroup('What it verifies with:')
     .with<Pick<SecretSource, 'webhook' | 'secretEnv'>>((c) => secretSourceOptions(c, 'verify with'))
     .addOption(schemeOption('signature layout: auto tries each that signs the timestamp, then pins it'))
     .addOption(toleranceOption('how far a timestamp may be off, either way'))
     .optionsGroup('A webhook of its own, from the real service:')
     .option('--public-url <url>', 'create a temporary webhook pointing at this public URL (a tunnel to here), deleted on exit; "ngrok" asks the local ngrok agent')
-    .option('--subscribe <spec>', 'with --public-url: a subscription of the temporary webhook, TYPE[:key=value;...] (repeatable; default: one of each type)', collect)
+    .option('--subscribe <spec>', 'with --public-url or --relay: a subscription of the temporary webhook, TYPE[:key=value;...] (repeatable; default: one of each type)', collect)
     .option('--clean', 'with --public-url: delete the temporary webhooks of this host that no running listen holds')
     .option('--check', 'once ready, ping each subscription through the service and say which link of the chain works')
     .optionsGroup('What it does with a verified delivery:')
@@ -139,6 +143,7 @@ More examples:
 
 /** Every check that needs more than one flag, or the environment: before anything starts (exit 2). */
 function checkOptions(ctx: Context, o: ListenOptions): void {
+  checkRelayOptions(ctx, o);
   if (!o.path.startsWith('/')) throw new UsageError(`--path must start with "/", not "${o.path}".`);
   if (o.within !== undefined && o.until === undefined && o.untilRun === undefined) throw new UsageError('--within goes with --until TYPE or --until-run.');
   if (o.until !== undefined && o.untilRun !== undefined) throw new UsageError('Give --until or --until-run, not both.');
@@ -154,7 +159,7 @@ function checkOptions(ctx: Context, o: ListenOptions): void {
       hint: 'An existing webhook is never re-pointed. Drop --public-url to listen for an existing webhook (and point it here yourself).',
     });
   }
-  if (o.publicUrl === undefined && (o.subscribe !== undefined || o.clean)) throw new UsageError('--subscribe and --clean go with --public-url.');
+  if (o.publicUrl === undefined && o.relay === undefined && (o.subscribe !== undefined || o.clean)) throw new UsageError('--subscribe and --clean go with --public-url (or --relay).');
   if (o.publicUrl !== undefined && o.publicUrl !== 'ngrok') url(o.publicUrl, '--public-url');
   if (o.publicUrl === 'ngrok' && o.port === 0) throw new UsageError('--public-url ngrok needs a fixed --port: the ngrok tunnel forwards to one.');
   if (o.check && o.webhook === undefined && o.publicUrl === undefined) throw new UsageError('--check pings the webhook: give --webhook ID or --public-url.');
@@ -222,6 +227,8 @@ interface Listening {
   missing?: boolean;
   /** The service's base URL, when known: what the stored secret is keyed by. */
   base?: string;
+  /** With --relay: the relay and channel deliveries come from. */
+  relay?: RelayTarget;
 }
 
 /**
@@ -252,6 +259,7 @@ export async function runListen(ctx: Context, o: ListenOptions): Promise<void> {
   listening.secrets.forEach(addSensitive);
   const { temporary } = listening;
   let receiver: RunningReceiver | undefined;
+  let relayFailed: Promise<never> | undefined;
   let store: PairStore | undefined;
   let inspector: RunningInspector | undefined;
   let announced: Announced | undefined;
@@ -286,8 +294,7 @@ export async function runListen(ctx: Context, o: ListenOptions): Promise<void> {
     let fatal: string | undefined;
     let finish: (why: Stop) => void = () => undefined;
     const finished = new Promise<Stop>((resolve) => (finish = resolve));
-    receiver = await startReceiver({
-      port: o.port,
+    const door = {
       host: o.host,
       path: o.path,
       verifier,
@@ -302,7 +309,7 @@ export async function runListen(ctx: Context, o: ListenOptions): Promise<void> {
       readTimeoutMs: o.readTimeout,
       clock: ctx.clock,
       keepsRaw: history !== undefined,
-      onEvent(event, raw) {
+      onEvent(event: ReceiverEvent, raw?: RawDelivery) {
         output.push(json ? JSON.stringify(event) : formatEvent(event, style, view()));
         log?.push(event);
         history?.add(event, raw);
@@ -321,7 +328,12 @@ export async function runListen(ctx: Context, o: ListenOptions): Promise<void> {
         if (step.stop === 'storage_failed') fatal ??= event.message;
         if (step.stop) finish(step.stop);
       },
-    });
+    };
+    if (listening.relay) {
+      const relayed = await startRelayDoor({ ...door, ...listening.relay, relay: listening.relay.url, secrets: listening.secrets, onLink: (e) => say(relayLinkEvent(e), describeRelayLink(e, styleErr)) });
+      receiver = relayed;
+      relayFailed = relayed.failed;
+    } else receiver = await startReceiver({ ...door, port: o.port });
     announced = await announceListen(configDir(ctx.env), {
       pid: process.pid,
       host: o.host,
@@ -351,7 +363,7 @@ export async function runListen(ctx: Context, o: ListenOptions): Promise<void> {
         if (step.stop) finish(step.stop);
       });
     }
-    const why = await Promise.race([finished, ctx.interrupted]);
+    const why = await Promise.race([finished, ctx.interrupted, ...(relayFailed ? [relayFailed] : [])]);
     if (why === 'not_complete') throw notComplete(o, runs);
     if (why === 'storage_failed') throw new StorageError(`Stopped: ${fatal ?? 'the processed pairs can no longer be written.'}`, { hint: 'Free some space or fix the store, then start listen again: the service retries what was not acknowledged.' });
     if (why !== 'done') throw new InterruptedError(why);
@@ -442,6 +454,10 @@ async function startPage(ctx: Context, o: ListenOptions, history: HistorySource,
 
 /** The secret to verify with: the temporary webhook's (created now), or the one given; and the webhook, looked up when it can be. */
 async function listeningFor(ctx: Context, o: ListenOptions, say: (event: Record<string, unknown>, text: string) => void, style: Style): Promise<Listening> {
+  if (o.relay !== undefined && o.webhook === undefined) {
+    const { temporary, target, base } = await relayTemporary(ctx, { relay: o.relay, subscribe: o.subscribe, clean: o.clean }, (event) => say(event, describeTemporary(event, style)));
+    return { secrets: [temporary.hook.secret!], from: `the secret of temporary webhook ${temporary.hook.id} (in memory, and in the relay)`, temporary, base, relay: target };
+  }
   if (o.publicUrl !== undefined) {
     const { service } = await serviceFor(ctx);
     const base = o.publicUrl === 'ngrok' ? await ngrokPublicUrl(ctx.env.NGROK_API_URL || NGROK_API, o.port) : o.publicUrl;
@@ -458,7 +474,8 @@ async function listeningFor(ctx: Context, o: ListenOptions, say: (event: Record<
   }
   const { secrets, from } = await resolveSecrets(ctx, { webhook: o.webhook, secretEnv: o.secretEnv, command: 'listen' });
   const base = o.webhook === undefined ? undefined : (await baseUrlFor(ctx)).url;
-  return { secrets, from, base, ...(o.webhook === undefined ? {} : await lookUp(ctx, o.webhook)) };
+  const relay = o.relay !== undefined && o.webhook !== undefined && base !== undefined ? { url: o.relay, token: ctx.env.WXHOOKS_RELAY_TOKEN!, channel: webhookChannel(o.webhook, base), temporary: false } : undefined;
+  return { secrets, from, base, relay, ...(o.webhook === undefined ? {} : await lookUp(ctx, o.webhook)) };
 }
 
 /**
@@ -482,10 +499,11 @@ async function lookUp(ctx: Context, id: string): Promise<{ hook?: Webhook; missi
 function reportReady(ctx: Context, o: ListenOptions, receiver: RunningReceiver, l: Listening, output: LineBuffer, style: Style): void {
   if (ctx.global.json) {
     output.push(
-      JSON.stringify({ event: 'listening', url: receiver.url, port: receiver.port, scheme: o.scheme, tolerance: o.tolerance, secret_from: l.from, ...shownRoutes(o.forwardTo), fsync: Boolean(o.fsync), webhook_id: l.temporary?.hook.id ?? o.webhook ?? null }),
+      JSON.stringify({ event: 'listening', url: receiver.url, port: receiver.port, scheme: o.scheme, tolerance: o.tolerance, secret_from: l.from, ...shownRoutes(o.forwardTo), fsync: Boolean(o.fsync), webhook_id: l.temporary?.hook.id ?? o.webhook ?? null, ...(l.relay ? { relay: l.relay.url, channel: l.relay.channel } : {}) }),
     );
   } else {
-    line(ctx.stderr, `${style.green('Ready.')} Listening on ${style.bold(receiver.url)}, verifying with ${l.from} (scheme ${o.scheme}, tolerance ${o.tolerance} s)`);
+    if (l.relay) line(ctx.stderr, `${style.green('Ready.')} Taking deliveries from the relay ${l.relay.url} (no port of its own); the webhook's URL: ${style.bold(receiver.url)}`);
+    line(ctx.stderr, `${l.relay ? 'Verifying' : `${style.green('Ready.')} Listening on ${style.bold(receiver.url)}, verifying`} with ${l.from} (scheme ${o.scheme}, tolerance ${o.tolerance} s)`);
     if (l.temporary) {
       const subs = l.temporary.hook.subscriptions.map((s) => `${s.type} (${s.id})`).join(', ');
       line(ctx.stderr, `Temporary webhook ${style.bold(l.temporary.hook.id)} → ${printable(l.temporary.hook.url)}, subscribed to ${subs || 'nothing'}; deleted when listen exits.`);

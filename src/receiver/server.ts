@@ -1,52 +1,28 @@
 import { createServer, STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
-import type { Dispatcher } from 'undici';
-import { ANSWERS, bodyTimeoutMs, OK_BODY, statusForFailure, type Answer } from '../delivery/answers.js';
+import { ANSWERS, bodyTimeoutMs, OK_BODY, type Answer } from '../delivery/answers.js';
 import { declaredFits } from '../util/bodies.js';
 import { BODY_READS, DEFAULTS } from '../delivery/defaults.js';
 import { pathOf, routed } from '../delivery/door.js';
-import type { Pair } from '../delivery/pair.js';
-import { settle, type Settled, type Timers } from '../delivery/runner.js';
-import { forwarded, type Processed } from '../delivery/steps.js';
-import type { PairStore } from '../delivery/store.js';
-import type { Verifier } from '../signing/verify.js';
 import { isoMillis, systemClock, type Clock } from '../util/clock.js';
 import { listenOn } from '../util/net.js';
 import type { ReceiverEvent } from './event.js';
-import { forwardDelivery } from './forward.js';
-import { notRouted, routeFor, routesOf, type ForwardRoutes } from './routes.js';
 import { declaredLength, InflightBudget, readBody, type BodyRead } from '../util/read-body.js';
-import { deliveryEvent, failureEvent, keyedPair, pairOf } from './report.js';
-import { sinkDelivery, type SinkDelivery } from '../sinks/message.js';
-import type { Sink } from '../sinks/sink.js';
-import { publishToSinks } from './sinks-step.js';
-import { saveDelivery, savedMeta } from './saved.js';
+import { makeReceive, type Arrived, type RawDelivery, type Received, type ReceiveOptions } from './receive.js';
 
-export interface ReceiverOptions {
+/** listen's HTTP door: its receiving (src/receiver/receive.ts, the same for every door) and the socket's own limits. */
+export interface ReceiverOptions extends Omit<ReceiveOptions, 'monotonic'> {
   port: number;
   host: string;
   path: string;
-  verifier: Verifier;
-  store: PairStore;
   maxBody?: number;
   /** The body bytes all connections together may hold (`--max-inflight`), every copy a request makes counted. */
   maxInflight?: number;
-  /** Where verified deliveries are forwarded: one URL for every type, or routes by type (src/receiver/routes.ts). */
-  forwardTo?: string | ForwardRoutes;
-  forwardTimeoutMs?: number;
-  /** `--sink`: each verified new delivery is published to every one, and answered 2xx only once each acknowledged it. */
-  sinks?: readonly Sink[];
-  saveDir?: string;
-  respondStatus?: number;
   /** Headers must arrive within this, and the whole request within six times it (slow-client guard). */
   readTimeoutMs?: number;
   clock?: Clock;
-  /** Whether `onEvent` is given what arrived (headers, body, peer, your app's answer): for a history. */
-  keepsRaw?: boolean;
   /** On close, how long open connections may finish their requests before they are cut (default 2 s). */
   closeGraceMs?: number;
-  /** The timers that extend a claim while a delivery is forwarded (default the machine's): a test passes its own. */
-  timers?: Timers;
   /**
    * Called once per request, once its answer has gone (or could not), with the report and, for a request
    * that had a body, its headers and bytes. The report is the listener's from then on: the receiver
@@ -55,18 +31,7 @@ export interface ReceiverOptions {
   onEvent: (event: ReceiverEvent, raw?: RawDelivery) => void;
 }
 
-/** What arrived, as it arrived: for the history (`--history`, the inspector), which keeps what it needs of it. */
-export interface RawDelivery {
-  headers: IncomingMessage['headers'];
-  body: Buffer;
-  /** When the request began (the wall clock, ms), and how long it took to answer, in ms. */
-  received: number;
-  ms: number;
-  /** Who sent it: the address and port of the connection. */
-  peer?: string;
-  /** Your app's answer as it came (its headers and the start of its body), when it was forwarded: the report keeps only its status and first line. */
-  answer?: { headers: Record<string, string>; body: string };
-}
+export type { RawDelivery } from './receive.js';
 
 export interface RunningReceiver {
   url: string;
@@ -110,23 +75,6 @@ function sentOrNot(event: ReceiverEvent, sent: boolean | Promise<boolean>): Rece
   return sent.then((ok) => (ok ? event : Object.assign(event, { answer_sent: false as const })));
 }
 
-/** The report of a verified delivery, told what became of it (its outcome, and why when it was not accepted). */
-function reported(event: ReceiverEvent, s: Settled): ReceiverEvent {
-  event.outcome = s.answer.outcome;
-  event.status = s.answer.status;
-  if (s.claim === 'stored_now') event.stored_later = true;
-  if (s.claimFailed !== undefined) event.message = `${(s.claimFailed as Error).message} Answered 503, so the service retries it.`;
-  if (s.stored && !s.stored.ok) {
-    const e = s.stored.error as Error & { persistent?: boolean };
-    event.message = `${e.message} Processed, not yet stored: its pair is kept, and its retry is answered 503 (not processed again) until it is written.`;
-    if (e.persistent) event.fatal = true;
-  }
-  if (s.timedOut) event.message = 'not saved and forwarded in time: its claim let go, so the service retries it.';
-  else if (s.handled && !s.handled.ok && s.handled.error !== undefined) event.message = `internal error: ${s.handled.error instanceof Error ? s.handled.error.message : String(s.handled.error)}`;
-  if (s.leaseLost) event.message = `${event.message ? `${event.message} ` : ''}Its claim could not be extended while it was handled: another instance may have taken it over.`;
-  return event;
-}
-
 /**
  * The local receiver, a door of the delivery core (src/delivery/door.ts): reads each delivery's raw
  * bytes, verifies it, and has the core's runner claim its pair, handle it (save and forward it: listen is
@@ -145,18 +93,12 @@ export async function startReceiver(options: ReceiverOptions): Promise<RunningRe
   const budget = new InflightBudget(o.maxInflight);
   /** With --save-dir, a body is held twice while it is processed: as bytes, and as the text written. */
   const copies = o.saveDir ? 2 : 1;
-  // undici is loaded only when there is somewhere to forward to
-  const routes = routesOf(o.forwardTo);
-  const agent: Dispatcher | undefined = routes ? new (await import('undici')).Agent({ keepAliveTimeout: 10_000, connections: 64 }) : undefined;
-  /** The forward is bounded by --forward-timeout: the runner's own limit is only a backstop behind it. */
-  const handlerTimeoutMs = Math.max(DEFAULTS.handlerTimeoutMs, 2 * o.forwardTimeoutMs);
+  const { receive, close: closeReceive } = await makeReceive({ ...o, monotonic: () => clock.monotonic() });
   const notFoundHint = `deliveries go to ${o.path}`;
   /** What the server itself answered a connection it cut off (a timeout, a malformed body), for the report. */
   const cutOff = new WeakMap<Socket, number>();
   /** The requests being worked on: close() waits for them, so that no pair of a processed delivery is left unstored. */
   let working = 0;
-  /** The app's answers, by the report of the delivery they answered, until the history is given them. */
-  const answers = new WeakMap<ReceiverEvent, NonNullable<RawDelivery['answer']>>();
   /** Called when the last request being worked on is done (close() waits for it). */
   let idle: (() => void) | undefined;
 
@@ -200,77 +142,34 @@ export async function startReceiver(options: ReceiverOptions): Promise<RunningRe
         return report(sentOrNot({ ...base, outcome: 'overloaded', status: 503, size: read.size, message }, sent));
       }
     }
-    const body = read.body;
-    const v = o.verifier.verify(req.headers, body, now);
-    // what arrived, for a listener that keeps it (a history): made only then
-    const raw = (answer?: RawDelivery['answer']): RawDelivery | undefined => o.keepsRaw ? ({
+    const arrived: Arrived = {
+      method: 'POST',
+      path,
+      url: req.url ?? '/',
       headers: req.headers,
-      body,
-      received: now,
-      ms: Math.round(clock.monotonic() - began),
-      peer: `${req.socket.remoteAddress ?? '?'}:${req.socket.remotePort ?? '?'}`,
-      answer,
-    }) : undefined;
-    if (!v.ok) {
+      body: read.body,
+      now,
+      began,
+      peer: o.keepsRaw ? `${req.socket.remoteAddress ?? '?'}:${req.socket.remotePort ?? '?'}` : undefined,
+    };
+    let received: Received | Promise<Received>;
+    try {
+      received = receive(arrived);
+    } catch (err) {
+      budget.give(read.held);
+      throw err;
+    }
+    if (!(received instanceof Promise)) {
       // refused: answered now, and nothing more is done with it
       budget.give(read.held);
-      const sent = send(res, ANSWERS.notVerified(v));
-      const trigger = req.headers['trigger-id'];
-      return report(sentOrNot(failureEvent(time, path, v, statusForFailure(v), body.length, typeof trigger === 'string' ? trigger : undefined), sent), raw());
+      return report(sentOrNot(received.event, send(res, received.answer)), received.raw);
     }
-    // the report and the pair are all that is kept of the parsed body: the rest (several times the body's
-    // size, for a large forecast) is let go before the app is waited on
-    const found = pairOf(v, body);
-    const event = deliveryEvent(time, path, v, found, body.length);
-    const pair = keyedPair(found); // as the store keys it
-    // the message is keyed as the store keys the pair, so that a consumer's store agrees with listen's
-    const message = o.sinks?.length ? sinkDelivery(v, pair, req.headers, body, now) : undefined;
     working++;
-    const done = () => {
+    void received.then((r) => {
       budget.give(read.held);
       if (--working === 0) idle?.();
-    };
-    const handleIt = () => (o.saveDir || agent || message ? processDelivery(req, body, event, pair, message) : forwarded({}, o.respondStatus));
-    settle({ store: o.store, pair, handle: handleIt, timeoutMs: handlerTimeoutMs, timers: o.timers }).then(
-      (settled) => {
-        done();
-        report(sentOrNot(reported(event, settled), send(res, settled.answer)), raw(answers.get(event)));
-      },
-      (err: Error) => {
-        done();
-        report(sentOrNot({ ...base, outcome: 'error', status: 500, message: err.message }, send(res, ANSWERS.internal)));
-      },
-    );
-  }
-
-  /** Listen's handling of a delivery: saved, published to the sinks, then forwarded; the report told what each did. */
-  async function processDelivery(req: IncomingMessage, body: Buffer, event: ReceiverEvent, pair: Pair, message?: SinkDelivery) {
-    const processed: Processed = {};
-    if (o.saveDir) {
-      try {
-        processed.savedTo = await saveDelivery(o.saveDir, savedMeta(event.time, req.method ?? 'POST', req.url ?? '/', req.headers, event.layout), body, `${pair.trigger}-${pair.subscription}`);
-        event.saved_to = processed.savedTo;
-      } catch (err) {
-        processed.saveError = (err as Error).message;
-      }
-    }
-    if (processed.saveError === undefined && message) {
-      const p = await publishToSinks(o.sinks!, message);
-      event.published = p.published;
-      processed.sinkError = p.sinkError;
-      if (p.sinkError) event.message = `${p.sinkError.refused ? 'refused for good by' : 'not taken by'} ${p.sinkError.why}`;
-    }
-    const to = routes && routeFor(routes, event.type);
-    // a type the user chose not to route is processed and acknowledged, and its report says so (DECISIONS.md)
-    if (processed.saveError === undefined && !processed.sinkError && routes && !to) event.not_forwarded = notRouted(event.type);
-    if (processed.saveError === undefined && !processed.sinkError && to && agent) {
-      processed.forward = await forwardDelivery(to, req.headers, body, o.forwardTimeoutMs, agent);
-      // the report (a line, NDJSON) keeps the app's status and first line; the history its whole answer
-      const { answer, ...forward } = processed.forward;
-      event.forward = forward;
-      if (answer && o.keepsRaw) answers.set(event, answer);
-    }
-    return forwarded(processed, o.respondStatus);
+      report(sentOrNot(r.event, send(res, r.answer)), r.raw);
+    });
   }
 
   // Slow clients: headers within the read timeout, the whole request within six times it. (Node checks
@@ -327,7 +226,7 @@ export async function startReceiver(options: ReceiverOptions): Promise<RunningRe
       // even if its connection is cut: otherwise its retry would be forwarded again
       if (working) await new Promise<void>((resolve) => (idle = resolve));
       await closed;
-      await agent?.close().catch(() => undefined);
+      await closeReceive();
     },
   };
 }
