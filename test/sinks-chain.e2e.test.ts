@@ -262,6 +262,8 @@ describe.each(['nats', 'redis'] as const)('%s', (kind) => {
       let inStream = await streamCounts(url);
       // nothing acknowledged is lost, nor held twice
       expect(accepted.filter((t) => inStream.get(t) !== 1)).toEqual([]);
+      // with 8 senders always in flight, some came while the broker was away (seen each run: tens to hundreds)
+      expect(refused.length).toBeGreaterThan(0);
       // the service's retries of the 503s, now the broker is back: each accepted, and held once
       for (const t of refused) {
         const { headers, body } = signed(t);
