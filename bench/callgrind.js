@@ -41,10 +41,7 @@ async function instructions(server, count) {
     const port = await freePort();
     const inspectPort = await freePort();
     const flags = { json: ['--json'], inspect: ['--inspect', `127.0.0.1:${inspectPort}`] }[server] ?? [];
-    const args =
-      server === 'floor'
-        ? [join(ROOT, 'bench/bare-receiver.js'), secret]
-        : [join(ROOT, 'bin/wxhooks.js'), 'listen', '--port', String(port), ...flags, '--secret-env', 'BENCH_SECRET'];
+    const args = server === 'floor' ? [join(ROOT, 'bench/bare-receiver.js'), secret] : [join(ROOT, 'bin/wxhooks.js'), 'listen', '--port', String(port), ...flags, '--secret-env', 'BENCH_SECRET'];
     const child = spawn('valgrind', ['--tool=callgrind', `--callgrind-out-file=${dir}/out`, process.execPath, ...args], {
       env: { ...process.env, WXHOOKS_CONFIG_DIR: dir, BENCH_SECRET: secret },
       stdio: ['ignore', 'pipe', 'pipe'],

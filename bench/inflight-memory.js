@@ -42,7 +42,9 @@ function delivery(n) {
   const row = Array.from({ length: 200 }, (_, j) => ((n * 7 + j * 13) % 4000) / 100);
   const rowText = JSON.stringify(row).length + 1;
   const values = Array.from({ length: Math.max(1, Math.floor((SIZE - 300) / rowText)) }, () => row);
-  const body = Buffer.from(JSON.stringify({ type: 'forecast_hour.available', webhook_id: '1', subscription_id: '1', trigger_id: trigger, data: { model: 'wm-6', forecast_hour: 0, response: { type: 'gridded', values } } }));
+  const body = Buffer.from(
+    JSON.stringify({ type: 'forecast_hour.available', webhook_id: '1', subscription_id: '1', trigger_id: trigger, data: { model: 'wm-6', forecast_hour: 0, response: { type: 'gridded', values } } }),
+  );
   return { body, headers: { 'content-type': 'application/json', ...signDelivery({ secret: SECRET, body, triggerId: trigger }) } };
 }
 
@@ -61,7 +63,7 @@ const app = createServer((req, res) => {
     arrived++;
     const answer = () => res.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true}');
     if (released) answer();
-    else (waiting.push(answer), release());
+    else waiting.push(answer), release();
   });
 });
 await new Promise((r) => app.listen(0, '127.0.0.1', r));
@@ -91,7 +93,7 @@ const statuses = await Promise.all(
         const req = request({ host: '127.0.0.1', port, path: '/', method: 'POST', agent, headers: d.headers }, (res) => {
           res.resume();
           res.on('close', () => {
-            if (res.statusCode === 503) (refused++, release());
+            if (res.statusCode === 503) refused++, release();
             resolve(res.statusCode);
           });
         });

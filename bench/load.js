@@ -38,7 +38,9 @@ function requests(n, tag) {
     const signed = signDelivery({ secret, body, triggerId: trigger, timestamp: ts });
     const head =
       `POST ${flags.path ?? '/'} HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\n` +
-      Object.entries(signed).map(([k, v]) => `${k}: ${v}\r\n`).join('') +
+      Object.entries(signed)
+        .map(([k, v]) => `${k}: ${v}\r\n`)
+        .join('') +
       '\r\n';
     return Buffer.concat([Buffer.from(head, 'latin1'), body]);
   });

@@ -76,7 +76,9 @@ function cpuMs(pid) {
 
 function load(port, secret, count, clients, tag, path) {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [join(ROOT, 'bench/load.js'), String(port), secret, String(count), String(clients), '0', '--tag', tag, ...(path ? ['--path', path] : [])], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [join(ROOT, 'bench/load.js'), String(port), secret, String(count), String(clients), '0', '--tag', tag, ...(path ? ['--path', path] : [])], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let out = '';
     let err = '';
     child.stdout.setEncoding('utf8').on('data', (d) => (out += d));
@@ -149,10 +151,19 @@ export async function relay({ row, log, median, pct, QUICK, atLeast }) {
       await stop(drain.child);
       const relayRps = N / ((t1 - t0) / 1000);
       runs.push({ direct: d.rps, relay: relayRps, fill: fill.rps, startMs: t0 - spawned, cpu });
-      log(`relay round ${round + 1}: direct ${d.rps.toFixed(0)}/s, drained ${relayRps.toFixed(0)}/s (CPU a delivery: relay ${cpu.relay.toFixed(0)} µs, listen ${cpu.listen.toFixed(0)} µs with its start; the relay took the backlog at ${fill.rps.toFixed(0)}/s)`);
+      log(
+        `relay round ${round + 1}: direct ${d.rps.toFixed(0)}/s, drained ${relayRps.toFixed(0)}/s (CPU a delivery: relay ${cpu.relay.toFixed(0)} µs, listen ${cpu.listen.toFixed(0)} µs with its start; the relay took the backlog at ${fill.rps.toFixed(0)}/s)`,
+      );
     }
     const ratios = runs.map((r) => r.relay / r.direct);
-    row('relay', `drain of a ${N.toLocaleString('en')} backlog by listen --relay (deliveries/s)`, median(runs.map((r) => r.relay)).toFixed(0), `${median(runs.map((r) => r.direct)).toFixed(0)} (listen direct, 16 conn.)`, median(ratios), atLeast(0.5));
+    row(
+      'relay',
+      `drain of a ${N.toLocaleString('en')} backlog by listen --relay (deliveries/s)`,
+      median(runs.map((r) => r.relay)).toFixed(0),
+      `${median(runs.map((r) => r.direct)).toFixed(0)} (listen direct, 16 conn.)`,
+      median(ratios),
+      atLeast(0.5),
+    );
     row('relay', 'the relay taking the backlog in (relay serve, file store, 16 conn.)', `${median(runs.map((r) => r.fill)).toFixed(0)}/s`, '', undefined, undefined);
 
     // live latency: the sender's POST to the app's receipt, one at a time, direct and through the relay in turns
@@ -177,7 +188,9 @@ export async function relay({ row, log, median, pct, QUICK, atLeast }) {
       const times = { direct: [], relay: [] };
       const one = async (kind, i) => {
         const trigger = `trg_lat_${kind}_${process.pid}_${i}`;
-        const body = Buffer.from(JSON.stringify({ type: 'forecast_hour.available', webhook_id: '1', subscription_id: '1', trigger_id: trigger, test: false, data: { model: 'wm-6', forecast_hour: i % 48 } }));
+        const body = Buffer.from(
+          JSON.stringify({ type: 'forecast_hour.available', webhook_id: '1', subscription_id: '1', trigger_id: trigger, test: false, data: { model: 'wm-6', forecast_hour: i % 48 } }),
+        );
         const headers = { 'content-type': 'application/json', ...signDelivery({ secret, body, triggerId: trigger }) };
         const got = new Promise((resolve) => arrived.set(trigger, resolve));
         const t = performance.now();

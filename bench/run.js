@@ -142,7 +142,14 @@ async function refused() {
       ratios.push(b / g);
       log(`  round ${round + 1}: refused ${b.toFixed(0)} µs, verified ${g.toFixed(0)} µs: ${(b / g).toFixed(2)}×`);
     }
-    row('listen', 'CPU per refused request (a wrong signature, 35 KB), against CPU per verified delivery (35 KB), same process', `${median(bad).toFixed(0)} µs`, `${median(good).toFixed(0)} µs`, median(ratios), within(1.0));
+    row(
+      'listen',
+      'CPU per refused request (a wrong signature, 35 KB), against CPU per verified delivery (35 KB), same process',
+      `${median(bad).toFixed(0)} µs`,
+      `${median(good).toFixed(0)} µs`,
+      median(ratios),
+      within(1.0),
+    );
   } finally {
     await pool.close();
     await stop(l.child);
@@ -166,7 +173,14 @@ async function startup() {
   try {
     const info = JSON.parse(first);
     const authEnv = { ...env, WX_BASE_URL: info.base_url, WX_API_KEY: info.api_key };
-    const [bare, auth] = interleaved([[join(ROOT, 'bench/bare-auth.js'), info.base_url, info.api_key], [BIN, 'auth', 'status']], n, authEnv);
+    const [bare, auth] = interleaved(
+      [
+        [join(ROOT, 'bench/bare-auth.js'), info.base_url, info.api_key],
+        [BIN, 'auth', 'status'],
+      ],
+      n,
+      authEnv,
+    );
     row('start-up', '`wxhooks auth status` against a local emulator', ms(auth), `${ms(bare)} (bare script, same request)`, auth / bare, within(1.5));
   } finally {
     await stop(child);
@@ -179,7 +193,16 @@ function deliveries(secret, count, size = 0) {
   const pad = size ? 'x'.repeat(size) : '';
   return Array.from({ length: count }, (_, i) => {
     const trigger = `trg_bench_${process.pid}_${Date.now()}_${i}`;
-    const body = Buffer.from(JSON.stringify({ type: 'forecast_hour.available', webhook_id: '1', subscription_id: '1', trigger_id: trigger, test: false, data: { model: 'wm-6', initialization_time: '2026-11-21T00:00:00Z', forecast_hour: i % 48, pad } }));
+    const body = Buffer.from(
+      JSON.stringify({
+        type: 'forecast_hour.available',
+        webhook_id: '1',
+        subscription_id: '1',
+        trigger_id: trigger,
+        test: false,
+        data: { model: 'wm-6', initialization_time: '2026-11-21T00:00:00Z', forecast_hour: i % 48, pad },
+      }),
+    );
     return { body, headers: { 'content-type': 'application/json', ...signDelivery({ secret, body, triggerId: trigger, timestamp: ts }) } };
   });
 }
@@ -329,7 +352,14 @@ async function listenThroughput() {
   }
   const m = (xs, k) => median(xs.map((x) => x[k]));
   const delivered = COLD + WARM + cycles * (ONE + MANY);
-  row('listen', `resident memory of \`listen --inspect\` (--history 500) after ${delivered} deliveries`, `${median(rss.end).toFixed(0)} MiB`, `${median(rss.warm).toFixed(0)} MiB (after ${COLD + WARM})`, median(rss.end) / median(rss.warm), within(1.25));
+  row(
+    'listen',
+    `resident memory of \`listen --inspect\` (--history 500) after ${delivered} deliveries`,
+    `${median(rss.end).toFixed(0)} MiB`,
+    `${median(rss.warm).toFixed(0)} MiB (after ${COLD + WARM})`,
+    median(rss.end) / median(rss.warm),
+    within(1.25),
+  );
   // per cycle (or round, for cold), then the median
   const ratio = (name, phase, k) => median(results[name][phase].map((o, i) => o[k] / results.bare[phase][i][k]));
   const floor = (phase) => `${Math.round(m(results.bare[phase], 'rps'))}/s (bare node:http + HMAC)`;
@@ -340,12 +370,26 @@ async function listenThroughput() {
     const x = (name) => results[name][phase];
     row('listen', `deliveries/s, ${clients}: \`listen\` (verify + dedupe file + a line each)`, `${Math.round(m(x('text'), 'rps'))}/s`, floor(phase), ratio('text', phase, 'rps'), atLeast(0.8));
     row('listen', `deliveries/s, ${clients}: \`listen --json\``, `${Math.round(m(x('json'), 'rps'))}/s`, floor(phase), ratio('json', phase, 'rps'));
-    row('listen', `deliveries/s, ${clients}: \`listen --fsync\` (each batch synced to the disk before its answers)`, `${Math.round(m(x('fsync'), 'rps'))}/s`, floor(phase), ratio('fsync', phase, 'rps'));
+    row(
+      'listen',
+      `deliveries/s, ${clients}: \`listen --fsync\` (each batch synced to the disk before its answers)`,
+      `${Math.round(m(x('fsync'), 'rps'))}/s`,
+      floor(phase),
+      ratio('fsync', phase, 'rps'),
+    );
     if (phase === 'many') {
       const vsListen = median(x('inspect').map((o, i) => o.rps / x('text')[i].rps));
-      row('listen', `deliveries/s, ${clients}: \`listen --inspect\`, the page's event stream read, against \`listen\``, `${Math.round(m(x('inspect'), 'rps'))}/s`, `${Math.round(m(x('text'), 'rps'))}/s (\`listen\`, same cycles)`, vsListen, atLeast(0.9));
+      row(
+        'listen',
+        `deliveries/s, ${clients}: \`listen --inspect\`, the page's event stream read, against \`listen\``,
+        `${Math.round(m(x('inspect'), 'rps'))}/s`,
+        `${Math.round(m(x('text'), 'rps'))}/s (\`listen\`, same cycles)`,
+        vsListen,
+        atLeast(0.9),
+      );
     }
-    if (results.before) row('listen', `deliveries/s, ${clients}: \`listen\` of ${process.env.BENCH_COMPARE} (BENCH_COMPARE)`, `${Math.round(m(x('before'), 'rps'))}/s`, floor(phase), ratio('before', phase, 'rps'));
+    if (results.before)
+      row('listen', `deliveries/s, ${clients}: \`listen\` of ${process.env.BENCH_COMPARE} (BENCH_COMPARE)`, `${Math.round(m(x('before'), 'rps'))}/s`, floor(phase), ratio('before', phase, 'rps'));
     if (phase === 'many' && x('text')[0].cpuUs !== undefined) {
       for (const name of ['text', 'json', 'fsync', 'inspect', ...(results.before ? ['before'] : [])]) {
         const label = { text: '`listen`', json: '`listen --json`', fsync: '`listen --fsync`', inspect: '`listen --inspect` (stream read)', before: `\`listen\` of ${process.env.BENCH_COMPARE}` }[name];
@@ -454,7 +498,16 @@ async function page() {
     const outFile = readdirSync(dir).find((f) => f.startsWith('listen-') && f.endsWith('.out'));
     let link;
     for (let i = 0; i < 200 && !link; i++) {
-      link = readFileSync(join(dir, outFile), 'utf8').split('\n').map((line) => { try { return JSON.parse(line); } catch { return {}; } }).find((e) => e.event === 'inspector')?.url;
+      link = readFileSync(join(dir, outFile), 'utf8')
+        .split('\n')
+        .map((line) => {
+          try {
+            return JSON.parse(line);
+          } catch {
+            return {};
+          }
+        })
+        .find((e) => e.event === 'inspector')?.url;
       if (!link) await new Promise((r) => setTimeout(r, 25));
     }
     const tab = await browser.newPage({ viewport: { width: 1400, height: 900 } });
@@ -462,7 +515,9 @@ async function page() {
     await tab.locator('.state.live').waitFor();
     const send = (trigger, data) => {
       const body = Buffer.from(JSON.stringify({ type: 'forecast_hour.available', webhook_id: '1', subscription_id: '1', trigger_id: trigger, test: false, data }));
-      return request(l.url, { method: 'POST', headers: { 'content-type': 'application/json', ...signDelivery({ secret, body, triggerId: trigger }) }, body }).then(async (r) => (await r.body.dump(), r.statusCode));
+      return request(l.url, { method: 'POST', headers: { 'content-type': 'application/json', ...signDelivery({ secret, body, triggerId: trigger }) }, body }).then(
+        async (r) => (await r.body.dump(), r.statusCode),
+      );
     };
     // one click, timed in the page: from the click to the delivery's verdict on show
     const click = () => tab.evaluate(clickToDetail);
@@ -483,12 +538,19 @@ async function page() {
     if ((await Promise.all(sent)).some((status) => status !== 200)) throw new Error('a delivery was not answered 200');
     if ([...idle, ...busy].includes(0)) throw new Error('a click found no row to open');
     const p95 = pct(busy, 95);
-    row('page', `click to the delivery's detail, p95, at 1,000 deliveries/s (median ${ms(median(busy))})`, ms(p95), `${ms(pct(idle, 95))} (idle)`, p95 / pct(idle, 95), { text: '≤ 100 ms', check: () => p95 <= 100 });
+    row('page', `click to the delivery's detail, p95, at 1,000 deliveries/s (median ${ms(median(busy))})`, ms(p95), `${ms(pct(idle, 95))} (idle)`, p95 / pct(idle, 95), {
+      text: '≤ 100 ms',
+      check: () => p95 <= 100,
+    });
 
     log('page: a 4 × 4 grid and a 400 × 400 grid drawn, 5 times each');
     const grid = (n) => {
       const values = Array.from({ length: n }, (_, i) => Array.from({ length: n }, (_, j) => 250 + ((i * 7 + j * 3) % 500)));
-      return { model: 'wm-6', forecast_hour: 1, response: { type: 'gridded', variable: 'temperature_2m', units: 'K', latitudes: values.map((_, i) => 60 - i * 0.1), longitudes: values[0].map((_, j) => j * 0.1), values } };
+      return {
+        model: 'wm-6',
+        forecast_hour: 1,
+        response: { type: 'gridded', variable: 'temperature_2m', units: 'K', latitudes: values.map((_, i) => 60 - i * 0.1), longitudes: values[0].map((_, j) => j * 0.1), values },
+      };
     };
     const drawn = async (trigger) => {
       await tab.locator('.row', { hasText: trigger }).first().click();
@@ -502,12 +564,18 @@ async function page() {
     for (let i = 0; i < 5; i++) {
       await send(`trg_grid_small_${i}`, grid(4));
       await send(`trg_grid_large_${i}`, grid(400));
-      await tab.locator('.row', { hasText: `trg_grid_large_${i}` }).first().waitFor();
+      await tab
+        .locator('.row', { hasText: `trg_grid_large_${i}` })
+        .first()
+        .waitFor();
       small.push(await drawn(`trg_grid_small_${i}`));
       large.push(await drawn(`trg_grid_large_${i}`));
     }
     const big = median(large);
-    row('page', 'a 400 × 400 gridded response drawn (downsampled), median of 5', ms(big), `${ms(median(small))} (4 × 4)`, big / Math.max(median(small), 0.1), { text: '≤ 200 ms', check: () => big <= 200 });
+    row('page', 'a 400 × 400 gridded response drawn (downsampled), median of 5', ms(big), `${ms(median(small))} (4 × 4)`, big / Math.max(median(small), 0.1), {
+      text: '≤ 200 ms',
+      check: () => big <= 200,
+    });
   } finally {
     await browser.close();
     await stop(l.child);
@@ -541,7 +609,14 @@ async function memory() {
     if (res.statusCode !== 200) throw new Error(`the 20 MB delivery was answered ${res.statusCode}`);
     const peak = kb(status(), 'VmHWM');
     const grew = (peak - before) * 1024;
-    row('memory', `listen, one ${(body.length / 1048576).toFixed(1)} MiB delivery: peak RSS growth`, `${(grew / 1048576).toFixed(1)} MiB`, `${(body.length / 1048576).toFixed(1)} MiB (its size)`, grew / body.length, within(3));
+    row(
+      'memory',
+      `listen, one ${(body.length / 1048576).toFixed(1)} MiB delivery: peak RSS growth`,
+      `${(grew / 1048576).toFixed(1)} MiB`,
+      `${(body.length / 1048576).toFixed(1)} MiB (its size)`,
+      grew / body.length,
+      within(3),
+    );
   } finally {
     await stop(l.child);
   }
@@ -575,7 +650,11 @@ async function fanout() {
     const auth = { authorization: `Bearer ${info.api_key}`, 'content-type': 'application/json' };
     const secrets = [];
     for (const s of servers) {
-      const res = await request(`${info.base_url}/webhooks/v1`, { method: 'POST', headers: auth, body: JSON.stringify({ url: `http://127.0.0.1:${s.address().port}/`, subscriptions: { 'forecast_hour.available': {} } }) });
+      const res = await request(`${info.base_url}/webhooks/v1`, {
+        method: 'POST',
+        headers: auth,
+        body: JSON.stringify({ url: `http://127.0.0.1:${s.address().port}/`, subscriptions: { 'forecast_hour.available': {} } }),
+      });
       secrets.push((await res.body.json()).secret);
     }
     const wait = () => new Promise((resolve) => (onArrival = () => arrivals >= n && resolve()));
@@ -679,10 +758,29 @@ async function sharedStore() {
       ['many', '50 clients'],
       ['one', '1 client'],
     ]) {
-      row('store', `deliveries/s, ${clients}: \`listen --store postgres://\` against \`listen\` (its file)`, `${Math.round(m(results.pg[phase], 'rps'))}/s`, `${Math.round(m(results.file[phase], 'rps'))}/s (file, same cycles)`, ratio(phase, 'rps'), phase === 'many' ? atLeast(0.5) : undefined);
+      row(
+        'store',
+        `deliveries/s, ${clients}: \`listen --store postgres://\` against \`listen\` (its file)`,
+        `${Math.round(m(results.pg[phase], 'rps'))}/s`,
+        `${Math.round(m(results.file[phase], 'rps'))}/s (file, same cycles)`,
+        ratio(phase, 'rps'),
+        phase === 'many' ? atLeast(0.5) : undefined,
+      );
       row('store', `p99 latency, ${clients}: \`listen --store postgres://\``, ms(m(results.pg[phase], 'p99')), ms(m(results.file[phase], 'p99')), ratio(phase, 'p99'));
-      row('store', `CPU per delivery, ${clients}: \`listen --store postgres://\` / the PostgreSQL server`, `${m(results.pg[phase], 'cpuUs').toFixed(0)} µs / ${m(results.pg[phase], 'alsoUs').toFixed(0)} µs`, `${m(results.file[phase], 'cpuUs').toFixed(0)} µs (\`listen\`, file)`, ratio(phase, 'cpuUs'));
-      row('store', `PostgreSQL transactions committed per delivery, ${clients} (claims and completions batched per turn)`, perDelivery[phase].toFixed(2), '2 (a claim and a completion each, unbatched)', perDelivery[phase] / 2);
+      row(
+        'store',
+        `CPU per delivery, ${clients}: \`listen --store postgres://\` / the PostgreSQL server`,
+        `${m(results.pg[phase], 'cpuUs').toFixed(0)} µs / ${m(results.pg[phase], 'alsoUs').toFixed(0)} µs`,
+        `${m(results.file[phase], 'cpuUs').toFixed(0)} µs (\`listen\`, file)`,
+        ratio(phase, 'cpuUs'),
+      );
+      row(
+        'store',
+        `PostgreSQL transactions committed per delivery, ${clients} (claims and completions batched per turn)`,
+        perDelivery[phase].toFixed(2),
+        '2 (a claim and a completion each, unbatched)',
+        perDelivery[phase] / 2,
+      );
     }
   } finally {
     for (const server of Object.values(servers)) await stop(server.child);
@@ -703,7 +801,9 @@ async function sharedStore() {
     for (const t of three) load(t.child.pid, t.port, secret, QUICK ? 3000 : 10000, 50);
     const generator = (offset) =>
       new Promise((resolve, reject) => {
-        const child = spawn(process.execPath, [join(ROOT, 'bench/load.js'), ports, secret, String(N), '24', '0', '--tag', `three_${process.pid}`, '--offset', String(offset), '--retry-409'], { stdio: ['ignore', 'pipe', 'inherit'] });
+        const child = spawn(process.execPath, [join(ROOT, 'bench/load.js'), ports, secret, String(N), '24', '0', '--tag', `three_${process.pid}`, '--offset', String(offset), '--retry-409'], {
+          stdio: ['ignore', 'pipe', 'inherit'],
+        });
         let out = '';
         child.stdout.on('data', (d) => (out += d));
         child.on('exit', (code) => (code === 0 ? resolve(JSON.parse(out)) : reject(new Error(`bench/load.js exited ${code}`))));
@@ -713,10 +813,18 @@ async function sharedStore() {
     const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
     for (const t of three) await stop(t.child);
     if (a.failures || b.failures) {
-      const odd = three.flatMap((t) => readFileSync(join(t.dir, `listen-${t.port}.out`), 'utf8').split('\n').filter((l) => l && !/"outcome":"(accepted|duplicate|in_progress)"/.test(l)));
+      const odd = three.flatMap((t) =>
+        readFileSync(join(t.dir, `listen-${t.port}.out`), 'utf8')
+          .split('\n')
+          .filter((l) => l && !/"outcome":"(accepted|duplicate|in_progress)"/.test(l)),
+      );
       log(`store: ${a.failures + b.failures} answered neither 200 nor 409 (${JSON.stringify([a.statuses, b.statuses])}):\n${odd.slice(0, 20).join('\n')}`);
     }
-    const lines = three.flatMap((t) => readFileSync(join(t.dir, `listen-${t.port}.out`), 'utf8').split('\n').filter((l) => l.includes(`three_${process.pid}`)));
+    const lines = three.flatMap((t) =>
+      readFileSync(join(t.dir, `listen-${t.port}.out`), 'utf8')
+        .split('\n')
+        .filter((l) => l.includes(`three_${process.pid}`)),
+    );
     const accepted = lines.filter((l) => l.includes('"outcome":"accepted"')).length;
     const storeFailed = lines.filter((l) => l.includes('"outcome":"store_failed"')).length;
     const { rows: done } = await admin.query(`SELECT count(*)::int AS n FROM bench_three.pairs WHERE state = 'done' AND trigger_id LIKE $1`, [`trg_bench_three_${process.pid}_%`]);
@@ -741,7 +849,19 @@ function table() {
 }
 
 const started = Date.now();
-const SECTIONS = { startup, listen: listenThroughput, refused, store: sharedStore, verify: verification, handler: handlerLibrary, page, memory, fanout, sinks: () => sinks({ row, log, median, QUICK, atLeast, listenAt: { startListen, load, stop, benchDir, cleanEnv, generateSecret } }), relay: () => relay({ row, log, median, pct, QUICK, atLeast }) };
+const SECTIONS = {
+  startup,
+  listen: listenThroughput,
+  refused,
+  store: sharedStore,
+  verify: verification,
+  handler: handlerLibrary,
+  page,
+  memory,
+  fanout,
+  sinks: () => sinks({ row, log, median, QUICK, atLeast, listenAt: { startListen, load, stop, benchDir, cleanEnv, generateSecret } }),
+  relay: () => relay({ row, log, median, pct, QUICK, atLeast }),
+};
 const only = process.argv.slice(2).filter((a) => !a.startsWith('--'));
 for (const name of only) if (!(name in SECTIONS)) throw new Error(`unknown section ${name}; known: ${Object.keys(SECTIONS).join(', ')}`);
 try {

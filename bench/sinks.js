@@ -14,7 +14,17 @@ const ROOT = new URL('..', import.meta.url).pathname;
 /** A delivery of about the size the service sends for a forecast hour without a response (600 bytes). */
 function deliveryOf(i, tag) {
   const trigger = `trg_bench_${tag}_${i}`;
-  const body = Buffer.from(JSON.stringify({ type: 'forecast_hour.available', webhook_id: '1', subscription_id: '7', trigger_id: trigger, created_at: '2026-11-21T06:04:00Z', test: false, data: { model: 'wm-6', initialization_time: '2026-11-21T00:00:00Z', forecast_hour: i % 240, pad: 'x'.repeat(400) } }));
+  const body = Buffer.from(
+    JSON.stringify({
+      type: 'forecast_hour.available',
+      webhook_id: '1',
+      subscription_id: '7',
+      trigger_id: trigger,
+      created_at: '2026-11-21T06:04:00Z',
+      test: false,
+      data: { model: 'wm-6', initialization_time: '2026-11-21T00:00:00Z', forecast_hour: i % 240, pad: 'x'.repeat(400) },
+    }),
+  );
   return {
     trigger,
     subscription: '7',
@@ -24,7 +34,14 @@ function deliveryOf(i, tag) {
     timestamp: 1795500000,
     secretIndex: 0,
     receivedAt: '2026-11-21T06:04:00.123Z',
-    headers: { 'content-type': 'application/json', 'trigger-id': trigger, 'webhook-timestamp': '1795500000', 'webhook-signature': 'v1,K6WnbTTx0dTkxTMNDkcp0cTqkN2e2ZD3BEyVSWaRr3E=', host: '127.0.0.1:8787', 'content-length': String(body.length) },
+    headers: {
+      'content-type': 'application/json',
+      'trigger-id': trigger,
+      'webhook-timestamp': '1795500000',
+      'webhook-signature': 'v1,K6WnbTTx0dTkxTMNDkcp0cTqkN2e2ZD3BEyVSWaRr3E=',
+      host: '127.0.0.1:8787',
+      'content-length': String(body.length),
+    },
     body,
   };
 }
@@ -161,7 +178,14 @@ async function listenSinkVsForward({ row, log, median, QUICK, atLeast, listenAt 
       ratios.push(got.sink.rps / got.forward.rps);
       log(`  cycle ${c + 1}: --sink ${got.sink.rps.toFixed(0)}/s, --forward-to ${got.forward.rps.toFixed(0)}/s: ${(got.sink.rps / got.forward.rps).toFixed(2)}×`);
     }
-    row('sinks', `${kind}: \`listen --sink\` deliveries/s at 50 clients (against \`listen --forward-to\` an app that answers at once)`, `${Math.round(median(rps.sink))}/s`, `${Math.round(median(rps.forward))}/s`, median(ratios), atLeast(0.7));
+    row(
+      'sinks',
+      `${kind}: \`listen --sink\` deliveries/s at 50 clients (against \`listen --forward-to\` an app that answers at once)`,
+      `${Math.round(median(rps.sink))}/s`,
+      `${Math.round(median(rps.forward))}/s`,
+      median(ratios),
+      atLeast(0.7),
+    );
     if (cpu.sink.length && cpu.forward.length) log(`  listen's CPU a delivery: --sink ${median(cpu.sink).toFixed(1)} µs, --forward-to ${median(cpu.forward).toFixed(1)} µs`);
   } finally {
     for (const s of Object.values(started)) await stop(s.child);
@@ -192,7 +216,11 @@ export async function sinks({ row, log, median, QUICK, atLeast, listenAt }) {
         for (let r = 0; r < rounds; r++) {
           const prepared = Array.from({ length: N }, (_, i) => bare.prepare(deliveryOf(i, `floor${r}`)));
           const f = await rate(prepared, 64, (p) => bare.send(p));
-          const o = await rate(Array.from({ length: N }, (_, i) => deliveryOf(i, `ours${r}`)), 64, (d) => sink.publish(d));
+          const o = await rate(
+            Array.from({ length: N }, (_, i) => deliveryOf(i, `ours${r}`)),
+            64,
+            (d) => sink.publish(d),
+          );
           floor.push(f);
           ours.push(o);
           ratios.push(o / f);
@@ -203,12 +231,23 @@ export async function sinks({ row, log, median, QUICK, atLeast, listenAt }) {
         await bare.close();
       }
       const what = kind === 'nats' ? 'a bare JetStream publish of the same bytes with the same Nats-Msg-Id and headers' : 'a bare XADD of the same fields (no dedupe key)';
-      row('sinks', `${kind}: publishes/s, 64 in flight, 600-byte deliveries, each acknowledged (against ${what}, same client)`, `${Math.round(median(ours))}/s`, `${Math.round(median(floor))}/s`, median(ratios), atLeast(target));
+      row(
+        'sinks',
+        `${kind}: publishes/s, 64 in flight, 600-byte deliveries, each acknowledged (against ${what}, same client)`,
+        `${Math.round(median(ours))}/s`,
+        `${Math.round(median(floor))}/s`,
+        median(ratios),
+        atLeast(target),
+      );
 
       // consumers: the N messages of a stream of their own, read by a new group each time, with 1, 2 and 4 worker processes
       const consumed = `${broker.url}/${name}${kind === 'nats' ? '_consumed' : ':consumed'}`;
       const feed = await openSink(consumed);
-      await rate(Array.from({ length: N }, (_, i) => deliveryOf(i, 'consume')), 64, (d) => feed.publish(d));
+      await rate(
+        Array.from({ length: N }, (_, i) => deliveryOf(i, 'consume')),
+        64,
+        (d) => feed.publish(d),
+      );
       await feed.close();
       const per = { 1: [], 2: [], 4: [] };
       log(`sinks, ${kind}: ${N} messages read by 1, 2 and 4 workers (a new group each time), ${QUICK ? 1 : 3} rounds`);
@@ -217,7 +256,13 @@ export async function sinks({ row, log, median, QUICK, atLeast, listenAt }) {
       }
       for (const workers of [1, 2, 4]) {
         const m = median(per[workers]);
-        row('sinks', `${kind}: messages/s consumed and acknowledged by ${workers} worker${workers === 1 ? '' : 's'} (processes, 32 in flight each, a handler that returns at once)`, `${Math.round(m)}/s`, workers === 1 ? '' : `${Math.round(median(per[1]))}/s (1 worker)`, workers === 1 ? undefined : m / median(per[1]));
+        row(
+          'sinks',
+          `${kind}: messages/s consumed and acknowledged by ${workers} worker${workers === 1 ? '' : 's'} (processes, 32 in flight each, a handler that returns at once)`,
+          `${Math.round(m)}/s`,
+          workers === 1 ? '' : `${Math.round(median(per[1]))}/s (1 worker)`,
+          workers === 1 ? undefined : m / median(per[1]),
+        );
       }
     } finally {
       await broker.remove();

@@ -108,9 +108,17 @@ async function main() {
   const created = JSON.parse(
     await run(
       [
-        'webhook', 'create', '--url', `http://127.0.0.1:${port}/`, '--name', 'demo',
-        '--subscribe', 'forecast_hour.available:model=wm-6;response=gridded',
-        '--subscribe', 'initialization_time.available', '--json',
+        'webhook',
+        'create',
+        '--url',
+        `http://127.0.0.1:${port}/`,
+        '--name',
+        'demo',
+        '--subscribe',
+        'forecast_hour.available:model=wm-6;response=gridded',
+        '--subscribe',
+        'initialization_time.available',
+        '--json',
       ],
       { capture: true },
     ),
@@ -145,9 +153,12 @@ async function main() {
 
   say('9. A run with a hole: hours out of order, one twice, one never; listen waits for the whole run');
   const saved = join(dir, 'deliveries');
-  const gate = start(['listen', '--port', String(port), '--webhook', created.id, '--save-dir', saved, '--until-run', 'wm-6@2026-11-22T00:00:00Z', '--expect-hours', '0-24/6', '--within', '4s'], (line) => {
-    console.log(`  listen │ ${line}`);
-  });
+  const gate = start(
+    ['listen', '--port', String(port), '--webhook', created.id, '--save-dir', saved, '--until-run', 'wm-6@2026-11-22T00:00:00Z', '--expect-hours', '0-24/6', '--within', '4s'],
+    (line) => {
+      console.log(`  listen │ ${line}`);
+    },
+  );
   await gate.until('Ctrl-C to stop.');
   await run(['trigger', 'run', '--model', 'wm-6', '--init-time', '2026-11-22T00:00:00Z', '--hours', '0-24/6', '--skip-hours', '18', '--repeat-hours', '6', '--shuffle']);
   const gateCode = await gate.exited;

@@ -153,7 +153,7 @@ export async function clickToDetail() {
   const started = performance.now();
   const shown = new Promise((resolve) => {
     const seen = new MutationObserver(() => {
-      if (detail.dataset.id === id && detail.querySelector('.verdict')) (seen.disconnect(), resolve());
+      if (detail.dataset.id === id && detail.querySelector('.verdict')) seen.disconnect(), resolve();
     });
     seen.observe(detail, { childList: true, subtree: true, attributes: true });
   });
@@ -266,7 +266,28 @@ export async function startRedis() {
   const dir = mkdtempSync(join(process.env.WXHOOKS_TEST_TMP ?? tmpdir(), 'wxhooks-redis-'));
   const port = await freePort();
   const password = `pw-${randomBytes(9).toString('hex')}`;
-  const args = ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--requirepass', password, '--appendonly', 'yes', '--appendfsync', 'always', '--save', '', '--daemonize', 'no', '--logfile', '', '--protected-mode', 'no'];
+  const args = [
+    '--port',
+    String(port),
+    '--bind',
+    '127.0.0.1',
+    '--dir',
+    dir,
+    '--requirepass',
+    password,
+    '--appendonly',
+    'yes',
+    '--appendfsync',
+    'always',
+    '--save',
+    '',
+    '--daemonize',
+    'no',
+    '--logfile',
+    '',
+    '--protected-mode',
+    'no',
+  ];
   const broker = await startBroker('redis-server', bin, args, /Ready to accept connections/, dir, port);
   return Object.assign(broker, { url: `redis://:${password}@127.0.0.1:${port}`, password });
 }

@@ -30,7 +30,7 @@ export interface Io {
 /** The global options: declared once, here, for commander and for finding the command group before commander is loaded. */
 const GLOBAL_OPTIONS: [flags: string, description: string][] = [
   ['--base-url <url>', 'the service address (else WX_BASE_URL, else the base-url setting)'],
-  ['--auth <scheme>', 'how to send the API key: auto (as the service\'s own client does), bearer or basic'],
+  ['--auth <scheme>', "how to send the API key: auto (as the service's own client does), bearer or basic"],
   ['--json', 'JSON on stdout, nothing else: one document, or for listen (long-running) one object a line (NDJSON)'],
   ['--verbose', 'log each request to stderr (the key redacted), and stacks on errors'],
   ['--timeout <duration>', 'deadline for a request to the service, retries included'],
@@ -153,9 +153,7 @@ export async function buildProgram(argv: string[], io: Io, act: Act = actFor(io)
     import('./util/parse.js'),
     ...GROUPS.map(([name, , load]) => (wanted === '*' || wanted === name ? load() : undefined)),
   ]);
-  const program = new Command('wxhooks')
-    .description('Manage, receive, verify and emulate the weather forecast service\'s webhooks.')
-    .version(version(), '-V, --version', 'print the version');
+  const program = new Command('wxhooks').description("Manage, receive, verify and emulate the weather forecast service's webhooks.").version(version(), '-V, --version', 'print the version');
   for (const [flags, description] of GLOBAL_OPTIONS) {
     if (flags.startsWith('--auth')) program.addOption(new Option(flags, description).choices(['auto', 'bearer', 'basic']));
     else if (flags.startsWith('--timeout')) program.addOption(valued(flags, description, timeLimit, [30_000, '30s']));
@@ -248,9 +246,11 @@ async function prerenderedHelp(args: string[]): Promise<string | undefined> {
  */
 export async function parseArgs(argv: string[], io: Io): Promise<{ run: Run; args: unknown[] }> {
   let parsed: { run: Run; args: unknown[] } | undefined;
-  const record: Act = (run) => async (...args: unknown[]) => {
-    parsed = { run, args: args.slice(0, -1) };
-  };
+  const record: Act =
+    (run) =>
+    async (...args: unknown[]) => {
+      parsed = { run, args: args.slice(0, -1) };
+    };
   const program = await buildProgram(argv, io, record);
   await program.parseAsync(argv);
   if (!parsed) throw new Error(`${argv.slice(2).join(' ')} runs no command`);

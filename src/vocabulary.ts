@@ -6,13 +6,7 @@
  */
 
 /** The subscription types SERVICE.md names. Others are sent anyway, with a warning. */
-export const SUBSCRIPTION_TYPES = [
-  'initialization_time.available',
-  'forecast_hour.available',
-  'degree_days.available',
-  'tropical_cyclones.available',
-  'events.available',
-] as const;
+export const SUBSCRIPTION_TYPES = ['initialization_time.available', 'forecast_hour.available', 'degree_days.available', 'tropical_cyclones.available', 'events.available'] as const;
 
 export function isKnownType(type: string): boolean {
   return (SUBSCRIPTION_TYPES as readonly string[]).includes(type);

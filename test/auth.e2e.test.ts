@@ -37,16 +37,13 @@ describe('wxhooks --version and --help', () => {
     expect(r.stdout).toContain('Exit codes:');
   });
 
-  it.each([[[]], [['webhook', 'create']], [['listen']]])(
-    'the binary prints the pre-rendered help of %j, as commander renders it',
-    async (words) => {
-      const fast = await runCli([...words, '--help']);
-      const slow = await runCli(['--no-color', ...words, '--help']); // an option first: commander renders it
-      expect(fast.code).toBe(0);
-      expect(fast.stdout).toBe(slow.stdout);
-      expect(fast.stdout).toContain('Usage: wxhooks');
-    },
-  );
+  it.each([[[]], [['webhook', 'create']], [['listen']]])('the binary prints the pre-rendered help of %j, as commander renders it', async (words) => {
+    const fast = await runCli([...words, '--help']);
+    const slow = await runCli(['--no-color', ...words, '--help']); // an option first: commander renders it
+    expect(fast.code).toBe(0);
+    expect(fast.stdout).toBe(slow.stdout);
+    expect(fast.stdout).toContain('Usage: wxhooks');
+  });
 
   it('auth status --help names the environment variable', async () => {
     const r = await runCli(['auth', 'status', '--help']);
@@ -193,9 +190,7 @@ describe('auth status', () => {
 
   it('recovers when a 502 is followed by a 200', async () => {
     let n = 0;
-    const s = await startServer((_req, res) =>
-      n++ === 0 ? sendJson(res, 502, { error: 'bad gateway' }) : sendJson(res, 200, { authed: true, client_id: 'c9' }),
-    );
+    const s = await startServer((_req, res) => (n++ === 0 ? sendJson(res, 502, { error: 'bad gateway' }) : sendJson(res, 200, { authed: true, client_id: 'c9' })));
     try {
       const r = await runCli(['auth', 'status'], { env: { WX_API_KEY: KEY, WX_BASE_URL: s.url }, retryBaseMs: 10 });
       expect(r.code).toBe(0);
@@ -283,7 +278,11 @@ describe('config', () => {
     const dir = tempDir();
     writeFileSync(join(dir, 'a-file'), 'x');
     const blocked = { WXHOOKS_CONFIG_DIR: join(dir, 'a-file', 'store') };
-    for (const args of [['config', 'set', 'base-url', 'http://127.0.0.1:8788'], ['config', 'list'], ['secret', 'list']]) {
+    for (const args of [
+      ['config', 'set', 'base-url', 'http://127.0.0.1:8788'],
+      ['config', 'list'],
+      ['secret', 'list'],
+    ]) {
       const r = await runCli(args, { env: blocked });
       expect(r.code, args.join(' ')).toBe(2);
       expect(r.stderr).toContain(`${join(dir, 'a-file', 'store')}`);
@@ -293,7 +292,11 @@ describe('config', () => {
     }
     const store = tempDir();
     writeFileSync(join(store, 'settings.json'), '{"base-url": ');
-    for (const args of [['config', 'list'], ['config', 'set', 'base-url', 'http://127.0.0.1:8788'], ['webhook', 'list']]) {
+    for (const args of [
+      ['config', 'list'],
+      ['config', 'set', 'base-url', 'http://127.0.0.1:8788'],
+      ['webhook', 'list'],
+    ]) {
       const r = await runCli(args, { env: { WXHOOKS_CONFIG_DIR: store, WX_API_KEY: KEY } });
       expect(r.code, args.join(' ')).toBe(2);
       expect(r.stderr).toContain(`The settings file ${join(store, 'settings.json')} is damaged`);

@@ -183,7 +183,9 @@ describe('run functions, in-process, against a real local service', () => {
   afterAll(() => svc.stop());
 
   it('runWebhookList: a table on a terminal, tab-separated when piped, one document with --json', async () => {
-    const created = await runInProcess(['webhook', 'create', '--url', 'https://example.com/in-process', '--name', 'in\u001b]0;owned\u0007process', '--subscribe', 'degree_days.available'], { env: svc.env });
+    const created = await runInProcess(['webhook', 'create', '--url', 'https://example.com/in-process', '--name', 'in\u001b]0;owned\u0007process', '--subscribe', 'degree_days.available'], {
+      env: svc.env,
+    });
     expect(created.code).toBe(0);
     const tty = testContext({ env: svc.env, tty: true });
     await runWebhookList(tty, { url: 'https://example.com/in-process' });

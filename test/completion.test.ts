@@ -47,7 +47,7 @@ function shellPresent(shell: string): void {
 /** Runs `driver` (which prints one line per case) in the shell, and compares each line with the case. */
 function check(shell: string, driver: string, args: string[] = ['-c']) {
   shellPresent(shell);
-  const out = execFileSync(shell, [...args, driver], { encoding: "utf8" }).split("\n");
+  const out = execFileSync(shell, [...args, driver], { encoding: 'utf8' }).split('\n');
   const wrong = cases.map((c, i) => ({ typed: c.words.join(' '), got: sorted(out[i] ?? ''), expected: [...c.expected].sort() })).filter((x) => x.got.join(' ') !== x.expected.join(' '));
   expect(wrong).toEqual([]);
   expect(cases.length).toBeGreaterThan(30);
@@ -85,17 +85,35 @@ describe('completion, run by each shell, for every command path', () => {
 
   it('zsh: loads its completion system itself when ~/.zshrc has no compinit, and describes each command and flag', () => {
     shellPresent('zsh');
-    const r = spawnSync('zsh', ['-f', '-c', `source ${scripts.zsh}; print -r -- \${+functions[compdef]}; _wxhooks_subs_described ''; print -r -- "\${reply[*]}"`], { encoding: 'utf8', env: { ...process.env, HOME: tempDir() } });
+    const r = spawnSync('zsh', ['-f', '-c', `source ${scripts.zsh}; print -r -- \${+functions[compdef]}; _wxhooks_subs_described ''; print -r -- "\${reply[*]}"`], {
+      encoding: 'utf8',
+      env: { ...process.env, HOME: tempDir() },
+    });
     expect(r.stderr).not.toContain('command not found');
     const [defined, described] = r.stdout.split('\n');
     expect(defined).toBe('1');
     expect(described).toContain('webhook:create, list, show, change and delete webhooks');
   });
 
-  it('the values of arguments and flags: types after trigger and --subscribe, shells after completion, a flag\'s choices', () => {
+  it("the values of arguments and flags: types after trigger and --subscribe, shells after completion, a flag's choices", () => {
     shellPresent('bash');
     const ask = (words: string[]) => `COMP_WORDS=(${[...words, ''].map(quote).join(' ')}); COMP_CWORD=${words.length}; COMPREPLY=(); _wxhooks; echo "\${COMPREPLY[*]}"`;
-    const out = execFileSync('bash', ['-c', `source ${scripts.bash}\n${[['wxhooks', 'trigger'], ['wxhooks', 'completion'], ['wxhooks', 'listen', '--subscribe'], ['wxhooks', 'listen', '--scheme'], ['wxhooks', 'subscription', 'add', '7']].map(ask).join('\n')}`], { encoding: 'utf8' }).split('\n');
+    const out = execFileSync(
+      'bash',
+      [
+        '-c',
+        `source ${scripts.bash}\n${[
+          ['wxhooks', 'trigger'],
+          ['wxhooks', 'completion'],
+          ['wxhooks', 'listen', '--subscribe'],
+          ['wxhooks', 'listen', '--scheme'],
+          ['wxhooks', 'subscription', 'add', '7'],
+        ]
+          .map(ask)
+          .join('\n')}`,
+      ],
+      { encoding: 'utf8' },
+    ).split('\n');
     expect(sorted(out[0]!)).toEqual([...SUBSCRIPTION_TYPES, 'run'].sort());
     expect(sorted(out[1]!)).toEqual(['bash', 'fish', 'zsh']);
     expect(sorted(out[2]!)).toEqual([...SUBSCRIPTION_TYPES].sort());

@@ -47,7 +47,8 @@ beforeAll(async () => {
     const problem = liveRules(req.headers.authorization);
     if (problem) return sendJson(res, 401, { detail: `not authenticated: ${problem}` });
     if (req.path === '/debug/v1/auth_status') return sendJson(res, 200, { authed: true, client_id: CLIENT });
-    if (req.path === '/webhooks/v1') return sendJson(res, 200, { webhooks: [{ id: 1, url: 'https://example.com/h', subscriptions: [{ id: 2, subscription_type: 'forecast_hour.available' }] }], page: 1, page_size: 20, total: 1 });
+    if (req.path === '/webhooks/v1')
+      return sendJson(res, 200, { webhooks: [{ id: 1, url: 'https://example.com/h', subscriptions: [{ id: 2, subscription_type: 'forecast_hour.available' }] }], page: 1, page_size: 20, total: 1 });
     if (req.path === '/webhooks/v1/1/subscriptions/2/ping') {
       res.writeHead(204).end();
       return;
@@ -177,10 +178,10 @@ describe('the emulator checks credentials as the live service does', () => {
     ['a token from 10 minutes ago', basic(token({ client_id: CLIENT, iat: iat - 600 })), "the token's iat is 600 s old"],
     ['a token 10 minutes ahead', basic(token({ client_id: CLIENT, iat: iat + 600 })), "the token's iat is 600 s in the future"],
     ['a token signed with another key', basic(token({ client_id: CLIENT, iat }, 'X'.repeat(32))), 'signature does not verify'],
-    ['a token for another client', basic(token({ client_id: 'someone_else', iat })), "the token's client_id (\"someone_else\")"],
+    ['a token for another client', basic(token({ client_id: 'someone_else', iat })), 'the token\'s client_id ("someone_else")'],
     ['a token without iat', basic(token({ client_id: CLIENT })), 'has no iat'],
-    ['Basic for another client', basic(LEGACY_KEY, 'someone_else'), 'not this emulator\'s client id'],
-    ['a Bearer of the key\'s length in other characters', `Bearer ${'é'.repeat(16)}`, "not this emulator's key"],
+    ['Basic for another client', basic(LEGACY_KEY, 'someone_else'), "not this emulator's client id"],
+    ["a Bearer of the key's length in other characters", `Bearer ${'é'.repeat(16)}`, "not this emulator's key"],
     ['nothing', undefined, 'no Authorization header'],
   ])('%s', async (_name, header, problem) => {
     const found = await authProblem(header, creds, now);
@@ -247,7 +248,7 @@ describe('a legacy key that begins with wb_ is never read as a current key (#32.
     }
   });
 
-  it('auth status with the probe\'s key and WB_CLIENT_ID: the legacy scheme, the client id from WB_CLIENT_ID', async () => {
+  it("auth status with the probe's key and WB_CLIENT_ID: the legacy scheme, the client id from WB_CLIENT_ID", async () => {
     const r = await runInProcess(['auth', 'status', '--json'], { env: { WB_API_KEY: FOUND, WB_CLIENT_ID: CLIENT, WX_BASE_URL: strict.url } });
     // the strict server knows other credentials: 401 (exit 3), but what was sent, and said, is the point
     const sent = strict.requests.at(-1)!.headers.authorization!;

@@ -76,7 +76,10 @@ describe('the step machine', () => {
     const facts: Facts = { claim: 'won', handled: { ok: true, status: 202 } };
     expect(decide(facts)).toEqual({ do: 'complete', status: 202 });
     expect(decide({ ...facts, stored: { ok: true } })).toMatchObject({ do: 'answer', answer: { status: 202, outcome: 'accepted', body: '{"ok":true}' } });
-    expect(decide({ ...facts, stored: { ok: false, error: new Error('disk full') } })).toMatchObject({ do: 'answer', answer: { status: 503, outcome: 'store_failed', headers: { 'retry-after': '5' } } });
+    expect(decide({ ...facts, stored: { ok: false, error: new Error('disk full') } })).toMatchObject({
+      do: 'answer',
+      answer: { status: 503, outcome: 'store_failed', headers: { 'retry-after': '5' } },
+    });
   });
 
   it('what was not processed releases its claim: the app failed (502), --respond-status asked otherwise, saving failed (500)', () => {
@@ -169,7 +172,7 @@ describe('the runner', () => {
     expect((await settle({ store, pair, handle: () => ({ ok: true, status: 200 }) })).answer.outcome).toBe('accepted');
   });
 
-  it('handled, and the pair not stored: 503, and the store\'s error kept for the report', async () => {
+  it("handled, and the pair not stored: 503, and the store's error kept for the report", async () => {
     const store = new LeaseStore(60_000);
     store.failComplete = true;
     const s = await settle({ store, pair, handle: () => ({ ok: true, status: 200 }) });

@@ -90,9 +90,11 @@ describe('deliveries', () => {
     expect(r.code, r.stderr).toBe(0);
     expect(app.requests[before]!.headers['trigger-id']).toBe('trg_a');
     // with another secret, its signature does not verify: not signed again (exit 9), nothing sent
-    const other = await runCli(['deliveries', 'replay', 'trg_a', '--dir', saveDir, '--to', `${app.url}/hooks`, '--secret-env', 'S'], { env: { S: 'whsec_' + Buffer.alloc(32, 9).toString('base64'), WXHOOKS_CONFIG_DIR: elsewhere } });
+    const other = await runCli(['deliveries', 'replay', 'trg_a', '--dir', saveDir, '--to', `${app.url}/hooks`, '--secret-env', 'S'], {
+      env: { S: 'whsec_' + Buffer.alloc(32, 9).toString('base64'), WXHOOKS_CONFIG_DIR: elsewhere },
+    });
     expect(other.code).toBe(9);
-    expect(other.stderr).toContain('carries no mark of a delivery this store\'s listen verified');
+    expect(other.stderr).toContain("carries no mark of a delivery this store's listen verified");
     expect(other.stderr).toContain('its own signature does not verify with the secret given');
     expect(app.requests.length).toBe(before + 1);
   });

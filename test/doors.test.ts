@@ -151,6 +151,10 @@ describe('an id no store can key by (#32.11): every door keys it by its hash, an
     expect(['x'.repeat(MAX_ID_LENGTH + 1), 'a\u0000', 'a\n', '\udc00', 'a\ud800b'].map(unkeyable)).toEqual([true, true, true, true, true]);
     const { createHash } = await import('node:crypto');
     const digest = createHash('sha256').update('a\u0000').digest();
-    expect(withHashedIds({ trigger: 'a\u0000', subscription: '1', source: 'body' }, { trigger: digest })).toEqual({ trigger: `sha256:${digest.toString('base64url')}`, subscription: '1', source: 'body' });
+    expect(withHashedIds({ trigger: 'a\u0000', subscription: '1', source: 'body' }, { trigger: digest })).toEqual({
+      trigger: `sha256:${digest.toString('base64url')}`,
+      subscription: '1',
+      source: 'body',
+    });
   });
 });

@@ -24,62 +24,66 @@ async function startListen(dir: string, appUrl: string): Promise<{ proc: Running
 }
 
 describe('acknowledged means stored: listen answers 2xx only after the pair is written', () => {
-  it.each([1, 2, 3])('kill -9 under load from 40 clients, restart, every delivery sent again: none acknowledged is forwarded twice, none is lost (run %i)', async () => {
-    const forwarded = new Map<string, number>();
-    const app = await startServer((req, res) => {
-      const t = (req.json as { trigger_id: string }).trigger_id;
-      forwarded.set(t, (forwarded.get(t) ?? 0) + 1);
-      sendJson(res, 200, { ok: true });
-    });
-    const dir = tempDir();
-    const triggers = Array.from({ length: 3000 }, (_, i) => `trg_crash_${process.pid}_${Date.now()}_${i}`);
-    const acknowledged = new Set<string>();
-    try {
-      const first = await startListen(dir, `${app.url}/hooks`);
-      const agent = new Agent({ keepAlive: true, maxSockets: 40 });
-      let next = 0;
-      let killed = false;
-      const worker = async () => {
-        while (next < triggers.length) {
-          const t = triggers[next++]!;
-          const status = await deliver(first.url, agent, t);
-          if (status >= 200 && status < 300) acknowledged.add(t);
-          if (!killed && acknowledged.size >= 1000) {
-            killed = true;
-            first.proc.child.kill('SIGKILL');
-          }
-        }
-      };
-      await Promise.all(Array.from({ length: 40 }, worker));
-      await first.proc.exited;
-      agent.destroy();
-      expect(killed).toBe(true);
-      expect(acknowledged.size).toBeGreaterThanOrEqual(1000);
-      expect(acknowledged.size).toBeLessThan(triggers.length); // the kill cut it short
-
-      // the service's retries: every delivery again, to a listen started on the same store
-      const second = await startListen(dir, `${app.url}/hooks`);
-      const again = new Agent({ keepAlive: true, maxSockets: 40 });
+  it.each([1, 2, 3])(
+    'kill -9 under load from 40 clients, restart, every delivery sent again: none acknowledged is forwarded twice, none is lost (run %i)',
+    async () => {
+      const forwarded = new Map<string, number>();
+      const app = await startServer((req, res) => {
+        const t = (req.json as { trigger_id: string }).trigger_id;
+        forwarded.set(t, (forwarded.get(t) ?? 0) + 1);
+        sendJson(res, 200, { ok: true });
+      });
+      const dir = tempDir();
+      const triggers = Array.from({ length: 3000 }, (_, i) => `trg_crash_${process.pid}_${Date.now()}_${i}`);
+      const acknowledged = new Set<string>();
       try {
-        let i = 0;
-        const retrier = async () => {
-          while (i < triggers.length) {
-            const t = triggers[i++]!;
-            expect(await deliver(second.url, again, t)).toBe(200);
+        const first = await startListen(dir, `${app.url}/hooks`);
+        const agent = new Agent({ keepAlive: true, maxSockets: 40 });
+        let next = 0;
+        let killed = false;
+        const worker = async () => {
+          while (next < triggers.length) {
+            const t = triggers[next++]!;
+            const status = await deliver(first.url, agent, t);
+            if (status >= 200 && status < 300) acknowledged.add(t);
+            if (!killed && acknowledged.size >= 1000) {
+              killed = true;
+              first.proc.child.kill('SIGKILL');
+            }
           }
         };
-        await Promise.all(Array.from({ length: 40 }, retrier));
+        await Promise.all(Array.from({ length: 40 }, worker));
+        await first.proc.exited;
+        agent.destroy();
+        expect(killed).toBe(true);
+        expect(acknowledged.size).toBeGreaterThanOrEqual(1000);
+        expect(acknowledged.size).toBeLessThan(triggers.length); // the kill cut it short
+
+        // the service's retries: every delivery again, to a listen started on the same store
+        const second = await startListen(dir, `${app.url}/hooks`);
+        const again = new Agent({ keepAlive: true, maxSockets: 40 });
+        try {
+          let i = 0;
+          const retrier = async () => {
+            while (i < triggers.length) {
+              const t = triggers[i++]!;
+              expect(await deliver(second.url, again, t)).toBe(200);
+            }
+          };
+          await Promise.all(Array.from({ length: 40 }, retrier));
+        } finally {
+          again.destroy();
+          await second.proc.stop();
+        }
+        const forwardedTwice = [...acknowledged].filter((t) => forwarded.get(t) !== 1);
+        const neverForwarded = triggers.filter((t) => !forwarded.get(t));
+        expect({ forwardedTwice: forwardedTwice.length, neverForwarded: neverForwarded.length }).toEqual({ forwardedTwice: 0, neverForwarded: 0 });
       } finally {
-        again.destroy();
-        await second.proc.stop();
+        await app.close();
       }
-      const forwardedTwice = [...acknowledged].filter((t) => forwarded.get(t) !== 1);
-      const neverForwarded = triggers.filter((t) => !forwarded.get(t));
-      expect({ forwardedTwice: forwardedTwice.length, neverForwarded: neverForwarded.length }).toEqual({ forwardedTwice: 0, neverForwarded: 0 });
-    } finally {
-      await app.close();
-    }
-  }, 60_000);
+    },
+    60_000,
+  );
 });
 
 describe('compaction never drops a live pair, even when the process dies in the middle of it', () => {
@@ -147,25 +151,29 @@ describe('compaction never drops a live pair, even when the process dies in the 
     ['as soon as the new file appears', (size: number | undefined) => size !== undefined],
     ['half way through writing the new file', (size: number | undefined) => size !== undefined && size > 3_000_000],
     ['once the new file has been renamed into place', (size: number | undefined, seenTmp: boolean) => seenTmp && size === undefined],
-  ])('killed %s', async (_name, when) => {
-    const dir = tempDir();
-    const live = prepare(dir);
-    const killed = await killDuring(dir, when);
-    expect(killed).toBe(true);
-    await everyLivePairIsThere(dir, live);
-    // and a listen started again is served from it
-    const proc = startCli(['listen', '--port', '0', '--json', '--secret-env', 'S'], { WXHOOKS_CONFIG_DIR: dir, S: SECRET });
-    try {
-      const ready = await proc.waitFor<{ event?: string; url: string }>((v) => v.event === 'listening', 30_000);
-      const agent = new Agent({ keepAlive: true });
-      expect(await deliver(ready.url, agent, live[LIVE - 1]!)).toBe(200);
-      const duplicate = await proc.waitFor<{ outcome?: string }>((v) => v.outcome === 'duplicate' || v.outcome === 'accepted');
-      expect(duplicate.outcome).toBe('duplicate');
-      agent.destroy();
-    } finally {
-      await proc.stop();
-    }
-  }, 60_000);
+  ])(
+    'killed %s',
+    async (_name, when) => {
+      const dir = tempDir();
+      const live = prepare(dir);
+      const killed = await killDuring(dir, when);
+      expect(killed).toBe(true);
+      await everyLivePairIsThere(dir, live);
+      // and a listen started again is served from it
+      const proc = startCli(['listen', '--port', '0', '--json', '--secret-env', 'S'], { WXHOOKS_CONFIG_DIR: dir, S: SECRET });
+      try {
+        const ready = await proc.waitFor<{ event?: string; url: string }>((v) => v.event === 'listening', 30_000);
+        const agent = new Agent({ keepAlive: true });
+        expect(await deliver(ready.url, agent, live[LIVE - 1]!)).toBe(200);
+        const duplicate = await proc.waitFor<{ outcome?: string }>((v) => v.outcome === 'duplicate' || v.outcome === 'accepted');
+        expect(duplicate.outcome).toBe('duplicate');
+        agent.destroy();
+      } finally {
+        await proc.stop();
+      }
+    },
+    60_000,
+  );
 });
 
 describe('one owner per pairs file (#32.1): two processes never share one', () => {
@@ -175,7 +183,11 @@ describe('one owner per pairs file (#32.1): two processes never share one', () =
   /** A store folder holding the secrets of webhooks 7 and 8 (as `webhook create` leaves them). */
   async function folderWithWebhooks(): Promise<Record<string, string>> {
     const env = { WXHOOKS_CONFIG_DIR: tempDir(), WX_BASE_URL: 'http://127.0.0.1:9' };
-    for (const [id, secret] of [['7', SEVEN], ['8', EIGHT]]) expect((await runCli(['secret', 'set', id!], { env, stdin: secret })).code).toBe(0);
+    for (const [id, secret] of [
+      ['7', SEVEN],
+      ['8', EIGHT],
+    ])
+      expect((await runCli(['secret', 'set', id!], { env, stdin: secret })).code).toBe(0);
     return env;
   }
 
@@ -185,7 +197,15 @@ describe('one owner per pairs file (#32.1): two processes never share one', () =
     try {
       await first.waitFor<{ event?: string }>((v) => v.event === 'listening');
       const second = startCli(['listen', '--port', '0', '--json', '--webhook', '7'], env);
-      const ended = await Promise.race([second.exited, second.waitFor<{ event?: string }>((v) => v.event === 'listening').then(() => 'listening' as const, () => 'gone' as const)]);
+      const ended = await Promise.race([
+        second.exited,
+        second
+          .waitFor<{ event?: string }>((v) => v.event === 'listening')
+          .then(
+            () => 'listening' as const,
+            () => 'gone' as const,
+          ),
+      ]);
       if (ended === 'listening') await second.stop();
       expect(ended === 'listening' ? ended : await second.exited).toBe(2);
       const said = second.stderr();
@@ -219,7 +239,10 @@ describe('one owner per pairs file (#32.1): two processes never share one', () =
     const send = async (url: string, secret: string, triggers: string[]) => Promise.all(triggers.map((t) => deliverSigned(url, agent, secret, t)));
     try {
       const running = await Promise.all(hooks.map((h) => start(h.id)));
-      for (const [round, count] of [['a', 40], ['b', 20]] as const) {
+      for (const [round, count] of [
+        ['a', 40],
+        ['b', 20],
+      ] as const) {
         for (const [i, h] of hooks.entries()) {
           const triggers = Array.from({ length: count }, (_, n) => `trg_${h.id}_${round}${n}`);
           expect(await send(running[i]!.url, h.secret, triggers)).toEqual(triggers.map(() => 200));
@@ -280,7 +303,7 @@ describe('one owner per pairs file (#32.1): two processes never share one', () =
         new Promise<T>((resolve, reject) => {
           const look = () => {
             const found = lines.find((v) => match(v as T));
-            if (found !== undefined) return wake.delete(look), resolve(found as T);
+            if (found !== undefined) return (wake.delete(look), resolve(found as T));
             if (child.exitCode !== null) reject(new Error(`the app exited (${child.exitCode}) having said ${JSON.stringify(lines)}`));
           };
           wake.add(look);

@@ -76,7 +76,9 @@ describe('the emulator answers like a real service', () => {
     const wrongMethod = await raw(`${emu.url}/webhooks/v1`, { method: 'DELETE', key: emu.key });
     expect(wrongMethod.status).toBe(405);
     expect(wrongMethod.headers.get('allow')).toBe('GET, POST');
-    const big = await raw(`${emu.url}/webhooks/v1`, { method: 'POST', key: emu.key, body: JSON.stringify({ url: 'https://x.example/', note: 'x'.repeat(2 * 1024 * 1024) }) }).catch(() => ({ status: 413 }));
+    const big = await raw(`${emu.url}/webhooks/v1`, { method: 'POST', key: emu.key, body: JSON.stringify({ url: 'https://x.example/', note: 'x'.repeat(2 * 1024 * 1024) }) }).catch(() => ({
+      status: 413,
+    }));
     expect(big.status).toBe(413);
     expect((await raw(`${emu.url}/webhooks/v1/12345`, { key: emu.key })).status).toBe(404);
     expect((await raw(`${emu.url}/webhooks/v1/12345/subscriptions/1/ping`, { method: 'POST', key: emu.key })).status).toBe(404);
@@ -157,19 +159,27 @@ describe('end to end: emulator, webhook create, listen, trigger', () => {
       if (req.path === '/fail') return sendJson(res, 500, { error: 'kaput' });
       sendJson(res, 200, {});
     });
-    const good = JSON.parse((await runCli(['webhook', 'create', '--url', `${receiver.url}/ok`, '--subscribe', 'degree_days.available', '--json'], { env: emu.env })).stdout) as { id: string; subscriptions: { id: string }[] };
+    const good = JSON.parse((await runCli(['webhook', 'create', '--url', `${receiver.url}/ok`, '--subscribe', 'degree_days.available', '--json'], { env: emu.env })).stdout) as {
+      id: string;
+      subscriptions: { id: string }[];
+    };
     const ok = await runCli(['ping', good.id, good.subscriptions[0]!.id], { env: emu.env });
     expect(ok.code).toBe(0);
     const ping = receiver.requests.at(-1)!;
     expect(JSON.parse(ping.body)).toMatchObject({ test: true, type: 'degree_days.available', webhook_id: good.id });
-    const bad = JSON.parse((await runCli(['webhook', 'create', '--url', `${receiver.url}/fail`, '--subscribe', 'degree_days.available', '--json'], { env: emu.env })).stdout) as { id: string; subscriptions: { id: string }[] };
+    const bad = JSON.parse((await runCli(['webhook', 'create', '--url', `${receiver.url}/fail`, '--subscribe', 'degree_days.available', '--json'], { env: emu.env })).stdout) as {
+      id: string;
+      subscriptions: { id: string }[];
+    };
     const before = calls;
     const r = await runCli(['ping', bad.id, bad.subscriptions[0]!.id], { env: emu.env });
     expect(r.code).toBe(7);
     expect(r.stderr).toContain('the receiver answered 500');
     expect(calls - before).toBe(1);
     // and no retry is due: the attempt the emulator recorded has none
-    const attempts = (await (await fetch(`${emu.env.WX_BASE_URL}/emulator/v1/deliveries`, { headers: { authorization: `Bearer ${emu.env.WX_API_KEY}` } })).json()) as { deliveries: { test: boolean; outcome: string; next_attempt_at?: string }[] };
+    const attempts = (await (await fetch(`${emu.env.WX_BASE_URL}/emulator/v1/deliveries`, { headers: { authorization: `Bearer ${emu.env.WX_API_KEY}` } })).json()) as {
+      deliveries: { test: boolean; outcome: string; next_attempt_at?: string }[];
+    };
     const failed = attempts.deliveries.filter((d) => d.test && d.outcome === 'failed');
     expect(failed).toHaveLength(1);
     expect(failed[0]!.next_attempt_at).toBeUndefined();
@@ -212,8 +222,7 @@ describe('end to end: emulator, webhook create, listen, trigger', () => {
       sendJson(res, 200, {});
     });
     try {
-      const mk = (path: string, spec: string, extra: string[] = []) =>
-        runCli(['webhook', 'create', '--url', `${rec.url}${path}`, '--subscribe', spec, ...extra], { env: emu.env });
+      const mk = (path: string, spec: string, extra: string[] = []) => runCli(['webhook', 'create', '--url', `${rec.url}${path}`, '--subscribe', spec, ...extra], { env: emu.env });
       await mk('/other-model', 'events.available:model=wm-9');
       await mk('/other-hour', 'events.available:hours=6:00');
       await mk('/other-event', 'events.available:event_type=coldwave');

@@ -9,8 +9,10 @@ import { expect, it } from 'vitest';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
-it("the handler examples compile with tsc --strict: what a user copies type-checks", () => {
-  const files = readdirSync(`${ROOT}examples`).filter((f) => f.endsWith('.js')).map((f) => `${ROOT}examples/${f}`);
+it('the handler examples compile with tsc --strict: what a user copies type-checks', () => {
+  const files = readdirSync(`${ROOT}examples`)
+    .filter((f) => f.endsWith('.js'))
+    .map((f) => `${ROOT}examples/${f}`);
   expect(files.length).toBeGreaterThanOrEqual(6);
   const program = ts.createProgram([...files, `${ROOT}test/fixtures/runtimes.d.ts`], {
     strict: true,

@@ -19,7 +19,10 @@ const program = ts.createProgram(
 function exportsOf(file: string): string[] {
   const checker = program.getTypeChecker();
   const source = program.getSourceFile(`${ROOT}${file}`)!;
-  return checker.getExportsOfModule(checker.getSymbolAtLocation(source)!).map((s) => s.name).sort();
+  return checker
+    .getExportsOfModule(checker.getSymbolAtLocation(source)!)
+    .map((s) => s.name)
+    .sort();
 }
 
 const HANDLER_TYPES = [
@@ -41,7 +44,7 @@ const HANDLER_TYPES = [
 ];
 
 describe('the public surface', () => {
-  it("`wxhooks` (src/index.ts): the handler library, verifyDelivery and signDelivery, the types; nothing of the CLI", () => {
+  it('`wxhooks` (src/index.ts): the handler library, verifyDelivery and signDelivery, the types; nothing of the CLI', () => {
     expect(exportsOf('src/index.ts')).toEqual(
       [
         ...HANDLER_TYPES,

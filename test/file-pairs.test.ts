@@ -271,7 +271,7 @@ describe.each(IN_PROCESS)('leases (#32.8): %s', (_name, make) => {
     }
   });
 
-  it('taken over in this process: the late holder\'s release does not free the pair under the one that took it; an extend renews the pair\'s claim', async () => {
+  it("taken over in this process: the late holder's release does not free the pair under the one that took it; an extend renews the pair's claim", async () => {
     const clock = manualClock(1000);
     const s = await make(clock, LEASE);
     try {

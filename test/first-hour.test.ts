@@ -54,12 +54,19 @@ describe('2. what the service did is visible', () => {
       const trigger = await runInProcess(['trigger', 'forecast_hour.available', '--json'], { env });
       const triggerId = (JSON.parse(trigger.stdout) as { trigger_id: string }).trigger_id;
       const failed = await line(run, 'attempt 1:');
-      expect(failed).toMatch(new RegExp(`✗ webhook ${hook.id} sub ${sub} {2}forecast_hour\\.available {2}${triggerId} attempt 1: failed: the receiver answered 500 "database not ready" \\(\\d+ ms\\); retry 2 at \\d\\d:\\d\\d:\\d\\d`));
+      expect(failed).toMatch(
+        new RegExp(
+          `✗ webhook ${hook.id} sub ${sub} {2}forecast_hour\\.available {2}${triggerId} attempt 1: failed: the receiver answered 500 "database not ready" \\(\\d+ ms\\); retry 2 at \\d\\d:\\d\\d:\\d\\d`,
+        ),
+      );
       expect(await line(run, 'attempt 2:')).toMatch(new RegExp(`✓ webhook ${hook.id} sub ${sub} {2}forecast_hour\\.available {2}${triggerId} attempt 2: delivered: 200`));
 
       const listed = await runInProcess(['emulator', 'deliveries'], { env });
       expect(listed.code, listed.stderr).toBe(0);
-      const rows = listed.stdout.trim().split('\n').map((l) => l.split('\t'));
+      const rows = listed.stdout
+        .trim()
+        .split('\n')
+        .map((l) => l.split('\t'));
       expect(rows[0]).toEqual(['TIME', 'WEBHOOK', 'SUBSCRIPTION', 'TYPE', 'TRIGGER', 'ATTEMPT', 'RESULT', 'NEXT', 'ANSWER']);
       expect(rows.slice(1).map((r) => [r[1], r[2], r[4], r[5], r[6]!.replace(/ \(\d+ ms\)/, ''), r[8]])).toEqual([
         [hook.id, sub, triggerId, '1', 'failed 500', 'database not ready'],
@@ -124,7 +131,7 @@ describe('2. what the service did is visible', () => {
     }
   });
 
-  it('listen --webhook of a webhook the service does not have: the command to make one names listen\'s own URL, and nothing tells to update it', async () => {
+  it("listen --webhook of a webhook the service does not have: the command to make one names listen's own URL, and nothing tells to update it", async () => {
     const emu = await startEmulator({ port: 0 });
     const env = { WX_BASE_URL: emu.url, WX_API_KEY: emu.apiKey, WXHOOKS_CONFIG_DIR: tempDir() };
     try {
@@ -175,7 +182,8 @@ describe('3. commands that do not fight the user', () => {
       const { checks } = JSON.parse(r.stdout) as { checks: { name: string; ok: boolean; detail: string }[] };
       const delivery = checks.filter((c) => c.name.startsWith('delivery'));
       expect(delivery.map((c) => c.name)).toEqual(['delivery: forecast_hour.available', 'delivery: degree_days.available']);
-      for (const c of delivery) expect(c).toMatchObject({ ok: true, detail: expect.stringMatching(new RegExp(`reached the running \`wxhooks listen\` \\(pid ${process.pid}\\) on port ${port}, which verified it`)) });
+      for (const c of delivery)
+        expect(c).toMatchObject({ ok: true, detail: expect.stringMatching(new RegExp(`reached the running \`wxhooks listen\` \\(pid ${process.pid}\\) on port ${port}, which verified it`)) });
       // and listen saw them, as test deliveries
       for (const type of ['forecast_hour.available', 'degree_days.available']) expect(await line(listen, type)).toMatch(/✓ 200 {2}\S+ test/);
     } finally {
@@ -183,7 +191,7 @@ describe('3. commands that do not fight the user', () => {
     }
   });
 
-  it('listen --webhook on a port another listen holds: says so, with its pid, and that another port needs the webhook\'s URL updated', async () => {
+  it("listen --webhook on a port another listen holds: says so, with its pid, and that another port needs the webhook's URL updated", async () => {
     const port = await freePort();
     const hook = await created(env, `http://127.0.0.1:${port}/`, 'forecast_hour.available');
     // a second webhook to the same port (the same webhook twice is refused earlier: its processed-pairs file has one owner)
@@ -241,11 +249,21 @@ describe('3. commands that do not fight the user', () => {
     }
     const script = (shell: string) => scripts[shell]!;
     const sorted = (text: string) => text.split(/\s+/).filter(Boolean).sort();
-    const bash = execFileSync('bash', ['-c', `source ${script('bash')}; COMP_WORDS=(wxhooks listen --webhook ''); COMP_CWORD=3; _wxhooks; echo "\${COMPREPLY[*]}"; COMP_WORDS=(wxhooks webhook get ''); COMP_CWORD=3; _wxhooks; echo "\${COMPREPLY[*]}"`], { env: shellEnv, encoding: 'utf8' }).split('\n');
+    const bash = execFileSync(
+      'bash',
+      [
+        '-c',
+        `source ${script('bash')}; COMP_WORDS=(wxhooks listen --webhook ''); COMP_CWORD=3; _wxhooks; echo "\${COMPREPLY[*]}"; COMP_WORDS=(wxhooks webhook get ''); COMP_CWORD=3; _wxhooks; echo "\${COMPREPLY[*]}"`,
+      ],
+      { env: shellEnv, encoding: 'utf8' },
+    ).split('\n');
     expect(sorted(bash[0]!)).toEqual(['12', '3']);
     expect(sorted(bash[1]!)).toEqual(['12', '3']);
     const stub = 'compdef() { :; }\ncompadd() { shift; got+=("$@") }';
-    const zsh = execFileSync('zsh', ['-f', '-c', `${stub}\nsource ${script('zsh')}\nwords=(wxhooks doctor --webhook ''); CURRENT=4; got=(); _wxhooks; print -r -- "\${got[*]}"`], { env: shellEnv, encoding: 'utf8' });
+    const zsh = execFileSync('zsh', ['-f', '-c', `${stub}\nsource ${script('zsh')}\nwords=(wxhooks doctor --webhook ''); CURRENT=4; got=(); _wxhooks; print -r -- "\${got[*]}"`], {
+      env: shellEnv,
+      encoding: 'utf8',
+    });
     expect(sorted(zsh)).toEqual(['12', '3']);
     const fish = execFileSync('fish', ['-c', `source ${script('fish')}; complete -C 'wxhooks listen --webhook ' | string split -f1 \\t`], { env: shellEnv, encoding: 'utf8' });
     expect(sorted(fish)).toEqual(['12', '3']);
@@ -282,7 +300,15 @@ describe('4. fit the terminal', () => {
       const run = startInProcess(['listen', '--secret-env', 'S', '--port', String(port)], { env: { S: secret, NO_COLOR: '1' }, tty: true });
       run.io.stdout.columns = columns;
       await run.waitForStderr('Ctrl-C to stop.');
-      const body = Buffer.from(JSON.stringify({ type: 'forecast_hour.available', webhook_id: '1234', subscription_id: '5678', trigger_id: 'trg_00mwqxjw4m1234567890abcdefgh', data: { model: 'wm-6', initialization_time: '2026-11-21T18:00:00Z', forecast_hour: 6 } }));
+      const body = Buffer.from(
+        JSON.stringify({
+          type: 'forecast_hour.available',
+          webhook_id: '1234',
+          subscription_id: '5678',
+          trigger_id: 'trg_00mwqxjw4m1234567890abcdefgh',
+          data: { model: 'wm-6', initialization_time: '2026-11-21T18:00:00Z', forecast_hour: 6 },
+        }),
+      );
       await fetch(`http://127.0.0.1:${port}/`, { method: 'POST', headers: signDelivery({ secret, body, triggerId: 'trg_00mwqxjw4m1234567890abcdefgh' }), body });
       const text = await line(run, 'forecast_hour.available');
       await run.stop();
@@ -315,7 +341,11 @@ describe('4. fit the terminal', () => {
     expect(uses).toBeGreaterThan(-1);
     expect(uses).toBeLessThan(help.indexOf('Where it listens:'));
     const first = help.slice(uses).split('\n').slice(1, 4);
-    expect(first.map((l) => /wxhooks listen (.*?) {2,}#|wxhooks listen (.*)$/.exec(l)?.slice(1).find(Boolean))).toEqual(['--webhook 7', '--webhook 7 --forward-to http://localhost:3000/webhooks', '--public-url ngrok --check']);
+    expect(first.map((l) => /wxhooks listen (.*?) {2,}#|wxhooks listen (.*)$/.exec(l)?.slice(1).find(Boolean))).toEqual([
+      '--webhook 7',
+      '--webhook 7 --forward-to http://localhost:3000/webhooks',
+      '--public-url ngrok --check',
+    ]);
   });
 });
 
@@ -324,9 +354,17 @@ describe('the README', () => {
     const readme = readFileSync(resolve(import.meta.dirname, '../README.md'), 'utf8');
     const screen = readme.split('\n').slice(0, 24).join('\n');
     const steps = ['npm install -g ./wxhooks-', 'wxhooks emulator', 'wxhooks auth status'].map((s) => screen.indexOf(s));
-    expect(steps.every((i) => i > -1), screen).toBe(true);
+    expect(
+      steps.every((i) => i > -1),
+      screen,
+    ).toBe(true);
     expect(steps).toEqual([...steps].sort((a, b) => a - b));
     const install = /## Install\n[\s\S]*?```sh\n([\s\S]*?)```/.exec(readme)![1]!;
-    expect(install.split('\n').filter((l) => l.startsWith('npm')).map((l) => l.split('#')[0]!.trim())).toEqual(['npm ci && npm pack', 'npm install -g ./wxhooks-0.1.0.tgz']);
+    expect(
+      install
+        .split('\n')
+        .filter((l) => l.startsWith('npm'))
+        .map((l) => l.split('#')[0]!.trim()),
+    ).toEqual(['npm ci && npm pack', 'npm install -g ./wxhooks-0.1.0.tgz']);
   });
 });

@@ -43,14 +43,25 @@ describe('the official client against the emulator', () => {
     const sub = (added.json.subscriptions as Record<string, { filters: unknown }>)['events.available']!;
     expect(sub.filters).toEqual({ event_type: 'heatwave' });
     expect((await asTheClient('PATCH', `/webhooks/v1/${id}/subscriptions/1`, { filters: { event_type: ['heatwave', 'front'] } })).status).toBe(200);
-    expect((await asTheClient('PATCH', `/webhooks/v1/${id}/subscriptions/1`, { filters: { event_type: 7 } })).json).toMatchObject({ error: { message: 'filters.event_type must be a string or a list of strings' } });
+    expect((await asTheClient('PATCH', `/webhooks/v1/${id}/subscriptions/1`, { filters: { event_type: 7 } })).json).toMatchObject({
+      error: { message: 'filters.event_type must be a string or a list of strings' },
+    });
   });
 
   it('2. ?active=True and ?active=False (Python booleans), and 1/0: the same as true/false', async () => {
-    for (const [value, active] of [['True', true], ['False', false], ['1', true], ['0', false], ['true', true]] as const) {
+    for (const [value, active] of [
+      ['True', true],
+      ['False', false],
+      ['1', true],
+      ['0', false],
+      ['true', true],
+    ] as const) {
       const r = await asTheClient('GET', `/webhooks/v1?active=${value}`);
       expect(r.status, value).toBe(200);
-      expect((r.json.webhooks as { active: boolean }[]).every((w) => w.active === active), value).toBe(true);
+      expect(
+        (r.json.webhooks as { active: boolean }[]).every((w) => w.active === active),
+        value,
+      ).toBe(true);
     }
     expect((await asTheClient('GET', '/webhooks/v1?active=yes')).status).toBe(400);
   });
@@ -81,7 +92,7 @@ describe('the official client against the emulator', () => {
 });
 
 describe('steps that work as written', () => {
-  it('4. the emulator\'s closing hint: create the webhook first (it stores the secret), then listen for it', async () => {
+  it("4. the emulator's closing hint: create the webhook first (it stores the secret), then listen for it", async () => {
     const run = startInProcess(['emulator', '--port', '0'], { env: { WXHOOKS_CONFIG_DIR: tempDir() } });
     await run.waitFor<string>((l) => typeof l === 'string' && l.includes('trigger'));
     const text = run.io.stdout.text;
@@ -135,7 +146,10 @@ describe('a wrong answer where an error belongs', () => {
 
   it('9. against something that is not the service (an app answering 200 "stored"): webhook list and auth status exit 6, "not the service"', async () => {
     const e = { ...env, WX_BASE_URL: notService.url };
-    for (const args of [['webhook', 'list'], ['auth', 'status']]) {
+    for (const args of [
+      ['webhook', 'list'],
+      ['auth', 'status'],
+    ]) {
       const r = await runInProcess(args, { env: e });
       expect(r.code, args.join(' ')).toBe(6);
       expect(r.stderr).toContain('This is not the service');
@@ -175,7 +189,17 @@ describe('mistakes caught', () => {
     const bare = await runInProcess(['webhook', 'create', '--url', 'https://example.com/'], { env });
     expect(bare.code).toBe(0);
     expect(bare.stderr).toContain('no subscription, so nothing will ever be delivered');
-    const sub = await runInProcess(['subscription', 'add', (JSON.parse((await runInProcess(['webhook', 'create', '--url', 'https://example.com/', '--json'], { env })).stdout) as { id: string }).id, 'degree_days.available', '--response', 'nonsense'], { env });
+    const sub = await runInProcess(
+      [
+        'subscription',
+        'add',
+        (JSON.parse((await runInProcess(['webhook', 'create', '--url', 'https://example.com/', '--json'], { env })).stdout) as { id: string }).id,
+        'degree_days.available',
+        '--response',
+        'nonsense',
+      ],
+      { env },
+    );
     expect(sub.stderr).toContain('"nonsense" is not a response type');
   });
 
@@ -183,7 +207,8 @@ describe('mistakes caught', () => {
     const e = { ...env, WXHOOKS_CONFIG_DIR: tempDir() };
     const many = await startEmulator({ port: 0 });
     try {
-      for (let i = 0; i < 25; i++) await fetch(`${many.url}/webhooks/v1`, { method: 'POST', headers: { authorization: `Bearer ${many.apiKey}` }, body: JSON.stringify({ url: `https://example.com/${i}` }) });
+      for (let i = 0; i < 25; i++)
+        await fetch(`${many.url}/webhooks/v1`, { method: 'POST', headers: { authorization: `Bearer ${many.apiKey}` }, body: JSON.stringify({ url: `https://example.com/${i}` }) });
       const r = await runInProcess(['webhook', 'list'], { env: { ...e, WX_BASE_URL: many.url, WX_API_KEY: many.apiKey } });
       expect(r.code).toBe(0);
       expect(r.stdout.trim().split('\n')).toHaveLength(21); // a header and 20 rows
@@ -197,7 +222,10 @@ describe('mistakes caught', () => {
 describe('messages that say what happened', () => {
   it('16. a ping the service took but could not deliver is said so, not "refused"', async () => {
     const port = await freePort(); // nothing listens there
-    const created = JSON.parse((await runCli(['webhook', 'create', '--url', `http://127.0.0.1:${port}/`, '--subscribe', 'degree_days.available', '--json'], { env })).stdout) as { id: string; subscriptions: { id: string }[] };
+    const created = JSON.parse((await runCli(['webhook', 'create', '--url', `http://127.0.0.1:${port}/`, '--subscribe', 'degree_days.available', '--json'], { env })).stdout) as {
+      id: string;
+      subscriptions: { id: string }[];
+    };
     const r = await runInProcess(['ping', created.id, created.subscriptions[0]!.id], { env });
     expect(r.code).toBe(7);
     expect(r.stderr).toContain('took the ping but could not deliver it');
@@ -267,7 +295,7 @@ describe('small things', () => {
     }
   });
 
-  it('25. help: a group lists its commands before the global options; listen\'s options come in groups; runs says it exits 0 for an incomplete run', async () => {
+  it("25. help: a group lists its commands before the global options; listen's options come in groups; runs says it exits 0 for an incomplete run", async () => {
     const group = (await runInProcess(['webhook', '--help'])).stdout;
     expect(group.indexOf('Commands:')).toBeLessThan(group.indexOf('Global Options:'));
     const listen = (await runInProcess(['listen', '--help'])).stdout;
@@ -276,7 +304,7 @@ describe('small things', () => {
     expect((await runInProcess(['--help'])).stdout).toMatch(/Exit codes:.* 10 storage failed,.* 141 output closed/s);
   });
 
-  it("26. every package installed supports this Node: npm ci says no EBADENGINE", () => {
+  it('26. every package installed supports this Node: npm ci says no EBADENGINE', () => {
     const require = createRequire(import.meta.url);
     const semver = require('semver') as { satisfies(v: string, range: string): boolean };
     const lock = JSON.parse(readFileSync(resolve(import.meta.dirname, '../package-lock.json'), 'utf8')) as { packages: Record<string, { engines?: { node?: string } | string[] }> };

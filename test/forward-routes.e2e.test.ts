@@ -43,10 +43,16 @@ describe('--forward-to: the parser', () => {
   });
 
   it.each([
-    [['forecast_hour.availble=http://localhost:3000/'], '--forward-to "forecast_hour.availble=http://localhost:3000/": no delivery has the type forecast_hour.availble (did you mean forecast_hour.available?)'],
+    [
+      ['forecast_hour.availble=http://localhost:3000/'],
+      '--forward-to "forecast_hour.availble=http://localhost:3000/": no delivery has the type forecast_hour.availble (did you mean forecast_hour.available?)',
+    ],
     [['nonsense=http://localhost:3000/'], 'no delivery has the type nonsense (known: initialization_time.available, forecast_hour.available'],
     [['=http://localhost:3000/'], 'the type before "=" is empty'],
-    [['degree_days.available=http://a.test/', 'degree_days.available=http://b.test/'], '--forward-to "degree_days.available=http://b.test/": degree_days.available is given twice (http://a.test/ and http://b.test/)'],
+    [
+      ['degree_days.available=http://a.test/', 'degree_days.available=http://b.test/'],
+      '--forward-to "degree_days.available=http://b.test/": degree_days.available is given twice (http://a.test/ and http://b.test/)',
+    ],
     [['http://a.test/', 'http://b.test/'], '--forward-to takes one URL without a type (for every other type), and got two: http://a.test/ and http://b.test/'],
     [['degree_days.available=localhost:3000/dd'], '--forward-to "degree_days.available=localhost:3000/dd": the URL has no scheme: did you mean http://localhost:3000/dd?'],
     [['degree_days.available=ftp://a.test/'], 'the URL must be an http or https URL, not "ftp:"'],
@@ -81,10 +87,20 @@ describe('listen with two routes and a default', () => {
     dir = tempDir();
     l = startCli(
       [
-        'listen', '--port', '0', '--json', '--secret-env', 'WX_SECRET', '--inspect', '127.0.0.1:0',
-        '--forward-to', `forecast_hour.available=${forecast.url}/forecast`,
-        '--forward-to', `${other.url}/other`,
-        '--forward-to', `degree_days.available=${days.url}/days`,
+        'listen',
+        '--port',
+        '0',
+        '--json',
+        '--secret-env',
+        'WX_SECRET',
+        '--inspect',
+        '127.0.0.1:0',
+        '--forward-to',
+        `forecast_hour.available=${forecast.url}/forecast`,
+        '--forward-to',
+        `${other.url}/other`,
+        '--forward-to',
+        `degree_days.available=${days.url}/days`,
       ],
       env(dir),
     );
@@ -185,7 +201,10 @@ describe('listen with routes and no default', () => {
         expect(attached.about.replay_unavailable).toBeUndefined();
         const fid = records.find((r) => r.type === 'forecast_hour.available')!.id;
         expect((await attached.replay(fid)).result).toMatchObject({ ok: true, status: 200 });
-        expect(forecast.requests.map((r) => [r.path, r.headers['x-wxhooks-replay']])).toEqual([['/forecast', undefined], ['/forecast', '1']]);
+        expect(forecast.requests.map((r) => [r.path, r.headers['x-wxhooks-replay']])).toEqual([
+          ['/forecast', undefined],
+          ['/forecast', '1'],
+        ]);
       } finally {
         await attached.close();
       }

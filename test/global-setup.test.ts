@@ -29,10 +29,14 @@ it('npm test on such a machine stops at once, with that one message, and runs no
   mkdirSync(join(bin, 'only-node'));
   symlinkSync(process.execPath, join(bin, 'only-node', 'node'));
   const root = resolve(import.meta.dirname, '..');
-  const r = spawnSync(process.execPath, [join(root, 'node_modules/vitest/vitest.mjs'), 'run', 'test/util.test.ts'], { cwd: root, env: { PATH: join(bin, 'only-node'), HOME: process.env.HOME }, encoding: 'utf8' });
+  const r = spawnSync(process.execPath, [join(root, 'node_modules/vitest/vitest.mjs'), 'run', 'test/util.test.ts'], {
+    cwd: root,
+    env: { PATH: join(bin, 'only-node'), HOME: process.env.HOME },
+    encoding: 'utf8',
+  });
   expect(r.status).toBe(1);
   expect(r.stderr).toMatch(/npm test drives 6 programs that are not on this machine:\n {2}- bash/);
-  expect(r.stderr).toContain('- zsh (the completion tests run zsh\'s own completion): get it with apt-get install zsh');
+  expect(r.stderr).toContain("- zsh (the completion tests run zsh's own completion): get it with apt-get install zsh");
   expect(r.stderr).not.toMatch(/Error|at .*global-setup/);
   expect(r.stdout).not.toContain('passed');
 }, 60_000); // a vitest of its own

@@ -61,7 +61,10 @@ it('a model run, emulator → listen → your app: each forecast hour reaches it
     // listen reports each accepted delivery: four, one of them after a 502 (the app's 500) and the emulator's retry
     const accepted = new Set<string>();
     await listen.waitFor<{ outcome?: string; model?: string; trigger_id?: string }>((v) => (v.outcome === 'accepted' && v.model === 'wm-e2e' && accepted.add(v.trigger_id!), accepted.size === 4));
-    const outcomes = listen.lines.map((l) => JSON.parse(l) as { outcome?: string; model?: string }).filter((e) => e.model === 'wm-e2e').map((e) => e.outcome);
+    const outcomes = listen.lines
+      .map((l) => JSON.parse(l) as { outcome?: string; model?: string })
+      .filter((e) => e.model === 'wm-e2e')
+      .map((e) => e.outcome);
     expect(outcomes.filter((o) => o === 'forward_failed')).toHaveLength(1);
     expect(handled.sort((a, b) => a - b)).toEqual([0, 6, 12, 18]);
     expect(attempts).toBe(5);

@@ -74,7 +74,7 @@ describe('createNodeMiddleware on node:http', () => {
     expect(a.seen.filter((s) => s.startsWith('trg_once'))).toEqual(['trg_once +6h']);
   });
 
-  it('a tampered body: 401 with the reason, in listen\'s words; the handler not run', async () => {
+  it("a tampered body: 401 with the reason, in listen's words; the handler not run", async () => {
     const d = delivery('trg_tampered');
     const r = await post(`${url}/hooks`, d.headers, d.body.replace('wm-6', 'wm-7'));
     expect(r.status).toBe(401);
@@ -219,7 +219,7 @@ describe('the dedupe key and the stores', () => {
     expect(a.seen.filter((s) => s.startsWith('trg_subs'))).toHaveLength(2);
   });
 
-  it('a layout that does not sign the Trigger-Id (stripe): the body\'s trigger_id, so a new Trigger-Id header is still a duplicate', async () => {
+  it("a layout that does not sign the Trigger-Id (stripe): the body's trigger_id, so a new Trigger-Id header is still a duplicate", async () => {
     const a = app();
     const body = delivery('trg_body_id').body;
     for (const header of ['trg_one', 'trg_two']) {
@@ -349,7 +349,7 @@ describe('mistakes seen where they are made (#34)', () => {
     webhooks.onError((e) => void errors.push(e));
     let runs = 0;
     let began = false;
-    webhooks.on('forecast_hour.available', () => ((runs++, (began = true)), new Promise(() => undefined)));
+    webhooks.on('forecast_hour.available', () => (runs++, (began = true), new Promise(() => undefined)));
     const d = delivery('trg_hung');
     const first = webhooks.verifyAndReceive(d);
     await expect.poll(() => began).toBe(true);
@@ -388,7 +388,10 @@ describe('mistakes seen where they are made (#34)', () => {
       const d = delivery('trg_two_signatures');
       const h = d.headers as Record<string, string>;
       const wrong = `v1,${Buffer.alloc(32, 1).toString('base64')}`;
-      for (const [first, second] of [[h['Webhook-Signature']!, wrong], [wrong, h['Webhook-Signature']!]]) {
+      for (const [first, second] of [
+        [h['Webhook-Signature']!, wrong],
+        [wrong, h['Webhook-Signature']!],
+      ]) {
         const port = Number(new URL(url).port);
         const head =
           `POST /hooks HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(d.body)}\r\n` +

@@ -11,7 +11,14 @@ import { fromRow, LISTED, listedRow, type Listed } from '../src/receiver/listed.
 /** A verified delivery's report (it names the layout that matched). */
 const event = (n: number, size: number): ReceiverEvent => ({ time: new Date(1_790_000_000_000 + n).toISOString(), outcome: 'accepted', status: 200, size, trigger_id: `trg_${n}`, layout: 'standard' });
 /** A refused request's report. */
-const refused = (n: number, size: number): ReceiverEvent => ({ time: new Date(1_790_000_000_000 + n).toISOString(), outcome: 'unverified', status: 401, size, claimed_trigger_id: `trg_${n}`, message: 'no signature matched' });
+const refused = (n: number, size: number): ReceiverEvent => ({
+  time: new Date(1_790_000_000_000 + n).toISOString(),
+  outcome: 'unverified',
+  status: 401,
+  size,
+  claimed_trigger_id: `trg_${n}`,
+  message: 'no signature matched',
+});
 
 /** A body whose every byte says which delivery it is, so that one overwritten by another's shows. */
 function bodyOf(n: number, size: number): Buffer {
@@ -168,7 +175,10 @@ describe("the inspector's event stream", () => {
     await ended;
     const message = text.split('\n\n').find((m) => m.includes('event: deliveries'));
     if (!message) throw new Error(`no deliveries message before the stream ended: ${JSON.stringify(text)}`);
-    const rows = message.split('\n').filter((l) => l.startsWith('data: ')).map((l) => fromRow(JSON.parse(l.slice(6)) as unknown[]));
+    const rows = message
+      .split('\n')
+      .filter((l) => l.startsWith('data: '))
+      .map((l) => fromRow(JSON.parse(l.slice(6)) as unknown[]));
     expect(rows.map((r) => [r.id, r.outcome, r.message])).toEqual([
       [1, 'accepted', undefined],
       [2, 'unverified', 'no signature matched'],

@@ -11,8 +11,7 @@ import { runCli } from './helpers/cli.js';
 import { sendJson, startServer } from './helpers/server.js';
 
 const credentials = resolveCredentials({ WX_API_KEY: 'k_live_abcdef123456' });
-const client = (baseUrl: string, extra: Partial<ConstructorParameters<typeof HttpClient>[0]> = {}) =>
-  new HttpClient({ baseUrl, credentials, timeoutMs: 5000, retryBaseMs: 5, ...extra });
+const client = (baseUrl: string, extra: Partial<ConstructorParameters<typeof HttpClient>[0]> = {}) => new HttpClient({ baseUrl, credentials, timeoutMs: 5000, retryBaseMs: 5, ...extra });
 
 describe('HttpClient retries', () => {
   it('never retries a POST, even on a 503, and says to check the state first', async () => {
@@ -65,9 +64,7 @@ describe('HttpClient retries', () => {
 
   it('waits as long as Retry-After asks', async () => {
     let n = 0;
-    const s = await startServer((_q, res) =>
-      n++ === 0 ? sendJson(res, 503, {}, { 'retry-after': '1' }) : sendJson(res, 200, { authed: true, client_id: 'x' }),
-    );
+    const s = await startServer((_q, res) => (n++ === 0 ? sendJson(res, 503, {}, { 'retry-after': '1' }) : sendJson(res, 200, { authed: true, client_id: 'x' })));
     try {
       const started = Date.now();
       await new Service(client(s.url)).authStatus();

@@ -60,7 +60,11 @@ async function startApp(): Promise<void> {
 const stopApp = () => new Promise<void>((r) => (appServer!.closeAllConnections(), appServer!.close(() => r())));
 
 async function publish(body: Record<string, unknown>): Promise<void> {
-  const res = await fetch(`${env.WX_BASE_URL}/emulator/v1/events`, { method: 'POST', headers: { authorization: `Bearer ${env.WX_API_KEY}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const res = await fetch(`${env.WX_BASE_URL}/emulator/v1/events`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${env.WX_API_KEY}`, 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
   expect(res.status).toBe(202);
 }
 
@@ -72,7 +76,22 @@ async function deliver(trigger: string, data: Record<string, unknown>, type = 'f
 
 function startListen(): Running {
   return startCli(
-    ['listen', '--port', String(listenPort), '--json', '--webhook', webhookId, '--forward-to', `http://127.0.0.1:${appPort}/hooks`, '--save-dir', saveDir, '--expect-hours', '0-12/6', '--inspect', `127.0.0.1:${inspectPort}`],
+    [
+      'listen',
+      '--port',
+      String(listenPort),
+      '--json',
+      '--webhook',
+      webhookId,
+      '--forward-to',
+      `http://127.0.0.1:${appPort}/hooks`,
+      '--save-dir',
+      saveDir,
+      '--expect-hours',
+      '0-12/6',
+      '--inspect',
+      `127.0.0.1:${inspectPort}`,
+    ],
     env,
   );
 }
@@ -97,11 +116,19 @@ beforeAll(async () => {
   inspectPort = await freePort();
   const created = await runCli(
     [
-      'webhook', 'create', '--url', `http://127.0.0.1:${listenPort}/`, '--json',
-      '--subscribe', 'forecast_hour.available:response=gridded',
-      '--subscribe', 'tropical_cyclones.available:response=tropical_cyclone_track',
-      '--subscribe', 'degree_days.available:response=degree_days',
-      '--subscribe', 'initialization_time.available',
+      'webhook',
+      'create',
+      '--url',
+      `http://127.0.0.1:${listenPort}/`,
+      '--json',
+      '--subscribe',
+      'forecast_hour.available:response=gridded',
+      '--subscribe',
+      'tropical_cyclones.available:response=tropical_cyclone_track',
+      '--subscribe',
+      'degree_days.available:response=degree_days',
+      '--subscribe',
+      'initialization_time.available',
     ],
     { env },
   );
@@ -166,7 +193,19 @@ describe('the inspector page', () => {
   });
 
   it('2. a payload that cannot be drawn says why in one line, and the rest of the detail shows; a 400 × 400 grid draws, downsampled, and says so (its time: `npm run bench`, page)', async () => {
-    expect(await deliver('trg_no_latitudes', { model: 'wm-6', forecast_hour: 3, response: { type: 'gridded', values: [[1, 2], [3, 4]] } })).toBe(200);
+    expect(
+      await deliver('trg_no_latitudes', {
+        model: 'wm-6',
+        forecast_hour: 3,
+        response: {
+          type: 'gridded',
+          values: [
+            [1, 2],
+            [3, 4],
+          ],
+        },
+      }),
+    ).toBe(200);
     await open('trg_no_latitudes');
     expect(await page.locator('[data-chart="gridded"]').textContent()).toContain('rows and columns numbered');
     expect(await deliver('trg_no_values', { model: 'wm-6', forecast_hour: 4, response: { type: 'gridded', latitudes: [1] } })).toBe(200);
@@ -174,7 +213,13 @@ describe('the inspector page', () => {
     expect(await page.locator('.chart-problem').textContent()).toContain('"values" is not a list');
     expect(await page.locator('#detail table.kv').last().textContent()).toContain('webhook-signature'); // the headers still show
     const values = Array.from({ length: 400 }, (_, i) => Array.from({ length: 400 }, (_, j) => Math.round(((i * 7 + j * 3) % 500) + 250)));
-    expect(await deliver('trg_big_grid', { model: 'wm-6', forecast_hour: 5, response: { type: 'gridded', latitudes: values.map((_, i) => 60 - i * 0.1), longitudes: values[0]!.map((_, j) => j * 0.1), values } })).toBe(200);
+    expect(
+      await deliver('trg_big_grid', {
+        model: 'wm-6',
+        forecast_hour: 5,
+        response: { type: 'gridded', latitudes: values.map((_, i) => 60 - i * 0.1), longitudes: values[0]!.map((_, j) => j * 0.1), values },
+      }),
+    ).toBe(200);
     await open('trg_big_grid');
     const chart = page.locator('[data-chart="gridded"]');
     await chart.locator('canvas').waitFor();
@@ -185,7 +230,7 @@ describe('the inspector page', () => {
     await page.screenshot({ path: artifact('inspector-large-grid.png') });
   });
 
-  it('9. the detail: received time (labelled), the peer, listen\'s answer, the signing time in words, and your app\'s whole answer', async () => {
+  it("9. the detail: received time (labelled), the peer, listen's answer, the signing time in words, and your app's whole answer", async () => {
     await open('degree_days.available');
     const facts = (await page.locator('table.facts').textContent())!;
     expect(facts).toMatch(/received\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC/);
@@ -206,7 +251,10 @@ describe('the inspector page', () => {
 
   it('a refused request shows its reason and hint, only claims the Trigger-Id it carries, and has no replay', async () => {
     const body = JSON.stringify({ type: 'forged', trigger_id: 'trg_forged' });
-    expect((await post(listenUrl, { 'Trigger-Id': 'trg_forged', 'Webhook-Timestamp': String(Math.floor(Date.now() / 1000)), 'Webhook-Signature': `v1,${Buffer.alloc(32, 1).toString('base64')}` }, body)).status).toBe(401);
+    expect(
+      (await post(listenUrl, { 'Trigger-Id': 'trg_forged', 'Webhook-Timestamp': String(Math.floor(Date.now() / 1000)), 'Webhook-Signature': `v1,${Buffer.alloc(32, 1).toString('base64')}` }, body))
+        .status,
+    ).toBe(401);
     const refused = page.locator('.row[data-outcome="unverified"]').first();
     await refused.waitFor();
     expect(await refused.textContent()).toContain('claims trg_forged, not verified');
@@ -304,7 +352,10 @@ describe('the inspector page', () => {
     await expect.poll(async () => (await page.evaluate(() => navigator.clipboard.readText())).includes('wxhooks send')).toBe(true);
     const line = await page.evaluate(() => navigator.clipboard.readText());
     const beforeSend = appGot.length;
-    await run('bash', ['-c', line.replace('wxhooks send', `${process.execPath} ${createRequire(import.meta.url).resolve('../bin/wxhooks.js')} send`)], { encoding: 'utf8', env: { ...process.env, ...env } });
+    await run('bash', ['-c', line.replace('wxhooks send', `${process.execPath} ${createRequire(import.meta.url).resolve('../bin/wxhooks.js')} send`)], {
+      encoding: 'utf8',
+      env: { ...process.env, ...env },
+    });
     expect(appGot.slice(beforeSend).some((r) => r.verified)).toBe(true);
 
     await page.click('.views button:has-text("Text")');
@@ -368,7 +419,7 @@ describe('the inspector page', () => {
     await expect.poll(() => page.locator('#detail').getAttribute('data-id')).toBe(id);
   });
 
-  it('10. times: UTC, labelled, everywhere; or the browser\'s zone, everywhere', async () => {
+  it("10. times: UTC, labelled, everywhere; or the browser's zone, everywhere", async () => {
     await open('degree_days.available');
     expect(await page.locator('table.facts').textContent()).toContain(' UTC');
     await page.click('button:has-text("Times: UTC")');
@@ -494,7 +545,10 @@ describe('the inspector page under load', () => {
     expect(clicks.filter((c) => c > 0)).toHaveLength(clicks.length);
     expect(clicks.length).toBe(N / 100 - 5);
     // the newest on top, the list as long as the history (500 by default), and only the rows in view drawn
-    await page.locator('.row', { hasText: `trg_flood_${N - 1}` }).first().waitFor();
+    await page
+      .locator('.row', { hasText: `trg_flood_${N - 1}` })
+      .first()
+      .waitFor();
     await expect.poll(() => page.locator('#list').getAttribute('data-rows')).toBe('500');
     const drawn = await rowCount();
     expect(drawn).toBeGreaterThan(10);

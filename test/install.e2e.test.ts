@@ -33,8 +33,12 @@ beforeAll(async () => {
 describe('npm pack, then npm install -g of the tarball', () => {
   it('the tarball holds the built CLI and library, the README, and nothing of the sources or tests', async () => {
     const { stdout } = await run('tar', ['tzf', tarball]);
-    const files = stdout.trim().split('\n').map((f) => f.replace(/^package\//, ''));
-    for (const f of ['package.json', 'README.md', 'bin/wxhooks.js', 'dist/bin/cli.js', 'dist/bin/help.json', 'dist/index.js', 'dist/index.d.ts', 'dist/web.js', 'dist/inspector/app.js']) expect(files).toContain(f);
+    const files = stdout
+      .trim()
+      .split('\n')
+      .map((f) => f.replace(/^package\//, ''));
+    for (const f of ['package.json', 'README.md', 'bin/wxhooks.js', 'dist/bin/cli.js', 'dist/bin/help.json', 'dist/index.js', 'dist/index.d.ts', 'dist/web.js', 'dist/inspector/app.js'])
+      expect(files).toContain(f);
     expect(files.filter((f) => !/^(bin|dist)\//.test(f)).sort()).toEqual(['README.md', 'package.json']);
     // no script of its own runs at install (npm 11 warns of one its allowScripts does not cover): prepack builds before packing instead
     const pkg = JSON.parse((await run('tar', ['xzOf', tarball, 'package/package.json'])).stdout) as { scripts: Record<string, string> };
@@ -60,7 +64,9 @@ describe('npm pack, then npm install -g of the tarball', () => {
       });
       const e = { ...env, WX_BASE_URL: info.base_url, WX_API_KEY: info.api_key };
       const port = await freePort();
-      const hook = JSON.parse((await run('wxhooks', ['webhook', 'create', '--url', `http://127.0.0.1:${port}/`, '--subscribe', 'forecast_hour.available', '--json'], { env: e })).stdout) as { id: string };
+      const hook = JSON.parse((await run('wxhooks', ['webhook', 'create', '--url', `http://127.0.0.1:${port}/`, '--subscribe', 'forecast_hour.available', '--json'], { env: e })).stdout) as {
+        id: string;
+      };
       const listen = spawn('wxhooks', ['listen', '--webhook', hook.id, '--port', String(port), '--exit-after', '1'], { env: e });
       // from the start: listen may be gone before the trigger command is
       const exited = new Promise<number | null>((done) => listen.on('close', done));
@@ -87,4 +93,3 @@ describe('npm pack, then npm install -g of the tarball', () => {
     expect((await run(process.execPath, ['--input-type=module', '-e', code], { cwd: app, env })).stdout.trim()).toBe('function function');
   });
 });
-

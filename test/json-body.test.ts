@@ -57,7 +57,19 @@ describe('the large-body scanner agrees with JSON.parse', () => {
       type: 'forecast_hour.available',
       trigger_id: 'trg_1',
       test: false,
-      data: { model: 'wm-6', forecast_hour: 6, response: { values: [[271.5, -3e-2], [0, 1e10]], ok: true, none: null, s: 'a\\"b' } },
+      data: {
+        model: 'wm-6',
+        forecast_hour: 6,
+        response: {
+          values: [
+            [271.5, -3e-2],
+            [0, 1e10],
+          ],
+          ok: true,
+          none: null,
+          s: 'a\\"b',
+        },
+      },
     });
     let seed = 7;
     const rnd = (n: number) => {

@@ -152,14 +152,11 @@ describe('listen: every bad delivery gets its answer, and the receiver keeps ser
     expect(ev2.message).toMatch(/30[01] s in the future/);
   });
 
-  it.each([(ts: number) => `${ts}abc`, () => '1e9', (ts: number) => `-${ts}`, () => '12345678901234567890', (ts: number) => `${ts}.0`])(
-    'an unreadable timestamp → 401 (%s)',
-    async (make) => {
-      const body = payload();
-      const headers = signed(body);
-      await expectAnswer({ ...headers, 'Webhook-Timestamp': make(now()) }, body, 401, 'invalid_timestamp');
-    },
-  );
+  it.each([(ts: number) => `${ts}abc`, () => '1e9', (ts: number) => `-${ts}`, () => '12345678901234567890', (ts: number) => `${ts}.0`])('an unreadable timestamp → 401 (%s)', async (make) => {
+    const body = payload();
+    const headers = signed(body);
+    await expectAnswer({ ...headers, 'Webhook-Timestamp': make(now()) }, body, 401, 'invalid_timestamp');
+  });
 
   it.each([
     ['Trigger-Id', 400],
@@ -181,7 +178,9 @@ describe('listen: every bad delivery gets its answer, and the receiver keeps ser
 
   it('a body-only signature → 401: in a pinned session it says so; in a fresh one, how to pin hex-body', async () => {
     const body = payload();
-    const hex = createHmac('sha256', Buffer.from(SECRET.slice(6), 'base64')).update(body).digest('hex');
+    const hex = createHmac('sha256', Buffer.from(SECRET.slice(6), 'base64'))
+      .update(body)
+      .digest('hex');
     const ev = await expectAnswer({ ...signed(body), 'Webhook-Signature': `sha256=${hex}` }, body, 401);
     expect(ev.hint).toContain('pinned to the standard layout');
     const fresh = await listen(['--secret-env', 'WX_SECRET']);

@@ -42,7 +42,11 @@ async function mcp(args: string[] = [], extra: Record<string, string> = {}): Pro
 }
 
 async function publish(body: Record<string, unknown>): Promise<void> {
-  const res = await fetch(`${env.WX_BASE_URL}/emulator/v1/events`, { method: 'POST', headers: { authorization: `Bearer ${env.WX_API_KEY}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const res = await fetch(`${env.WX_BASE_URL}/emulator/v1/events`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${env.WX_API_KEY}`, 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
   expect(res.status).toBe(202);
 }
 
@@ -59,10 +63,15 @@ beforeAll(async () => {
     sendJson(res, 200, { stored: (req.json as { trigger_id?: string } | undefined)?.trigger_id ?? null }, { 'x-app': 'demo' });
   });
   const port = await freePort();
-  const created = await runCli(['webhook', 'create', '--url', `http://127.0.0.1:${port}/`, '--json', '--subscribe', 'forecast_hour.available', '--subscribe', 'initialization_time.available'], { env });
+  const created = await runCli(['webhook', 'create', '--url', `http://127.0.0.1:${port}/`, '--json', '--subscribe', 'forecast_hour.available', '--subscribe', 'initialization_time.available'], {
+    env,
+  });
   webhookId = (JSON.parse(created.stdout) as { id: string }).id;
   secret = (await runCli(['secret', 'show', webhookId], { env })).stdout.trim();
-  listen = startCli(['listen', '--port', String(port), '--json', '--webhook', webhookId, '--forward-to', `${app.url}/hooks`, '--save-dir', saveDir, '--expect-hours', '0-18/6', '--inspect', '127.0.0.1:0'], env);
+  listen = startCli(
+    ['listen', '--port', String(port), '--json', '--webhook', webhookId, '--forward-to', `${app.url}/hooks`, '--save-dir', saveDir, '--expect-hours', '0-18/6', '--inspect', '127.0.0.1:0'],
+    env,
+  );
   listenUrl = (await listen.waitFor<{ event?: string; url: string }>((v) => v.event === 'listening')).url;
   inspectorUrl = (await listen.waitFor<{ event?: string; url: string }>((v) => v.event === 'inspector')).url;
   token = new URL(inspectorUrl).searchParams.get('token')!;
@@ -191,7 +200,7 @@ describe('wxhooks mcp beside a running listen --inspect', () => {
     await expect(agent.client.readResource({ uri: 'wxhooks://deliveries/999999' })).rejects.toThrow(/No delivery 999999 is kept/);
   }, 120_000);
 
-  it('verifies a delivery offline (kept, saved, or given), and sends a signed one: the receiver\'s answer, 2xx or not', async () => {
+  it("verifies a delivery offline (kept, saved, or given), and sends a signed one: the receiver's answer, 2xx or not", async () => {
     expect((await agent.call('verify_delivery', { id: accepted })).value).toMatchObject({ verified: true, layout: 'standard', type: 'forecast_hour.available', webhook_id: webhookId });
     const file = join(saveDir, readdirSync(saveDir)[0]!);
     expect((await agent.call('verify_delivery', { file })).value).toMatchObject({ verified: true });
@@ -288,7 +297,13 @@ describe('write tools', () => {
     const plan = await w.call('create_webhook', { url: target, name: 'from the agent', subscriptions, dry_run: true });
     expect(plan.value).toEqual({
       dry_run: true,
-      requests: [{ method: 'POST', url: `${env.WX_BASE_URL}/webhooks/v1`, body: { url: target, name: 'from the agent', subscriptions: { 'degree_days.available': { filters: { model: 'wm-6', initialization_time_hours: ['0:00', '12:00'] } } } } }],
+      requests: [
+        {
+          method: 'POST',
+          url: `${env.WX_BASE_URL}/webhooks/v1`,
+          body: { url: target, name: 'from the agent', subscriptions: { 'degree_days.available': { filters: { model: 'wm-6', initialization_time_hours: ['0:00', '12:00'] } } } },
+        },
+      ],
       changes: [expect.objectContaining({ action: 'create' })],
       warnings: [],
     });
@@ -315,15 +330,25 @@ describe('write tools', () => {
     expect(twice.value.would_fail).toContain('409');
     expect((await w.call('add_subscription', { webhook_id: id, type: 'degree_days.available' })).value).toMatchObject({ error: 'refused', exit_code: 5, status: 409 });
     const add = await w.call('add_subscription', { webhook_id: id, type: 'events.available', event_types: ['heatwave'], dry_run: true });
-    expect(add.value.requests).toEqual([{ method: 'PATCH', url: `${env.WX_BASE_URL}/webhooks/v1/${id}/subscriptions`, body: { subscription_type: 'events.available', filters: { event_type: ['heatwave'] } } }]);
+    expect(add.value.requests).toEqual([
+      { method: 'PATCH', url: `${env.WX_BASE_URL}/webhooks/v1/${id}/subscriptions`, body: { subscription_type: 'events.available', filters: { event_type: ['heatwave'] } } },
+    ]);
     expect((await w.call('get_webhook', { webhook_id: id })).value.webhook.subscriptions).toHaveLength(1);
     const added = (await w.call('add_subscription', { webhook_id: id, type: 'events.available', event_types: ['heatwave'] })).value.added;
     expect(added).toMatchObject({ type: 'events.available', filters: { event_type: ['heatwave'] } });
 
     const change = await w.call('update_subscription', { webhook_id: id, subscription_id: added.id, event_types: ['coldwave'], response: 'event_context', dry_run: true });
-    expect(change.value.changes[0].fields).toEqual({ filters: { from: { event_type: ['heatwave'] }, to: { event_type: ['coldwave'] } }, response_options: { from: null, to: { type: 'event_context' } } });
-    expect((await w.call('update_subscription', { webhook_id: id, subscription_id: added.id, event_types: ['coldwave'], response: 'event_context' })).value.updated).toMatchObject({ filters: { event_type: ['coldwave'] }, response_options: { type: 'event_context' } });
-    expect((await w.call('update_subscription', { webhook_id: id, subscription_id: added.id, response_options: { coordinates: '1,2' }, dry_run: true })).value.message).toBe('response_options go with response: the options belong to a response type.');
+    expect(change.value.changes[0].fields).toEqual({
+      filters: { from: { event_type: ['heatwave'] }, to: { event_type: ['coldwave'] } },
+      response_options: { from: null, to: { type: 'event_context' } },
+    });
+    expect((await w.call('update_subscription', { webhook_id: id, subscription_id: added.id, event_types: ['coldwave'], response: 'event_context' })).value.updated).toMatchObject({
+      filters: { event_type: ['coldwave'] },
+      response_options: { type: 'event_context' },
+    });
+    expect((await w.call('update_subscription', { webhook_id: id, subscription_id: added.id, response_options: { coordinates: '1,2' }, dry_run: true })).value.message).toBe(
+      'response_options go with response: the options belong to a response type.',
+    );
     expect((await w.call('update_subscription', { webhook_id: id, subscription_id: added.id })).value.message).toMatch(/^Nothing to update: give models, hours/);
     const cut = await w.call('remove_subscription', { webhook_id: id, subscription_id: added.id, dry_run: true });
     expect(cut.value.requests).toEqual([{ method: 'DELETE', url: `${env.WX_BASE_URL}/webhooks/v1/${id}/subscriptions/${added.id}` }]);
@@ -331,7 +356,10 @@ describe('write tools', () => {
     expect((await w.call('remove_subscription', { webhook_id: id, subscription_id: added.id })).value).toEqual({ removed: true, webhook_id: id, subscription_id: added.id });
 
     const gone = await w.call('delete_webhook', { webhook_id: id, dry_run: true });
-    expect(gone.value).toMatchObject({ requests: [{ method: 'DELETE', url: `${env.WX_BASE_URL}/webhooks/v1/${id}` }], changes: [{ action: 'delete', subscriptions: 1, stored_secret: 'would be forgotten' }] });
+    expect(gone.value).toMatchObject({
+      requests: [{ method: 'DELETE', url: `${env.WX_BASE_URL}/webhooks/v1/${id}` }],
+      changes: [{ action: 'delete', subscriptions: 1, stored_secret: 'would be forgotten' }],
+    });
     expect(await count()).toBe(total + 1);
     expect((await w.call('delete_webhook', { webhook_id: id })).value).toEqual({ deleted: true, webhook_id: id, secret_removed: true });
     expect((await w.call('get_webhook', { webhook_id: id })).value).toMatchObject({ error: 'not found' });
@@ -368,14 +396,28 @@ describe('starting and stopping', () => {
     expect(agent.stderr()).toContain('the client closed stdin: stopped');
   }, 120_000);
 
-  it('with nothing to attach to, says why on stderr and exits 4; a dead listen\'s record is passed over', async () => {
+  it("with nothing to attach to, says why on stderr and exits 4; a dead listen's record is passed over", async () => {
     const empty = tempDir();
     // the record a listen killed with -9 leaves behind: its pid is dead
     const dead = spawn(process.execPath, ['-e', '0']);
     await new Promise((r) => dead.once('exit', r));
     mkdirSync(join(empty, 'running'), { recursive: true });
     const stale = join(empty, 'running', `listen-${dead.pid}.json`);
-    writeFileSync(stale, JSON.stringify({ pid: dead.pid, host: '127.0.0.1', port: Number(new URL(listenUrl).port), receiver: listenUrl, inspector: inspectorUrl.replace(/\?.*/, ''), forward_to: null, webhook_id: null, base_url: null, started: new Date().toISOString() }), { mode: 0o600 });
+    writeFileSync(
+      stale,
+      JSON.stringify({
+        pid: dead.pid,
+        host: '127.0.0.1',
+        port: Number(new URL(listenUrl).port),
+        receiver: listenUrl,
+        inspector: inspectorUrl.replace(/\?.*/, ''),
+        forward_to: null,
+        webhook_id: null,
+        base_url: null,
+        started: new Date().toISOString(),
+      }),
+      { mode: 0o600 },
+    );
     const r = await spawnCli(['mcp'], { env: { ...env, WXHOOKS_CONFIG_DIR: empty }, timeoutMs: 90_000 });
     expect(r.code).toBe(4);
     expect(r.stdout).toBe('');
@@ -428,7 +470,28 @@ describe('starting and stopping', () => {
 
 describe('secrets', () => {
   it('every tool was called, and no answer, error or log holds the API key, a webhook secret or the inspector token', () => {
-    const offered = ['status', 'list_deliveries', 'get_delivery', 'wait_for_delivery', 'wait_for_run', 'list_runs', 'replay_delivery', 'verify_delivery', 'send_delivery', 'auth_status', 'list_webhooks', 'get_webhook', 'ping', 'doctor', 'create_webhook', 'update_webhook', 'delete_webhook', 'add_subscription', 'update_subscription', 'remove_subscription'];
+    const offered = [
+      'status',
+      'list_deliveries',
+      'get_delivery',
+      'wait_for_delivery',
+      'wait_for_run',
+      'list_runs',
+      'replay_delivery',
+      'verify_delivery',
+      'send_delivery',
+      'auth_status',
+      'list_webhooks',
+      'get_webhook',
+      'ping',
+      'doctor',
+      'create_webhook',
+      'update_webhook',
+      'delete_webhook',
+      'add_subscription',
+      'update_subscription',
+      'remove_subscription',
+    ];
     const called = new Set(sessions.flatMap((s) => [...s.called]));
     for (const name of offered) expect(called, name).toContain(name);
     expect(secrets).toHaveLength(4);

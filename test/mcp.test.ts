@@ -47,7 +47,7 @@ describe('a body in an answer', () => {
     expect(shownBody(Buffer.from('{"a":1}'), 7, 100)).toEqual({ body: '{"a":1}', size: 7, shown: 7, cut: null });
   });
 
-  it('is cut at the caller\'s limit, never inside a character, and says so', () => {
+  it("is cut at the caller's limit, never inside a character, and says so", () => {
     const body = Buffer.from('{"city":"Zürich"}'); // ü is two bytes
     const at = body.indexOf('ü') + 1; // a limit that would split it
     expect(shownBody(body, body.length, at)).toEqual({ body: '{"city":"Z', size: body.length, shown: at - 1, cut: 'max_body_bytes' });
@@ -109,7 +109,7 @@ describe('the record of a running listen', () => {
     await b.remove();
   });
 
-  it('one others could have written is passed over: its address would be given the inspector\'s token', async () => {
+  it("one others could have written is passed over: its address would be given the inspector's token", async () => {
     const dir = tempDir();
     const a = await announceListen(dir, record(process.pid, '2026-11-24T10:00:00.000Z'));
     chmodSync(join(dir, 'running', `listen-${process.pid}.json`), 0o666);

@@ -27,7 +27,10 @@ describe('the listen line', () => {
   });
 
   it('--sink: where the stream put it, and a broker that had its pair already; a sink that did not take it, and that the service retries', () => {
-    const published = [{ sink: 'nats://***@h:4222/a', id: '41', duplicate: false }, { sink: 'redis://:***@h:6379/s', id: '1795-0', duplicate: true }];
+    const published = [
+      { sink: 'nats://***@h:4222/a', id: '41', duplicate: false },
+      { sink: 'redis://:***@h:6379/s', id: '1795-0', duplicate: true },
+    ];
     expect(formatEvent({ ...accepted, published }, plain)).toMatch(/standard {2}→ stream 41, 1795-0 \(had it\)$/);
     expect(formatEvent({ ...accepted, published, forward: { ok: true, status: 200, ms: 3 } }, plain)).toContain('→ stream 41, 1795-0 (had it)  → app 200 (3 ms)');
     const failed = formatEvent({ ...accepted, outcome: 'sink_failed', status: 503, message: 'not taken by nats://***@h:4222/a: the connection is down' }, plain);
@@ -72,7 +75,7 @@ describe('printable and tables', () => {
   });
 });
 
-describe('a refused request\'s claimed Trigger-Id (#32.5)', () => {
+describe("a refused request's claimed Trigger-Id (#32.5)", () => {
   it('is cut at the source, so every place it goes (the --json line included) has it cut', async () => {
     const { failureEvent } = await import('../src/receiver/report.js');
     const { CLAIM_KEPT } = await import('../src/store/history-limits.js');

@@ -22,7 +22,9 @@ afterAll(async () => {
 it('listen --no-init-event: the runs view calls a run with every expected hour complete, without its initialization_time.available', async () => {
   const port = await freePort();
   // waiting for wm-6's run; wm-7's is the one the page is looked at for (listen goes on running)
-  listen = startInProcess(['listen', '--port', String(port), '--json', '--secret-env', 'S', '--inspect', '127.0.0.1:0', '--until-run', 'wm-6', '--expect-hours', '0-6/6', '--no-init-event'], { env: { S: TEST_SECRET } });
+  listen = startInProcess(['listen', '--port', String(port), '--json', '--secret-env', 'S', '--inspect', '127.0.0.1:0', '--until-run', 'wm-6', '--expect-hours', '0-6/6', '--no-init-event'], {
+    env: { S: TEST_SECRET },
+  });
   const inspector = (await listen.waitFor<{ event?: string; url: string }>((v) => v.event === 'inspector')).url;
   const init = '2026-11-22T00:00:00Z';
   for (const hour of [0, 6]) {

@@ -29,8 +29,7 @@ async function open(extra: Partial<PgStoreOptions> = {}): Promise<PgStore> {
   return PgStore.open({ url: server.url, schema: `t${++schemas}_${process.pid}`, ttlMs: 3600_000, leaseMs: 60_000, ...extra });
 }
 
-const pairs = async (schema: string) =>
-  (await admin.query<{ trigger_id: string; state: string }>(`SELECT trigger_id, subscription_id, state FROM "${schema}".pairs ORDER BY trigger_id`)).rows;
+const pairs = async (schema: string) => (await admin.query<{ trigger_id: string; state: string }>(`SELECT trigger_id, subscription_id, state FROM "${schema}".pairs ORDER BY trigger_id`)).rows;
 
 describe('PgStore: claims', () => {
   it('won, then held while in progress, then done once completed; a released claim can be won again', async () => {

@@ -303,7 +303,10 @@ describe('listen --store postgres://: several receivers, one memory', () => {
         ['trg_at_a', 'accepted'],
         ['trg_at_b', 'duplicate'],
       ]);
-      const one = (await (await fetch(`${inspector}api/deliveries/${listed.records[0]!.id}?token=${token}`)).json()) as { record: { body: string; headers: Record<string, string> }; attempts: unknown[] };
+      const one = (await (await fetch(`${inspector}api/deliveries/${listed.records[0]!.id}?token=${token}`)).json()) as {
+        record: { body: string; headers: Record<string, string> };
+        attempts: unknown[];
+      };
       expect(JSON.parse(one.record.body)).toMatchObject({ trigger_id: 'trg_at_b' });
       expect(one.record.headers['webhook-signature']).toMatch(/^v1,/);
       expect(one.attempts).toHaveLength(2);
@@ -330,7 +333,9 @@ describe('listen --store postgres://: several receivers, one memory', () => {
     // the app, for the replay: signed afresh, marked
     const { app, arrived } = await countingApp();
     try {
-      const replayed = await runCli(['deliveries', 'replay', `${entries[1]!.ref}`, '--store', server.url, '--store-schema', s, '--to', `${app.url}/hooks`, '--secret-env', 'S'], { env: { S: SECRET } });
+      const replayed = await runCli(['deliveries', 'replay', `${entries[1]!.ref}`, '--store', server.url, '--store-schema', s, '--to', `${app.url}/hooks`, '--secret-env', 'S'], {
+        env: { S: SECRET },
+      });
       expect(replayed.code).toBe(0);
       expect(arrived.get('trg_at_a')).toBe(1);
     } finally {

@@ -61,8 +61,14 @@ function deliver(url: string, agent: Agent, trigger: string, timestamp?: number)
 function processedOnce(forwarded: string[], acknowledged: Iterable<string>): void {
   const seen = new Map<string, number>();
   for (const t of forwarded) seen.set(t, (seen.get(t) ?? 0) + 1);
-  expect([...seen].filter(([, n]) => n > 1), 'forwarded twice').toEqual([]);
-  expect([...acknowledged].filter((t) => !seen.has(t)), 'acknowledged, never forwarded').toEqual([]);
+  expect(
+    [...seen].filter(([, n]) => n > 1),
+    'forwarded twice',
+  ).toEqual([]);
+  expect(
+    [...acknowledged].filter((t) => !seen.has(t)),
+    'acknowledged, never forwarded',
+  ).toEqual([]);
 }
 
 describe('a full disk', () => {
@@ -279,7 +285,9 @@ describe('an answer that could not be sent', () => {
     const r = await startTestReceiver({ forwardTo: `${app.url}/hooks` });
     try {
       const { headers, body } = signed('trg_pipelined');
-      const head = Object.entries({ ...headers, host: 'x', 'content-length': String(body.length) }).map(([k, v]) => `${k}: ${v}\r\n`).join('');
+      const head = Object.entries({ ...headers, host: 'x', 'content-length': String(body.length) })
+        .map(([k, v]) => `${k}: ${v}\r\n`)
+        .join('');
       const answer = await new Promise<string>((resolve) => {
         const socket = connect(r.port, '127.0.0.1', () => socket.write(Buffer.concat([Buffer.from(`POST / HTTP/1.1\r\n${head}\r\n`), body, Buffer.from('NOT HTTP AT ALL\r\n\r\n')])));
         let text = '';

@@ -176,7 +176,10 @@ describe('listen --check: which link of the chain works', () => {
   it('success: every subscription verified', async () => {
     const t = await listenPublic(['--subscribe', 'forecast_hour.available', '--subscribe', 'degree_days.available', '--check']);
     try {
-      const checks = [await t.proc.waitFor<Record<string, unknown>>((v) => v.event === 'check'), await t.proc.waitFor<Record<string, unknown>>((v) => v.event === 'check' && v.type === 'degree_days.available')];
+      const checks = [
+        await t.proc.waitFor<Record<string, unknown>>((v) => v.event === 'check'),
+        await t.proc.waitFor<Record<string, unknown>>((v) => v.event === 'check' && v.type === 'degree_days.available'),
+      ];
       for (const c of checks) expect(c.result).toBe('verified');
     } finally {
       await t.proc.stop();
@@ -252,7 +255,10 @@ describe('listen --public-url ngrok: the address of the tunnel to this port, fro
       { name: 'plain', public_url: 'http://mine.ngrok.app', proto: 'http', config: { addr: `http://localhost:${port}`, inspect: true } },
       { name: 'mine', public_url: 'https://mine.ngrok.app', proto: 'https', config: { addr: `http://localhost:${port}`, inspect: true } },
     ];
-    const proc = startCli(['listen', '--port', String(port), '--json', '--public-url', 'ngrok', '--path', '/hooks', '--subscribe', 'forecast_hour.available'], { ...svc.env, NGROK_API_URL: agent.url });
+    const proc = startCli(['listen', '--port', String(port), '--json', '--public-url', 'ngrok', '--path', '/hooks', '--subscribe', 'forecast_hour.available'], {
+      ...svc.env,
+      NGROK_API_URL: agent.url,
+    });
     try {
       const created = await proc.waitFor<{ event?: string; url?: string }>((v) => v.event === 'webhook_created');
       expect(created.url).toBe('https://mine.ngrok.app/hooks');
@@ -291,7 +297,9 @@ describe('doctor: the chain, link by link', () => {
 
   it('✗ webhook: missing, inactive, no subscriptions', async () => {
     expect(failed((await doctor(['--webhook', '999999'])).stdout)[0]!.name).toBe('webhook');
-    const inactive = JSON.parse((await runCli(['webhook', 'create', '--url', 'https://example.com/x', '--inactive', '--subscribe', 'degree_days.available', '--json'], { env: svc.env })).stdout) as { id: string };
+    const inactive = JSON.parse((await runCli(['webhook', 'create', '--url', 'https://example.com/x', '--inactive', '--subscribe', 'degree_days.available', '--json'], { env: svc.env })).stdout) as {
+      id: string;
+    };
     const r = await doctor(['--webhook', inactive.id]);
     expect(r.code).toBe(7);
     expect(failed(r.stdout).map((c) => c.hint)).toContain(`wxhooks webhook update ${inactive.id} --active`);
@@ -307,7 +315,9 @@ describe('doctor: the chain, link by link', () => {
       return true;
     };
     const port = await freePort();
-    const hook = JSON.parse((await runCli(['webhook', 'create', '--url', `http://127.0.0.1:${port}/`, '--subscribe', 'degree_days.available', '--json', '--no-save'], { env: svc.env })).stdout) as { id: string };
+    const hook = JSON.parse((await runCli(['webhook', 'create', '--url', `http://127.0.0.1:${port}/`, '--subscribe', 'degree_days.available', '--json', '--no-save'], { env: svc.env })).stdout) as {
+      id: string;
+    };
     const r = await doctor(['--webhook', hook.id]);
     expect(r.code).toBe(7);
     expect(failed(r.stdout).map((c) => c.name)).toEqual(['url', 'secret']);
@@ -332,7 +342,9 @@ describe('doctor: the chain, link by link', () => {
     const env = { WX_BASE_URL: info.base_url, WX_API_KEY: info.api_key, WXHOOKS_CONFIG_DIR: dir };
     try {
       const port = await freePort();
-      const hook = JSON.parse((await runCli(['webhook', 'create', '--url', `http://127.0.0.1:${port}/doc`, '--subscribe', 'forecast_hour.available', '--subscribe', 'events.available', '--json'], { env })).stdout) as { id: string };
+      const hook = JSON.parse(
+        (await runCli(['webhook', 'create', '--url', `http://127.0.0.1:${port}/doc`, '--subscribe', 'forecast_hour.available', '--subscribe', 'events.available', '--json'], { env })).stdout,
+      ) as { id: string };
       const ok = await runCli(['doctor', '--webhook', hook.id], { env });
       expect(ok.code, ok.stdout + ok.stderr).toBe(0);
       expect(ok.stdout).toContain('note: fine for the emulator');

@@ -58,7 +58,9 @@ it('the quick start by hand: emulator, webhook create, listen, trigger run; then
     // then the same deliveries forwarded to an app (here the test's own, for localhost:3000)
     const app = await startServer((req, res) => sendJson(res, 200, { stored: (req.json as { trigger_id: string }).trigger_id }));
     try {
-      const withApp = ports(forward!).map((a) => a.replace('http://localhost:3000', app.url)).concat(['--port', listenPort]);
+      const withApp = ports(forward!)
+        .map((a) => a.replace('http://localhost:3000', app.url))
+        .concat(['--port', listenPort]);
       const again = startInProcess(withApp, { env });
       await again.waitForStderr('Ready.');
       expect((await runCli([...trigger!, '--init-time', '2026-11-22T06:00:00Z'], { env })).code).toBe(0);

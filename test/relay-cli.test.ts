@@ -24,7 +24,16 @@ describe('relay: parsing and refusals', () => {
   it('serve: its defaults, and durations and sizes parsed', async () => {
     const d = await parsed(['relay', 'serve']);
     expect(d.run).toBe(runRelayServe);
-    expect(d.args[0]).toMatchObject({ port: 8790, host: '127.0.0.1', store: 'file', schema: 'wxhooks_relay', keep: 7 * 24 * 3600_000, maxBytes: 256 * 1024 * 1024, maxBody: 25 * 1024 * 1024, readTimeout: 10_000 });
+    expect(d.args[0]).toMatchObject({
+      port: 8790,
+      host: '127.0.0.1',
+      store: 'file',
+      schema: 'wxhooks_relay',
+      keep: 7 * 24 * 3600_000,
+      maxBytes: 256 * 1024 * 1024,
+      maxBody: 25 * 1024 * 1024,
+      readTimeout: 10_000,
+    });
     const o = await parsed(['relay', 'serve', '--keep', '3d', '--max-bytes', '1GiB', '--port', '0', '--fsync']);
     expect(o.args[0]).toMatchObject({ keep: 3 * 24 * 3600_000, maxBytes: 1024 ** 3, port: 0, fsync: true });
     expect((await parsed(['relay', 'status', 'https://r.example'])).run).toBe(runRelayStatus);
@@ -140,8 +149,11 @@ describe('relay serve and relay status', () => {
 /** Runs wrangler from the npm package, offline. */
 function wrangler(args: string[], cwd: string): Promise<{ code: number; out: string }> {
   return new Promise((resolve) => {
-    execFile(join(ROOT, 'node_modules', '.bin', 'wrangler'), args, { cwd, env: cleanEnv({ WRANGLER_SEND_METRICS: 'false', NO_COLOR: '1', HOME: tempDir('wxhooks-wrangler-home-') }), timeout: 60_000 }, (err, stdout, stderr) =>
-      resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, out: stdout + stderr }),
+    execFile(
+      join(ROOT, 'node_modules', '.bin', 'wrangler'),
+      args,
+      { cwd, env: cleanEnv({ WRANGLER_SEND_METRICS: 'false', NO_COLOR: '1', HOME: tempDir('wxhooks-wrangler-home-') }), timeout: 60_000 },
+      (err, stdout, stderr) => resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, out: stdout + stderr }),
     );
   });
 }
@@ -206,14 +218,25 @@ describe("the README's relay on a VM", () => {
       await l.client.close();
       const d = delivery(secret, 'trg_readme');
       expect((await send(`${url}/in/webhook-7`, 'POST', d.headers, d.body)).status).toBe(200);
-      const shown = await runInProcess(status!.map((a) => (a.startsWith('https://') ? url : a)), { env, tty: true });
+      const shown = await runInProcess(
+        status!.map((a) => (a.startsWith('https://') ? url : a)),
+        { env, tty: true },
+      );
       expect(shown.code).toBe(0);
       const [head, columns, row] = shown.stdout.split('\n');
       const [sampleHead, sampleColumns, sampleRow] = sample!.split('\n');
-      const shape = (line: string) => line.replace(/[\d.]+ (KB|B|MB)/g, 'N').replace(/\d{4}-\S+Z/, 'T').split(/\s+/);
+      const shape = (line: string) =>
+        line
+          .replace(/[\d.]+ (KB|B|MB)/g, 'N')
+          .replace(/\d{4}-\S+Z/, 'T')
+          .split(/\s+/);
       expect(shape(head!)).toEqual(shape(sampleHead!));
       expect(columns!.split(/\s+/)).toEqual(sampleColumns!.split(/\s+/));
-      expect(shape(row!).slice(0, 4)).toEqual(shape(sampleRow!).slice(0, 4).map((c, i) => (i === 3 ? '1' : c)));
+      expect(shape(row!).slice(0, 4)).toEqual(
+        shape(sampleRow!)
+          .slice(0, 4)
+          .map((c, i) => (i === 3 ? '1' : c)),
+      );
     } finally {
       await run.stop('SIGINT');
     }

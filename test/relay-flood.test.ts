@@ -50,12 +50,17 @@ const hosts: [string, () => Promise<Flooded>][] = [
       const dir = tempDir('wxhooks-relay-flood-');
       const p: Running = startCli(['relay', 'serve', '--port', '0', '--dir', dir, '--max-inflight', '8MiB', '--json'], { WXHOOKS_RELAY_TOKEN: TOKEN });
       const listening = await p.waitFor<{ event?: string; url?: string }>((l) => l.event === 'listening');
- const count = () => readdirSync(join(dir, 'channels'), { recursive: true }).filter((f) => String(f).endsWith('.dlv')).length;
-      return { url: listening.url!, pid: () => p.child.pid!, stored: async () => count(), storageBytes: () => folderBytes(dir),
+      const count = () => readdirSync(join(dir, 'channels'), { recursive: true }).filter((f) => String(f).endsWith('.dlv')).length;
+      return {
+        url: listening.url!,
+        pid: () => p.child.pid!,
+        stored: async () => count(),
+        storageBytes: () => folderBytes(dir),
         // --max-inflight, and V8's collection of what was let go (it collects once ~64 MiB of buffers are garbage): an
         // unbounded relay would hold the whole flood (128 MiB) at once
         memoryBound: 8 * MiB + 72 * MiB,
-        close: async () => void (await p.stop('SIGTERM')) };
+        close: async () => void (await p.stop('SIGTERM')),
+      };
     },
   ],
 ];

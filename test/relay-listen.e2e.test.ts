@@ -65,7 +65,11 @@ describe('listen --relay: the flags', () => {
     const noToken = await runCli(['listen', '--relay', 'http://127.0.0.1:9'], { env });
     expect(noToken.code).toBe(2);
     expect(noToken.stderr).toContain('WXHOOKS_RELAY_TOKEN is not set');
-    for (const [flag, value] of [['--port', '8787'], ['--host', '0.0.0.0'], ['--public-url', 'https://x.example']]) {
+    for (const [flag, value] of [
+      ['--port', '8787'],
+      ['--host', '0.0.0.0'],
+      ['--public-url', 'https://x.example'],
+    ]) {
       const r = await runCli(['listen', '--relay', 'http://127.0.0.1:9', flag!, value!], { env: { ...env, WXHOOKS_RELAY_TOKEN: TOKEN } });
       expect(r.code).toBe(2);
       expect(r.stderr).toContain(`--relay cannot go with ${flag}`);
@@ -236,7 +240,7 @@ describe('doctor --relay', () => {
     await w?.emu.stop();
   });
 
-  it('checks the relay answers, takes the token, and knows the webhook\'s channel; a wrong token and an unknown channel are failed checks with the fix', async () => {
+  it("checks the relay answers, takes the token, and knows the webhook's channel; a wrong token and an unknown channel are failed checks with the fix", async () => {
     const id = await createWebhook(w, 'http://127.0.0.1:9/placeholder');
     const before = await runCli(['doctor', '--relay', w.relay.url, '--webhook', id, '--json'], { env: w.env });
     expect(before.code).toBe(7);

@@ -51,7 +51,8 @@ function byTypeScript(rows: ReceiverEvent[]): { runs: RunView[]; tests: number }
   return { runs: tracker.runs().map(runView), tests };
 }
 
-const sorted = (runs: RunView[]) => [...runs].map((r) => ({ ...r, hours: [...r.hours].sort((a, b) => a - b) })).sort((a, b) => `${a.model} ${a.initialization_time}`.localeCompare(`${b.model} ${b.initialization_time}`));
+const sorted = (runs: RunView[]) =>
+  [...runs].map((r) => ({ ...r, hours: [...r.hours].sort((a, b) => a - b) })).sort((a, b) => `${a.model} ${a.initialization_time}`.localeCompare(`${b.model} ${b.initialization_time}`));
 
 describe('the model-run rules in SQL and in TypeScript', () => {
   let db: Postgres;
@@ -63,7 +64,12 @@ describe('the model-run rules in SQL and in TypeScript', () => {
     await admin.connect();
     try {
       for (const r of ROWS) {
-        await admin.query(`INSERT INTO runs_rules.deliveries (instance, verified, outcome, type, trigger_id, record) VALUES ('test', $1, $2, $3, 'trg', $4)`, [verified(r), r.outcome, r.type ?? null, JSON.stringify(r)]);
+        await admin.query(`INSERT INTO runs_rules.deliveries (instance, verified, outcome, type, trigger_id, record) VALUES ('test', $1, $2, $3, 'trg', $4)`, [
+          verified(r),
+          r.outcome,
+          r.type ?? null,
+          JSON.stringify(r),
+        ]);
       }
     } finally {
       await admin.end();

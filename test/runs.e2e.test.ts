@@ -51,7 +51,16 @@ describe('a ping is no part of a model run (#33)', () => {
     const store = tempDir('wxhooks-cfg-');
     await openSaveDir(dir, store); // marked by this store's key, as listen --save-dir marks what it saves
     const save = (trigger: string, test: boolean, hour: number) => {
-      const body = Buffer.from(JSON.stringify({ type: 'forecast_hour.available', webhook_id: '1', subscription_id: '1', trigger_id: trigger, test, data: { model: test ? 'wm-ping' : 'wm-6', initialization_time: '2026-11-22T00:00:00Z', forecast_hour: hour } }));
+      const body = Buffer.from(
+        JSON.stringify({
+          type: 'forecast_hour.available',
+          webhook_id: '1',
+          subscription_id: '1',
+          trigger_id: trigger,
+          test,
+          data: { model: test ? 'wm-ping' : 'wm-6', initialization_time: '2026-11-22T00:00:00Z', forecast_hour: hour },
+        }),
+      );
       return saveDelivery(dir, savedMeta('2026-11-22T01:00:00.000Z', 'POST', '/', { 'trigger-id': trigger }, 'standard'), body, trigger);
     };
     await save('trg_ping', true, 0);
@@ -108,7 +117,9 @@ describe('end to end with the emulator', () => {
     const info = await emu.waitFor<{ base_url: string; api_key: string }>((v) => typeof v.base_url === 'string');
     env = { WX_BASE_URL: info.base_url, WX_API_KEY: info.api_key, WXHOOKS_CONFIG_DIR: dir };
     port = await freePort();
-    const created = await runCli(['webhook', 'create', '--url', `http://127.0.0.1:${port}/`, '--subscribe', 'forecast_hour.available', '--subscribe', 'initialization_time.available', '--json'], { env });
+    const created = await runCli(['webhook', 'create', '--url', `http://127.0.0.1:${port}/`, '--subscribe', 'forecast_hour.available', '--subscribe', 'initialization_time.available', '--json'], {
+      env,
+    });
     webhook = (JSON.parse(created.stdout) as { id: string }).id;
   });
   afterAll(() => emu.stop());

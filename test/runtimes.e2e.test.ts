@@ -34,7 +34,10 @@ const runtimes: Runtime[] = [
   { name: 'Node, Fastify 5 (examples/fastify.js)', start: () => ({ command: process.execPath, args: [example('fastify.js')], cwd: ROOT }) },
   { name: 'Deno, Deno.serve (examples/deno.js)', start: () => ({ command: bin('deno'), args: ['run', '--allow-env', '--allow-net=127.0.0.1', '--allow-read', example('deno.js')], cwd: ROOT }) },
   { name: 'Bun, Bun.serve (examples/bun.js)', start: () => ({ command: bin('bun'), args: ['run', example('bun.js')], cwd: ROOT }) },
-  { name: 'Hono on Deno (examples/hono.js)', start: (port) => ({ command: bin('deno'), args: ['serve', '--host', '127.0.0.1', '--port', String(port), '--allow-env', '--allow-net=127.0.0.1', '--allow-read', example('hono.js')], cwd: ROOT }) },
+  {
+    name: 'Hono on Deno (examples/hono.js)',
+    start: (port) => ({ command: bin('deno'), args: ['serve', '--host', '127.0.0.1', '--port', String(port), '--allow-env', '--allow-net=127.0.0.1', '--allow-read', example('hono.js')], cwd: ROOT }),
+  },
   { name: 'Hono on Bun (examples/hono.js)', start: () => ({ command: bin('bun'), args: ['run', example('hono.js')], cwd: ROOT }) },
   {
     name: 'workerd, a Worker (examples/worker.js)',
@@ -112,14 +115,28 @@ async function startApp(rt: Runtime): Promise<App> {
   // ready when it answers at all (a GET of the webhook path: 404 or 405); a refused try is tried again
   // 10 ms later, so as not to spin beside a runtime that is starting (nothing here depends on the pause)
   for (;;) {
-    const answered = await Promise.race([exited, fetch(app.url).then(() => true, () => false)]);
+    const answered = await Promise.race([
+      exited,
+      fetch(app.url).then(
+        () => true,
+        () => false,
+      ),
+    ]);
     if (answered) return app;
     await new Promise((r) => setTimeout(r, 10));
   }
 }
 
 function delivery(trigger: string, o: { secret?: string; data?: Record<string, unknown> } = {}) {
-  const body = JSON.stringify({ type: 'forecast_hour.available', webhook_id: 7, subscription_id: 3, trigger_id: trigger, created_at: '2026-11-24T06:00:00Z', test: false, data: o.data ?? { model: 'wm-6', initialization_time: '2026-11-24T00:00:00Z', forecast_hour: 12 } });
+  const body = JSON.stringify({
+    type: 'forecast_hour.available',
+    webhook_id: 7,
+    subscription_id: 3,
+    trigger_id: trigger,
+    created_at: '2026-11-24T06:00:00Z',
+    test: false,
+    data: o.data ?? { model: 'wm-6', initialization_time: '2026-11-24T00:00:00Z', forecast_hour: 12 },
+  });
   return { headers: signDelivery({ secret: o.secret ?? SECRET, body, triggerId: trigger }) as unknown as Record<string, string>, body };
 }
 

@@ -195,7 +195,12 @@ describe('listen --sink, stopped with a delivery in flight', () => {
       expect(r.status).toBe(200);
       expect(await proc.exited).toBe(130);
       expect(await triggersIn(url)).toEqual(['trg_inflight']);
-      expect(proc.lines.map((l) => JSON.parse(l) as Line).filter((l) => l.trigger_id === 'trg_inflight').map((l) => l.outcome)).toEqual(['accepted']);
+      expect(
+        proc.lines
+          .map((l) => JSON.parse(l) as Line)
+          .filter((l) => l.trigger_id === 'trg_inflight')
+          .map((l) => l.outcome),
+      ).toEqual(['accepted']);
     } finally {
       await admin.sendCommand(['CLIENT', 'UNPAUSE']).catch(() => undefined);
       await admin.quit();
@@ -220,7 +225,7 @@ describe('listen --sink, refused before the port opens', () => {
     expect(r.stderr).toContain('--sink must be nats://, redis:// or rediss://');
   });
 
-  it("a stream whose duplicate window is shorter than --dedupe-ttl: a warning at start", async () => {
+  it('a stream whose duplicate window is shorter than --dedupe-ttl: a warning at start', async () => {
     const url = `${urlOf('nats')}?dedupe=1m&keep=1h`;
     const { proc } = await startListen([url]);
     try {

@@ -39,7 +39,17 @@ function usageError(f: () => unknown): UsageError {
 describe('sink URLs', () => {
   it('nats:// names a subject, redis:// a stream; the defaults and the settings in the query', () => {
     const n = parseSinkUrl('nats://wx:pw-secret-1@broker.internal/wxhooks.deliveries');
-    expect(n).toMatchObject({ kind: 'nats', host: 'broker.internal', port: 4222, username: 'wx', password: 'pw-secret-1', name: 'wxhooks.deliveries', dedupeMs: 86_400_000, keepMs: 7 * 86_400_000, tls: false });
+    expect(n).toMatchObject({
+      kind: 'nats',
+      host: 'broker.internal',
+      port: 4222,
+      username: 'wx',
+      password: 'pw-secret-1',
+      name: 'wxhooks.deliveries',
+      dedupeMs: 86_400_000,
+      keepMs: 7 * 86_400_000,
+      tls: false,
+    });
     expect(n.shown).toBe('nats://wx:***@broker.internal/wxhooks.deliveries');
     const r = parseSinkUrl('rediss://:pw-secret-2@cache:6380/wx%3Adeliveries?db=3&dedupe=1h&keep=2d');
     expect(r).toMatchObject({ kind: 'redis', port: 6380, password: 'pw-secret-2', name: 'wx:deliveries', db: 3, dedupeMs: 3_600_000, keepMs: 2 * 86_400_000, tls: true });
@@ -165,7 +175,18 @@ describe.each(['nats', 'redis'] as const)('%s', (kind) => {
     try {
       await until(() => got !== undefined, 'the message');
       expect(Buffer.from(got!.body).equals(Buffer.from(sent.body))).toBe(true);
-      expect(got).toMatchObject({ trigger: 'trg_exact', subscription: '7', source: 'body', type: 'forecast_hour.available', layout: 'standard', timestamp: sent.timestamp, secretIndex: 0, headers: sent.headers, deliveries: 1, key: '7/trg_exact' });
+      expect(got).toMatchObject({
+        trigger: 'trg_exact',
+        subscription: '7',
+        source: 'body',
+        type: 'forecast_hour.available',
+        layout: 'standard',
+        timestamp: sent.timestamp,
+        secretIndex: 0,
+        headers: sent.headers,
+        deliveries: 1,
+        key: '7/trg_exact',
+      });
       const again = verifyDelivery({ secret: SECRET, headers: got!.headers, body: got!.body, now: sent.timestamp * 1000 });
       expect(again.ok && again.triggerId).toBe('trg_exact');
     } finally {
@@ -202,7 +223,12 @@ describe.each(['nats', 'redis'] as const)('%s', (kind) => {
       expect(events.find((e) => e.key === '7/trg_fine')?.outcome).toBe('processed');
       const dead = await readDeadLetters(url);
       expect(dead).toHaveLength(1);
-      expect(dead[0]!.fields).toMatchObject({ key: '7/trg_fails', dead_group: 'g', dead_deliveries: '3', dead_reason: 'the handler failed 3 times (the limit); the last time: refused by the app (attempt 3)' });
+      expect(dead[0]!.fields).toMatchObject({
+        key: '7/trg_fails',
+        dead_group: 'g',
+        dead_deliveries: '3',
+        dead_reason: 'the handler failed 3 times (the limit); the last time: refused by the app (attempt 3)',
+      });
       expect(JSON.parse(dead[0]!.body).trigger_id).toBe('trg_fails');
       const view = await readSink(url);
       expect(view.dead_letters.messages).toBe(1);
@@ -216,7 +242,22 @@ describe.each(['nats', 'redis'] as const)('%s', (kind) => {
     const url = urlOf(kind);
     const sink = await openSink(url);
     await writeForeign(url, { event: 'order.created' }, '{"order":1}');
-    await writeForeign(url, { wxhooks: '1', key: '7/trg_forged', trigger: 'trg_other', subscription: '7', source: 'body', layout: 'standard', timestamp: '1', secret_index: '0', received_at: '2026-11-24T00:00:00Z', headers: '{}' }, '{}');
+    await writeForeign(
+      url,
+      {
+        wxhooks: '1',
+        key: '7/trg_forged',
+        trigger: 'trg_other',
+        subscription: '7',
+        source: 'body',
+        layout: 'standard',
+        timestamp: '1',
+        secret_index: '0',
+        received_at: '2026-11-24T00:00:00Z',
+        headers: '{}',
+      },
+      '{}',
+    );
     await sink.publish(delivery('trg_after'));
     await sink.close();
     const handled: string[] = [];
@@ -246,7 +287,7 @@ describe.each(['nats', 'redis'] as const)('%s', (kind) => {
     let runs = 0;
     const { c, events } = await consumer(url, () => {
       runs++;
-      throw new MessageRefusedError('its body does not verify with the webhook\'s secret');
+      throw new MessageRefusedError("its body does not verify with the webhook's secret");
     });
     try {
       await until(() => events.some((e) => e.outcome === 'refused'), 'the refusal');
@@ -267,10 +308,14 @@ describe.each(['nats', 'redis'] as const)('%s', (kind) => {
     let release!: () => void;
     const held = new Promise<void>((r) => (release = r));
     let started = 0;
-    const { c } = await consumer(url, async (m) => {
-      started++;
-      if (m.trigger === 'trg_v2') await held;
-    }, { concurrency: 1 });
+    const { c } = await consumer(
+      url,
+      async (m) => {
+        started++;
+        if (m.trigger === 'trg_v2') await held;
+      },
+      { concurrency: 1 },
+    );
     try {
       await until(() => started === 2, 'the second delivery to be under way');
       const json = await runCli(['deliveries', 'list', '--sink', url, '--json']);
@@ -278,7 +323,12 @@ describe.each(['nats', 'redis'] as const)('%s', (kind) => {
       const view = JSON.parse(json.stdout);
       expect(view.broker).toBe(kind);
       expect(view.stream.messages).toBe(4);
-      expect(view.deliveries.map((e: { trigger_id?: string; not_ours?: string }) => e.trigger_id ?? e.not_ours)).toEqual(['trg_v1', 'trg_v2', 'trg_v3', 'not a wxhooks message: it has no "wxhooks" field']);
+      expect(view.deliveries.map((e: { trigger_id?: string; not_ours?: string }) => e.trigger_id ?? e.not_ours)).toEqual([
+        'trg_v1',
+        'trg_v2',
+        'trg_v3',
+        'not a wxhooks message: it has no "wxhooks" field',
+      ]);
       expect(view.groups).toHaveLength(1);
       // Redis hands out what a worker asks for; JetStream hands a worker one more than it works on (its pull)
       if (kind === 'redis') {
@@ -319,9 +369,13 @@ describe.each(['nats', 'redis'] as const)('%s', (kind) => {
     const states: string[] = [];
     const sink = await openSink(url, { timeoutMs: 2000, onConnection: (s) => states.push(s) });
     const seen = new Map<string, number>();
-    const { c } = await consumer(url, (m) => {
-      seen.set(m.trigger, (seen.get(m.trigger) ?? 0) + 1);
-    }, { store: new MemoryStore() });
+    const { c } = await consumer(
+      url,
+      (m) => {
+        seen.set(m.trigger, (seen.get(m.trigger) ?? 0) + 1);
+      },
+      { store: new MemoryStore() },
+    );
     const N = 1200;
     const acked = new Set<string>();
     const failed = new Set<string>();
@@ -352,9 +406,11 @@ describe.each(['nats', 'redis'] as const)('%s', (kind) => {
       for (const t of acked) expect(inStream).toContain(t);
       // the service retries what was refused: each lands once, whether or not it had got in before
       const retries = [...failed];
-      await Promise.all(Array.from({ length: 16 }, async () => {
-        for (let t = retries.pop(); t !== undefined; t = retries.pop()) await retried(sink, delivery(t));
-      }));
+      await Promise.all(
+        Array.from({ length: 16 }, async () => {
+          for (let t = retries.pop(); t !== undefined; t = retries.pop()) await retried(sink, delivery(t));
+        }),
+      );
       expect((await readSink(url, N * 2)).stream.messages).toBe(N);
       await until(() => seen.size === N, `the consumer to process all ${N}`, 30_000);
       expect([...seen.values()].every((n) => n === 1)).toBe(true);

@@ -85,6 +85,7 @@ describe('LineBuffer', () => {
 describe('isLoopback', () => {
   it('this machine only: 127.0.0.0/8, ::1, localhost and its subdomains; not every address, nor another machine', () => {
     for (const host of ['127.0.0.1', '127.1.2.3', '::1', '[::1]', 'localhost', 'LOCALHOST', 'app.localhost']) expect(isLoopback(host), host).toBe(true);
-    for (const host of ['0.0.0.0', '::', '192.168.1.2', '10.0.0.1', 'example.com', 'localhost.example.com', '128.0.0.1', '127.evil.example', '127.0.0.1.nip.io']) expect(isLoopback(host), host).toBe(false);
+    for (const host of ['0.0.0.0', '::', '192.168.1.2', '10.0.0.1', 'example.com', 'localhost.example.com', '128.0.0.1', '127.evil.example', '127.0.0.1.nip.io'])
+      expect(isLoopback(host), host).toBe(false);
   });
 });

@@ -27,11 +27,19 @@ interface Vector {
 }
 
 const vectors: Vector[] = [
-  ...LAYOUTS.filter((l) => l.signsTimestamp).map((l) => ({ name: `signed in ${l.name}`, headers: { 'trigger-id': 'trg_1', 'webhook-timestamp': String(TS), ...lower(sign(BODY, l.name)) }, body: BODY })),
+  ...LAYOUTS.filter((l) => l.signsTimestamp).map((l) => ({
+    name: `signed in ${l.name}`,
+    headers: { 'trigger-id': 'trg_1', 'webhook-timestamp': String(TS), ...lower(sign(BODY, l.name)) },
+    body: BODY,
+  })),
   { name: 'hex-body, pinned', headers: lower(sign(BODY, 'hex-body')), body: BODY, scheme: 'hex-body' },
   { name: 'hex-body, not pinned: said so', headers: { 'trigger-id': 'trg_1', 'webhook-timestamp': String(TS), ...lower(sign(BODY, 'hex-body')) }, body: BODY },
   { name: 'the second of two secrets (a rotation)', headers: lower(sign(BODY, 'standard', OLD)), body: BODY, secrets: [SECRET, OLD] },
-  { name: 'two signatures, the second matching', headers: { ...lower(sign(BODY)), 'webhook-signature': `v1,${Buffer.alloc(32, 1).toString('base64')} ${sign(BODY)['Webhook-Signature']}` }, body: BODY },
+  {
+    name: 'two signatures, the second matching',
+    headers: { ...lower(sign(BODY)), 'webhook-signature': `v1,${Buffer.alloc(32, 1).toString('base64')} ${sign(BODY)['Webhook-Signature']}` },
+    body: BODY,
+  },
   { name: 'a tampered body', headers: lower(sign(BODY)), body: BODY.replace('wm-6', 'wm-7') },
   { name: 'a re-formatted body', headers: lower(sign(BODY)), body: JSON.stringify(JSON.parse(BODY), null, 2) },
   { name: 'a wrong secret', headers: lower(sign(BODY, 'standard', OLD)), body: BODY },
@@ -69,10 +77,13 @@ describe('the Node entry and the web entry verify alike', () => {
     expect(session).toEqual(node);
   });
 
-  it('two Webhook-Signature headers (a rotation by a proxy that splits them): in a Headers object as in Node\'s, either one may match', async () => {
+  it("two Webhook-Signature headers (a rotation by a proxy that splits them): in a Headers object as in Node's, either one may match", async () => {
     const right = sign(BODY)['Webhook-Signature']!;
     const wrong = `v1,${Buffer.alloc(32, 1).toString('base64')}`;
-    for (const order of [[right, wrong], [wrong, right]]) {
+    for (const order of [
+      [right, wrong],
+      [wrong, right],
+    ]) {
       const headers = new Headers({ 'trigger-id': 'trg_1', 'webhook-timestamp': String(TS) });
       for (const value of order) headers.append('webhook-signature', value);
       const nodeHeaders = { 'trigger-id': 'trg_1', 'webhook-timestamp': String(TS), 'webhook-signature': order };

@@ -9,8 +9,7 @@ describe.each(['live', 'documented'] as const)('webhooks against a service answe
   let svc: FakeService;
   let dir: string;
   let receiver: TestServer;
-  const cli = (args: string[], extra: { env?: Record<string, string>; stdin?: string } = {}) =>
-    runCli(args, { env: { ...svc.env, ...extra.env }, stdin: extra.stdin });
+  const cli = (args: string[], extra: { env?: Record<string, string>; stdin?: string } = {}) => runCli(args, { env: { ...svc.env, ...extra.env }, stdin: extra.stdin });
 
   beforeAll(async () => {
     receiver = await startServer((_q, res) => sendJson(res, 200, { ok: true }));
@@ -33,9 +32,18 @@ describe.each(['live', 'documented'] as const)('webhooks against a service answe
 
   it('create: sends the map of subscriptions, stores the secret 0600 in a 0700 folder, shows it once', async () => {
     const r = await cli([
-      'webhook', 'create', '--url', 'https://example.com/hooks', '--name', 'prod', '--note', 'paging',
-      '--subscribe', 'forecast_hour.available:model=wm-6;hours=0:00,12:00;response=gridded',
-      '--subscribe', 'degree_days.available',
+      'webhook',
+      'create',
+      '--url',
+      'https://example.com/hooks',
+      '--name',
+      'prod',
+      '--note',
+      'paging',
+      '--subscribe',
+      'forecast_hour.available:model=wm-6;hours=0:00,12:00;response=gridded',
+      '--subscribe',
+      'degree_days.available',
     ]);
     expect(r.code).toBe(0);
     const req = svc.api()[0]!;
@@ -60,7 +68,13 @@ describe.each(['live', 'documented'] as const)('webhooks against a service answe
     const shown = await cli(['secret', 'show', '1']);
     expect(shown.stdout).toBe(`${secret}\n`);
     // never again: get, list, verbose
-    for (const args of [['webhook', 'get', '1'], ['webhook', 'list'], ['webhook', 'get', '1', '--json', '--verbose'], ['webhook', 'list', '--json'], ['secret', 'list', '--json']]) {
+    for (const args of [
+      ['webhook', 'get', '1'],
+      ['webhook', 'list'],
+      ['webhook', 'get', '1', '--json', '--verbose'],
+      ['webhook', 'list', '--json'],
+      ['secret', 'list', '--json'],
+    ]) {
       const out = await cli(args);
       expect(out.code, args.join(' ')).toBe(0);
       expect(out.stdout + out.stderr, args.join(' ')).not.toContain(secret);
@@ -110,7 +124,12 @@ describe.each(['live', 'documented'] as const)('webhooks against a service answe
     const all = await cli(['webhook', 'list', '--all', '--page-size', '2', '--json']);
     const parsed = JSON.parse(all.stdout) as { webhooks: { id: string }[]; total: number };
     expect(parsed.webhooks.map((w) => w.id)).toEqual(['1', '2', '3', '4', '5']);
-    expect(svc.api().slice(before + 2).map((r) => r.query.page)).toEqual(['1', '2', '3']);
+    expect(
+      svc
+        .api()
+        .slice(before + 2)
+        .map((r) => r.query.page),
+    ).toEqual(['1', '2', '3']);
   });
 
   it('get: the webhook and its subscriptions; 404 exits 4 naming it', async () => {
@@ -155,8 +174,23 @@ describe.each(['live', 'documented'] as const)('webhooks against a service answe
     await create();
     const before = svc.api().length;
     const add = await cli([
-      'subscription', 'add', '1', 'forecast_hour.available', '--model', 'wm-6', '--hours', '0:00,12:00', '--response', 'interpolated_point_forecast',
-      '--response-option', 'coordinates=37.77,-122.42', '--response-option', 'include_distribution=false', '--note', 'n1', '--json',
+      'subscription',
+      'add',
+      '1',
+      'forecast_hour.available',
+      '--model',
+      'wm-6',
+      '--hours',
+      '0:00,12:00',
+      '--response',
+      'interpolated_point_forecast',
+      '--response-option',
+      'coordinates=37.77,-122.42',
+      '--response-option',
+      'include_distribution=false',
+      '--note',
+      'n1',
+      '--json',
     ]);
     expect(add.code).toBe(0);
     expect(svc.api()[before]).toMatchObject({
@@ -280,9 +314,7 @@ describe('the secret is never lost', () => {
     const dir = tempDir();
     const svc = await startService('live', dir);
     try {
-      const results = await Promise.all(
-        Array.from({ length: 20 }, (_, i) => runCli(['webhook', 'create', '--url', `https://example.com/${i}`, '--json'], { env: svc.env, timeoutMs: 60_000 })),
-      );
+      const results = await Promise.all(Array.from({ length: 20 }, (_, i) => runCli(['webhook', 'create', '--url', `https://example.com/${i}`, '--json'], { env: svc.env, timeoutMs: 60_000 })));
       expect(results.map((r) => r.code)).toEqual(Array(20).fill(0));
       const stored = JSON.parse(readFileSync(join(dir, 'secrets.json'), 'utf8')) as { secrets: Record<string, Record<string, { secret: string }>> };
       const entries = stored.secrets[svc.url]!;

@@ -26,18 +26,12 @@ export function normalizeBaseUrl(text: string, where: string): string {
  * `--base-url`, else `WX_BASE_URL`, else the stored setting; `stored` is only
  * called when the first two are absent (it may load the settings file).
  */
-export function resolveBaseUrl(
-  flag: string | undefined,
-  env: string | undefined,
-  stored: () => string | undefined,
-): ResolvedBaseUrl {
+export function resolveBaseUrl(flag: string | undefined, env: string | undefined, stored: () => string | undefined): ResolvedBaseUrl {
   if (flag !== undefined) return { url: normalizeBaseUrl(flag, '--base-url'), source: 'flag' };
   if (env) return { url: normalizeBaseUrl(env, 'WX_BASE_URL'), source: 'env' };
   const setting = stored();
   if (setting) return { url: normalizeBaseUrl(setting, 'The stored base-url setting'), source: 'setting' };
   throw new UsageError('No service address is set.', {
-    hint:
-      'Pass --base-url URL, or set WX_BASE_URL, or store one with `wxhooks config set base-url URL`. ' +
-      'To work offline, start a local copy of the service with `wxhooks emulator`.',
+    hint: 'Pass --base-url URL, or set WX_BASE_URL, or store one with `wxhooks config set base-url URL`. ' + 'To work offline, start a local copy of the service with `wxhooks emulator`.',
   });
 }

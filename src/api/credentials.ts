@@ -27,7 +27,7 @@ export interface Credentials {
 const HOW_TO_SET =
   'Set it in your shell: `export WX_API_KEY=...` (macOS/Linux; add the line to ~/.zshrc or ~/.bashrc to keep it), ' +
   'or on Windows `setx WX_API_KEY "..."` (PowerShell for this session: `$env:WX_API_KEY = "..."`). ' +
-  'WB_API_KEY, the name the service\'s own client uses, is read too.';
+  "WB_API_KEY, the name the service's own client uses, is read too.";
 
 const CLIENT_ID = /^[a-z0-9_]+$/;
 const UUID_V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/i;

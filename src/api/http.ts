@@ -216,11 +216,7 @@ export class HttpClient {
         headers.authorization = await this.options.credentials.authorization();
         const who = this.options.credentials.clientId ? ` for client ${this.options.credentials.clientId}` : '';
         this.log(`→ ${method} ${url}  (attempt ${attempt}, Authorization: ${this.options.credentials.scheme === 'bearer' ? 'Bearer' : 'Basic'} ***${who})`);
-        const res = await exchange(
-          url,
-          { method, headers, body, signal: controller.signal },
-          this.options.dispatcher ?? (this.options.proxy ? proxyDispatcher(this.options.proxy) : undefined),
-        );
+        const res = await exchange(url, { method, headers, body, signal: controller.signal }, this.options.dispatcher ?? (this.options.proxy ? proxyDispatcher(this.options.proxy) : undefined));
         status = res.status;
         retryAfterHeader = res.retryAfter;
         text = res.text;
@@ -284,7 +280,7 @@ export class HttpClient {
       return new UnreachableError(`The service answered ${status}${tries}${saying}`, {
         status,
         serviceMessage,
-        hint: method === 'GET' ? 'The service is having trouble; try again later.' : options.writeHint ?? WRITE_HINT,
+        hint: method === 'GET' ? 'The service is having trouble; try again later.' : (options.writeHint ?? WRITE_HINT),
       });
     }
     return new RefusedError(`The service refused the request (${status})${saying}`, { status, serviceMessage });
@@ -310,8 +306,7 @@ export class HttpClient {
 
 const NEVER_SENT = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_CONNECT_TIMEOUT']);
 
-const WRITE_HINT =
-  'The change may have been applied anyway, and writes are never retried: check the webhook\'s state with `wxhooks webhook list` or `wxhooks webhook get ID` before trying again.';
+const WRITE_HINT = "The change may have been applied anyway, and writes are never retried: check the webhook's state with `wxhooks webhook list` or `wxhooks webhook get ID` before trying again.";
 
 function parseBody(text: string): unknown {
   if (!text.trim()) return null;

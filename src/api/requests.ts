@@ -22,7 +22,10 @@ export interface SubscriptionFlags {
 
 /** `H:MM` hours of day, comma-separated or repeated. */
 export function checkHours(values: string[]): string[] {
-  const out = values.flatMap((v) => v.split(',')).map((v) => v.trim()).filter(Boolean);
+  const out = values
+    .flatMap((v) => v.split(','))
+    .map((v) => v.trim())
+    .filter(Boolean);
   for (const h of out) {
     const problem = hourOfDayProblem(h);
     if (problem) throw new UsageError(`${problem}.`, { hint: 'Use values such as 0:00, 6:00, 12:00, 18:30.' });
@@ -35,7 +38,11 @@ function checkType(type: string): string {
   return type;
 }
 
-const listOf = (values: string[] | undefined) => (values ?? []).flatMap((v) => v.split(',')).map((v) => v.trim()).filter(Boolean);
+const listOf = (values: string[] | undefined) =>
+  (values ?? [])
+    .flatMap((v) => v.split(','))
+    .map((v) => v.trim())
+    .filter(Boolean);
 
 function parseOptionValue(v: string): unknown {
   if (v === 'true') return true;
@@ -156,8 +163,7 @@ export function parseSubscribeSpec(spec: string): { type: string; config: Subscr
 }
 
 const SPEC_HINT =
-  'Form: TYPE[:key=value[;key=value]...], keys model, hours (H:MM,...), event_type, response, note. ' +
-  "Example: --subscribe 'forecast_hour.available:model=wm-6;hours=0:00,12:00;response=gridded'";
+  'Form: TYPE[:key=value[;key=value]...], keys model, hours (H:MM,...), event_type, response, note. ' + "Example: --subscribe 'forecast_hour.available:model=wm-6;hours=0:00,12:00;response=gridded'";
 
 export interface CreateFlags {
   url?: string;

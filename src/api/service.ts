@@ -1,14 +1,7 @@
 import { DeliveryFailedError, RefusedError, UnreachableError } from '../errors.js';
 import type { HttpClient } from './http.js';
 import { pathId } from './ids.js';
-import {
-  notTheService,
-  normalizeWebhook,
-  normalizeWebhookPage,
-  type AuthStatus,
-  type Webhook,
-  type WebhookPage,
-} from './normalize.js';
+import { notTheService, normalizeWebhook, normalizeWebhookPage, type AuthStatus, type Webhook, type WebhookPage } from './normalize.js';
 
 export interface ListParams {
   page?: number;
@@ -82,8 +75,7 @@ export class Service {
   async createWebhook(body: Record<string, unknown>): Promise<Webhook> {
     const { data } = await this.http.request('POST', '/webhooks/v1', {
       body,
-      writeHint:
-        'The webhook may have been created anyway, and creates are never retried: look for it with `wxhooks webhook list --url URL` before trying again.',
+      writeHint: 'The webhook may have been created anyway, and creates are never retried: look for it with `wxhooks webhook list --url URL` before trying again.',
     });
     return normalizeWebhook(data);
   }
@@ -119,11 +111,10 @@ export class Service {
   }
 
   async updateSubscription(id: string, subscriptionId: string, body: SubscriptionBody): Promise<Webhook> {
-    const { data } = await this.http.request(
-      'PATCH',
-      `/webhooks/v1/${pathId(id, 'webhook id')}/subscriptions/${pathId(subscriptionId, 'subscription id')}`,
-      { body, subject: `subscription ${subscriptionId} of webhook ${id}` },
-    );
+    const { data } = await this.http.request('PATCH', `/webhooks/v1/${pathId(id, 'webhook id')}/subscriptions/${pathId(subscriptionId, 'subscription id')}`, {
+      body,
+      subject: `subscription ${subscriptionId} of webhook ${id}`,
+    });
     return normalizeWebhook(data);
   }
 
@@ -136,14 +127,10 @@ export class Service {
   /** One test delivery. Any answer but 2xx, 401/403 and 404 means the attempt failed (exit 7), a 5xx included. */
   async ping(id: string, subscriptionId: string): Promise<void> {
     try {
-      await this.http.request(
-        'POST',
-        `/webhooks/v1/${pathId(id, 'webhook id')}/subscriptions/${pathId(subscriptionId, 'subscription id')}/ping`,
-        {
-          subject: `subscription ${subscriptionId} of webhook ${id}`,
-          writeHint: 'The test delivery may have been sent anyway; pings are never retried.',
-        },
-      );
+      await this.http.request('POST', `/webhooks/v1/${pathId(id, 'webhook id')}/subscriptions/${pathId(subscriptionId, 'subscription id')}/ping`, {
+        subject: `subscription ${subscriptionId} of webhook ${id}`,
+        writeHint: 'The test delivery may have been sent anyway; pings are never retried.',
+      });
     } catch (err) {
       if ((err instanceof RefusedError || err instanceof UnreachableError) && err.status !== undefined) {
         const said = err.serviceMessage;

@@ -39,7 +39,10 @@ Examples:
  */
 export async function runWebhookIds(ctx: Context): Promise<void> {
   const stored = await (await secretStoreFor(ctx)).list().catch(() => []);
-  const base = await baseUrlFor(ctx).then((b) => b.url, () => undefined);
+  const base = await baseUrlFor(ctx).then(
+    (b) => b.url,
+    () => undefined,
+  );
   const mine = stored.filter((s) => s.base_url === base);
   const ids = [...new Set((mine.length ? mine : stored).map((s) => s.webhook_id))].sort((a, b) => Number(a) - Number(b) || a.localeCompare(b));
   if (ids.length) ctx.stdout.write(`${ids.join('\n')}\n`);
@@ -81,15 +84,17 @@ const FLAG_VALUES: Record<string, readonly string[]> = {
 export function commandPaths(program: Command): Node[] {
   const out: Node[] = [];
   const flagsOf = (cmd: Command): Flag[] =>
-    cmd.options.filter((o) => !o.hidden).flatMap((o) =>
-      [o.long, o.short]
-        .filter((f): f is string => Boolean(f))
-        .map((name) => {
-          const takesValue = o.required || o.optional;
-          const values = o.argChoices?.length ? [...o.argChoices] : takesValue && o.long && FLAG_VALUES[o.long] ? [...FLAG_VALUES[o.long]!] : undefined;
-          return { name, takesValue, description: o.description, ...(values ? { values } : {}) };
-        }),
-    );
+    cmd.options
+      .filter((o) => !o.hidden)
+      .flatMap((o) =>
+        [o.long, o.short]
+          .filter((f): f is string => Boolean(f))
+          .map((name) => {
+            const takesValue = o.required || o.optional;
+            const values = o.argChoices?.length ? [...o.argChoices] : takesValue && o.long && FLAG_VALUES[o.long] ? [...FLAG_VALUES[o.long]!] : undefined;
+            return { name, takesValue, description: o.description, ...(values ? { values } : {}) };
+          }),
+      );
   const help: Flag = { name: '--help', takesValue: false, description: 'show help' };
   const globals = flagsOf(program);
   const walk = (cmd: Command, path: string) => {
@@ -120,8 +125,7 @@ function lookups(program: Command): string {
 
 function tables(program: Command): string {
   const nodes = commandPaths(program);
-  const lookup = (name: string, words: (n: Node) => string[]) =>
-    `${name}() {\n  case "$1" in\n${nodes.map((n) => `    ${q(n.path)}) echo ${q(words(n).join(' '))} ;;`).join('\n')}\n  esac\n}`;
+  const lookup = (name: string, words: (n: Node) => string[]) => `${name}() {\n  case "$1" in\n${nodes.map((n) => `    ${q(n.path)}) echo ${q(words(n).join(' '))} ;;`).join('\n')}\n  esac\n}`;
   const values = nodes.flatMap((n) => n.flags.filter((f) => f.values).map((f) => [`${n.path} ${f.name}`, f.values!] as const));
   const valueLookup = `_wxhooks_values() {\n  case "$1 $2" in\n${values.map(([key, v]) => `    ${q(key)}) echo ${q(v.join(' '))} ;;`).join('\n')}\n  esac\n}`;
   return [lookup('_wxhooks_subs', (n) => n.subs.map((s) => s.name)), lookup('_wxhooks_opts', (n) => n.flags.map((f) => f.name)), lookup('_wxhooks_args', (n) => n.values), valueLookup].join('\n');
@@ -160,7 +164,14 @@ complete -o default -F _wxhooks wxhooks
 export function zshScript(program: Command): string {
   const nodes = commandPaths(program);
   const described = (name: string, pick: (n: Node) => { name: string; description: string }[]) =>
-    `${name}() {\n  case "$1" in\n${nodes.map((n) => `    ${q(n.path)}) reply=(${pick(n).map((x) => q(`${x.name.replace(/:/g, '\\:')}:${x.description.slice(0, 70)}`)).join(' ')}) ;;`).join('\n')}\n  esac\n}`;
+    `${name}() {\n  case "$1" in\n${nodes
+      .map(
+        (n) =>
+          `    ${q(n.path)}) reply=(${pick(n)
+            .map((x) => q(`${x.name.replace(/:/g, '\\:')}:${x.description.slice(0, 70)}`))
+            .join(' ')}) ;;`,
+      )
+      .join('\n')}\n  esac\n}`;
   return `#compdef wxhooks
 # wxhooks completion for zsh
 ${lookups(program)}

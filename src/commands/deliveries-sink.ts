@@ -41,7 +41,11 @@ export async function runDeliveriesSink(ctx: Context, url: string, o: { type?: s
       parts.push(
         table(
           ['ID', 'RECEIVED', 'TYPE', 'TRIGGER', 'SUB', 'LAYOUT', 'SIZE'],
-          view.deliveries.map((e) => (e.not_ours ? [e.id, '', `not ours: ${e.not_ours}`, '', '', '', String(e.size)] : [e.id, e.received_at ?? '', e.type ?? '', e.trigger_id ?? '', e.subscription_id ?? '', e.layout ?? '', String(e.size)])),
+          view.deliveries.map((e) =>
+            e.not_ours
+              ? [e.id, '', `not ours: ${e.not_ours}`, '', '', '', String(e.size)]
+              : [e.id, e.received_at ?? '', e.type ?? '', e.trigger_id ?? '', e.subscription_id ?? '', e.layout ?? '', String(e.size)],
+          ),
           tty,
         ),
       );

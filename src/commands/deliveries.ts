@@ -32,14 +32,17 @@ async function checkSecrets(ctx: Context, o: CheckOptions, command: string): Pro
 export function register(cmd: Command, act: Act): void {
   const list = cmd
     .command('list')
-    .description('the deliveries saved in a `listen --save-dir` folder, or kept in a shared store\'s history, oldest first')
+    .description("the deliveries saved in a `listen --save-dir` folder, or kept in a shared store's history, oldest first")
     .option('--type <type>', 'only this type')
-    .option('--outcome <outcome>', 'only this outcome: "verified", "test" (a test ping), "unverified" (a saved file that shows no verification), and from a store\'s history also what was refused ("duplicate", ...)')
-    .option('--sink <url>', 'or what a sink\'s stream holds (nats://host:4222/SUBJECT, redis://host:6379/STREAM): its newest 100 messages, what each consumer group has pending, the dead letters');
+    .option(
+      '--outcome <outcome>',
+      'only this outcome: "verified", "test" (a test ping), "unverified" (a saved file that shows no verification), and from a store\'s history also what was refused ("duplicate", ...)',
+    )
+    .option('--sink <url>', "or what a sink's stream holds (nats://host:4222/SUBJECT, redis://host:6379/STREAM): its newest 100 messages, what each consumer group has pending, the dead letters");
   secretSourceOptions(deliverySourceOptions(list), 'with --dir, check saved files without the mark with')
     .addHelpText(
       'after',
-      '\nA folder\'s file is verified when it carries the mark of the listen that saved it with this store folder\n(WXHOOKS_CONFIG_DIR), or when its own signature verifies with the secret given (--webhook, --secret-env).\n\nExamples:\n  $ wxhooks deliveries list --dir ./deliveries\n  $ wxhooks deliveries list --dir ./deliveries --type initialization_time.available --json\n  $ wxhooks deliveries list --dir ./copied-from-the-server --webhook 7\n  $ wxhooks deliveries list --store postgres://wxhooks@db.internal/wxhooks --outcome unverified\n  $ wxhooks deliveries list --sink nats://broker.internal:4222/wxhooks.deliveries',
+      "\nA folder's file is verified when it carries the mark of the listen that saved it with this store folder\n(WXHOOKS_CONFIG_DIR), or when its own signature verifies with the secret given (--webhook, --secret-env).\n\nExamples:\n  $ wxhooks deliveries list --dir ./deliveries\n  $ wxhooks deliveries list --dir ./deliveries --type initialization_time.available --json\n  $ wxhooks deliveries list --dir ./copied-from-the-server --webhook 7\n  $ wxhooks deliveries list --store postgres://wxhooks@db.internal/wxhooks --outcome unverified\n  $ wxhooks deliveries list --sink nats://broker.internal:4222/wxhooks.deliveries",
     )
     .action(act(runDeliveriesList));
   const show = cmd
@@ -55,7 +58,10 @@ export function register(cmd: Command, act: Act): void {
     .argument('<which>', 'a saved file, a history id (#12) from a store, or a Trigger-Id (or a unique start of one): its latest verified attempt')
     .addOption(valued('--to <url>', 'the receiver (your app)', url).makeOptionMandatory());
   secretSourceOptions(deliverySourceOptions(replay), 'sign with')
-    .addHelpText('after', '\nOnly what verified is replayed: a request that did not verify is never signed with the secret (exit 9), nor a\nsaved file that shows no verification (the mark of this store\'s listen, or its own signature with the secret).\nExit 0 when the receiver answers 2xx, 7 when it answers anything else, 6 when it cannot be reached.\n\nExamples:\n  $ wxhooks deliveries replay trg_00mwq3… --dir ./deliveries --to http://localhost:3000/hooks --webhook 7\n  $ wxhooks deliveries replay \'#12\' --store "$WXHOOKS_STORE_URL" --to http://localhost:3000/hooks --webhook 7')
+    .addHelpText(
+      'after',
+      "\nOnly what verified is replayed: a request that did not verify is never signed with the secret (exit 9), nor a\nsaved file that shows no verification (the mark of this store's listen, or its own signature with the secret).\nExit 0 when the receiver answers 2xx, 7 when it answers anything else, 6 when it cannot be reached.\n\nExamples:\n  $ wxhooks deliveries replay trg_00mwq3… --dir ./deliveries --to http://localhost:3000/hooks --webhook 7\n  $ wxhooks deliveries replay '#12' --store \"$WXHOOKS_STORE_URL\" --to http://localhost:3000/hooks --webhook 7",
+    )
     .action(act(runDeliveriesReplay));
 }
 
@@ -76,7 +82,16 @@ export async function runDeliveriesList(ctx: Context, o: SourceOptions & CheckOp
   emit(ctx, { deliveries: entries.map(({ model: _m, initialization_time: _i, forecast_hour: _h, ...e }) => e) }, () =>
     table(
       ['RECEIVED', 'TYPE', 'TRIGGER', 'SUB', 'OUTCOME', 'SIZE', store ? 'ID' : 'FILE', ...(store ? ['INSTANCE'] : [])],
-      entries.map((e) => [e.received_at, printable(e.type ?? ''), printable(e.trigger_id ?? ''), printable(e.subscription_id ?? ''), e.outcome, String(e.size), e.ref, ...(store ? [e.instance ?? ''] : [])]),
+      entries.map((e) => [
+        e.received_at,
+        printable(e.type ?? ''),
+        printable(e.trigger_id ?? ''),
+        printable(e.subscription_id ?? ''),
+        e.outcome,
+        String(e.size),
+        e.ref,
+        ...(store ? [e.instance ?? ''] : []),
+      ]),
       Boolean(ctx.stdout.isTTY),
     ),
   );

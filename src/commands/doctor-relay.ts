@@ -26,7 +26,12 @@ export async function relayChecks(ctx: Context, relay: string, webhook: { id: st
   const url = inboundUrl(relay, channel);
   const known = status.channels.find((c) => c.channel === channel);
   if (!known) {
-    checks.push({ name: 'relay channel', ok: false, detail: `the relay has no channel ${channel} for webhook ${webhook.id}`, hint: `Start \`wxhooks listen --relay ${relay} --webhook ${webhook.id}\` once: it gives the relay the webhook's secret.` });
+    checks.push({
+      name: 'relay channel',
+      ok: false,
+      detail: `the relay has no channel ${channel} for webhook ${webhook.id}`,
+      hint: `Start \`wxhooks listen --relay ${relay} --webhook ${webhook.id}\` once: it gives the relay the webhook's secret.`,
+    });
   } else {
     checks.push({ name: 'relay channel', ok: true, detail: `channel ${channel}: ${known.connected ? 'a listen is connected' : 'no listen connected'}, ${known.queued} queued` });
   }

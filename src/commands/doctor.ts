@@ -28,7 +28,7 @@ export function register(cmd: Command, act: Act): void {
     .addOption(valued('--webhook <id>', 'the webhook to check, link by link', identifier))
     .addOption(valued('--public-url <url>', 'the public URL (a tunnel) that should lead to this machine', url))
     .addOption(valued('--relay <url>', 'your relay (`wxhooks relay`): check it answers, takes WXHOOKS_RELAY_TOKEN, and with --webhook knows its channel (default: WXHOOKS_RELAY_URL)', url))
-    .addOption(valued('--port <port>', 'the local port the URL leads to (default: the URL\'s own port when it is local, else 8787)', port))
+    .addOption(valued('--port <port>', "the local port the URL leads to (default: the URL's own port when it is local, else 8787)", port))
     .addHelpText(
       'after',
       `
@@ -150,7 +150,12 @@ export async function diagnose(ctx: Context, o: DoctorOptions): Promise<{ checks
   } else if (reason && emulator) {
     checks.push({ name: 'url', ok: true, detail: `${where} is ${reason}`, note: 'fine for the emulator, which runs here; the live service could not reach it' });
   } else if (reason) {
-    checks.push({ name: 'url', ok: false, detail: `${where} is ${reason}: the service cannot reach it`, hint: 'Expose the receiver with a tunnel (ngrok http 8787), then `wxhooks webhook update ID --url https://…`, or use `wxhooks listen --public-url`.' });
+    checks.push({
+      name: 'url',
+      ok: false,
+      detail: `${where} is ${reason}: the service cannot reach it`,
+      hint: 'Expose the receiver with a tunnel (ngrok http 8787), then `wxhooks webhook update ID --url https://…`, or use `wxhooks listen --public-url`.',
+    });
   } else if (!hook.url.startsWith('https:')) {
     checks.push({ name: 'url', ok: false, detail: `${where} is not https`, hint: 'The live service delivers to https URLs; a tunnel gives one.' });
   } else {
@@ -200,7 +205,14 @@ async function deliveryChecks(ctx: Context, service: Service, hook: Webhook, sec
       if (running) return throughListen(service, hook, running);
     }
     if (err instanceof BindError) {
-      return [{ name: 'delivery', ok: false, detail: `no receiver could be started on port ${listenPort}: ${messageOf(err)}`, hint: 'Is `wxhooks listen` running there? Stop it, or check with `wxhooks listen --webhook ID --check` instead.' }];
+      return [
+        {
+          name: 'delivery',
+          ok: false,
+          detail: `no receiver could be started on port ${listenPort}: ${messageOf(err)}`,
+          hint: 'Is `wxhooks listen` running there? Stop it, or check with `wxhooks listen --webhook ID --check` instead.',
+        },
+      ];
     }
     throw err;
   } finally {
@@ -250,7 +262,11 @@ function report(ctx: Context, checks: Check[], webhooks: Webhook[] | undefined, 
       return text;
     });
     if (webhooks) {
-      lines.push(webhooks.length ? `Webhooks: ${webhooks.map((h) => `${h.id} (${printable(h.url)}${temporaryOf(h) ? ', temporary' : ''})`).join(', ')}` : 'No webhooks yet: create one with `wxhooks webhook create` or `wxhooks listen --public-url URL`.');
+      lines.push(
+        webhooks.length
+          ? `Webhooks: ${webhooks.map((h) => `${h.id} (${printable(h.url)}${temporaryOf(h) ? ', temporary' : ''})`).join(', ')}`
+          : 'No webhooks yet: create one with `wxhooks webhook create` or `wxhooks listen --public-url URL`.',
+      );
       if (webhooks.length) lines.push(style.dim(`Check one, link by link: wxhooks doctor --webhook ${webhooks[0]!.id}${o.publicUrl ? ` --public-url ${o.publicUrl}` : ''}`));
     }
     return lines.join('\n');

@@ -24,7 +24,9 @@ export function register(cmd: Command, act: Act): void {
     .option('--api-key <key>', 'the API key it accepts: a current wb_ key, or a legacy key (default: the wb_ key it made the first time, kept in the store folder)')
     .option('--new-key', 'make a new wb_ key (and keep it) instead of the one kept from before')
     .option('--client-id <id>', 'the client id it reports and accepts with Basic auth (default: emulator, or the one in a wb_ --api-key)')
-    .addOption(valued('--retry-delays <list>', 'delays before the (up to 3) retries of a failed delivery', durations, [[...DEFAULTS.retryDelaysMs], DEFAULTS.retryDelaysMs.map(formatDuration).join(',')]))
+    .addOption(
+      valued('--retry-delays <list>', 'delays before the (up to 3) retries of a failed delivery', durations, [[...DEFAULTS.retryDelaysMs], DEFAULTS.retryDelaysMs.map(formatDuration).join(',')]),
+    )
     .addOption(valued('--attempt-timeout <duration>', 'a delivery with no answer by then has failed', timeLimit, [10_000, '10s']))
     .addOption(valued('--concurrency <n>', 'delivery attempts in flight at once, across every webhook', integer(1, 10_000), [64, '64']))
     .option('--data-file <file>', 'keep webhooks in this file (default: emulator-PORT.json in the store folder, so they survive a restart)')
@@ -49,7 +51,7 @@ answer or error, and when the next retry is due.`,
 
   cmd
     .command('deliveries')
-    .description('list the delivery attempts the emulator made: the receiver\'s answer or error, and the next retry')
+    .description("list the delivery attempts the emulator made: the receiver's answer or error, and the next retry")
     .addOption(valued('--webhook <id>', 'only the attempts to this webhook', identifier))
     .addOption(valued('--trigger <id>', 'only the attempts of this trigger (a Trigger-Id)', identifier))
     .option('--failed', 'only the attempts that failed')
@@ -146,7 +148,12 @@ export async function runEmulator(ctx: Context, opts: EmulatorCommandOptions): P
     line(ctx.stdout, style.dim('Next, in another shell, paste the export line, then:'));
     line(ctx.stdout, style.dim('  wxhooks webhook create --url http://127.0.0.1:8787/ --subscribe forecast_hour.available   # prints its id, 1 the first time'));
     line(ctx.stdout, style.dim('  wxhooks listen --webhook 1 --port 8787                                                   # verifies with its stored secret'));
-    line(ctx.stdout, style.dim(`and in a third: wxhooks trigger forecast_hour.available. Each delivery attempt shows here. Ctrl-C stops the emulator; its key${dataFile ? ' and webhooks are' : ' is'} kept for the next start.`));
+    line(
+      ctx.stdout,
+      style.dim(
+        `and in a third: wxhooks trigger forecast_hour.available. Each delivery attempt shows here. Ctrl-C stops the emulator; its key${dataFile ? ' and webhooks are' : ' is'} kept for the next start.`,
+      ),
+    );
     line(ctx.stdout, '');
   }
   if (!isLoopback(opts.host)) {

@@ -41,7 +41,8 @@ export function checkRelayOptions(ctx: Context, o: { relay?: string; webhook?: s
         hint: 'Give --webhook ID (its stored secret; a lasting channel), or neither (a temporary webhook whose URL is the relay).',
       });
     }
-    if (name === 'check') throw new UsageError('--relay cannot go with --check yet: --check pings through a local port.', { hint: 'Use `wxhooks doctor --relay URL --webhook ID` to check the relay link.' });
+    if (name === 'check')
+      throw new UsageError('--relay cannot go with --check yet: --check pings through a local port.', { hint: 'Use `wxhooks doctor --relay URL --webhook ID` to check the relay link.' });
     throw new UsageError(`--relay cannot go with ${flag}: with a relay, listen opens no port of its own (the service posts to the relay, and listen connects out to it).`, {
       hint: `Drop ${flag}, or drop --relay to listen on a port.`,
     });
@@ -53,7 +54,9 @@ export function checkRelayOptions(ctx: Context, o: { relay?: string; webhook?: s
     });
   }
   if (o.webhook !== undefined && o.subscribe !== undefined) {
-    throw new UsageError('--subscribe is for the temporary webhook --relay creates without --webhook: an existing webhook keeps its own subscriptions.', { hint: 'Drop --subscribe, or drop --webhook.' });
+    throw new UsageError('--subscribe is for the temporary webhook --relay creates without --webhook: an existing webhook keeps its own subscriptions.', {
+      hint: 'Drop --subscribe, or drop --webhook.',
+    });
   }
 }
 
@@ -68,7 +71,11 @@ export function webhookChannel(webhook: string, baseUrl: string): string {
  * The one-command loop: a temporary webhook whose URL is a fresh channel's inbound URL, subscribed as
  * --subscribe asks (or to every type); its secret goes to the relay over the authenticated connection.
  */
-export async function relayTemporary(ctx: Context, o: { relay: string; subscribe?: string[]; clean?: boolean }, report: (event: TemporaryEvent) => void): Promise<{ temporary: Temporary; target: RelayTarget; base: string }> {
+export async function relayTemporary(
+  ctx: Context,
+  o: { relay: string; subscribe?: string[]; clean?: boolean },
+  report: (event: TemporaryEvent) => void,
+): Promise<{ temporary: Temporary; target: RelayTarget; base: string }> {
   const { service } = await serviceFor(ctx);
   const channel = newChannelName();
   const temporary = await createTemporary(service, {

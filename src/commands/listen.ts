@@ -70,7 +70,9 @@ function declareListen(cmd: Command) {
     .option('--clean', 'with --public-url: delete the temporary webhooks of this host that no running listen holds')
     .option('--check', 'once ready, ping each subscription through the service and say which link of the chain works')
     .optionsGroup('What it does with a verified delivery:')
-    .addOption(accumulated('--forward-to <url|type=url>', 'POST each verified delivery (exact bytes and headers) to your app: TYPE=URL for a type (repeatable), a URL alone for every other type', forwardRoute))
+    .addOption(
+      accumulated('--forward-to <url|type=url>', 'POST each verified delivery (exact bytes and headers) to your app: TYPE=URL for a type (repeatable), a URL alone for every other type', forwardRoute),
+    )
     .addOption(valued('--forward-timeout <duration>', 'how long your app may take', timeLimit, msDefault(DEFAULTS.forwardTimeoutMs)))
     .addOption(sinkOption())
     .option('--save-dir <dir>', 'write each verified delivery to a file that `verify` and `send` read back')
@@ -78,25 +80,48 @@ function declareListen(cmd: Command) {
     .optionsGroup('Processed once (the processed pairs):')
     .addOption(valued('--dedupe-ttl <duration>', 'how long a processed (trigger, subscription) pair is remembered', duration, msDefault(DEFAULTS.pairTtlMs)))
     .option('--fsync', 'sync each processed pair to the disk before answering (survives a power loss; slower)')
-    .option('--store <url>', `where processed pairs (and the history) are kept: "file" (the store folder), or postgres://user:password@host/db shared by several receivers (else WXHOOKS_STORE_URL, else "${DEFAULTS.storeUrl}")`)
+    .option(
+      '--store <url>',
+      `where processed pairs (and the history) are kept: "file" (the store folder), or postgres://user:password@host/db shared by several receivers (else WXHOOKS_STORE_URL, else "${DEFAULTS.storeUrl}")`,
+    )
     .option('--store-schema <name>', 'with a postgres store: the schema its tables are in', DEFAULTS.schema)
-    .addOption(valued('--claim-timeout <duration>', "with a postgres store: how long a claim holds before another instance takes it over (its holder died)", timeLimit, msDefault(DEFAULTS.claimLeaseMs)))
+    .addOption(
+      valued('--claim-timeout <duration>', 'with a postgres store: how long a claim holds before another instance takes it over (its holder died)', timeLimit, msDefault(DEFAULTS.claimLeaseMs)),
+    )
     .optionsGroup('When it stops (a CI gate):')
     .addOption(valued('--exit-after <n>', 'exit 0 after N verified new deliveries', integer(1)))
     .option('--until <type>', 'exit 0 at the first verified delivery of this type')
     .option('--until-run [model@init]', 'exit 0 once a model run is complete: every --expect-hours hour, and its initialization_time.available (default: the first run seen)')
-    .addOption(valued('--expect-hours <range>', 'with --until-run (or --inspect\'s runs view): the forecast hours that make a run complete, such as 0-240/6 or 0-72/3,78-240/6', hours))
-    .option('--no-init-event', "with --until-run: the run is complete without its initialization_time.available")
+    .addOption(valued('--expect-hours <range>', "with --until-run (or --inspect's runs view): the forecast hours that make a run complete, such as 0-240/6 or 0-72/3,78-240/6", hours))
+    .option('--no-init-event', 'with --until-run: the run is complete without its initialization_time.available')
     .addOption(valued('--within <duration>', 'with --until or --until-run: exit 9 if it has not come by then (and say what is missing)', duration))
     .optionsGroup('Limits (what any sender can make it hold):')
     .addOption(valued('--max-body <size>', 'refuse bodies over this size with 413', size, sizeDefault(DEFAULTS.maxBodyBytes)))
-    .addOption(valued('--max-inflight <size>', 'the body bytes all requests together may hold while they are read and processed (with --save-dir, each counts twice); past it, 503', size, sizeDefault(DEFAULTS.maxInflightBytes)))
+    .addOption(
+      valued(
+        '--max-inflight <size>',
+        'the body bytes all requests together may hold while they are read and processed (with --save-dir, each counts twice); past it, 503',
+        size,
+        sizeDefault(DEFAULTS.maxInflightBytes),
+      ),
+    )
     .addOption(valued('--read-timeout <duration>', `slow-client guard: headers must arrive within this, the whole request within ${BODY_READS} times it`, timeLimit, msDefault(DEFAULTS.readTimeoutMs)))
     .optionsGroup('The inspector page:')
-    .addOption(valued('--inspect [host:port]', 'serve the inspector page: every delivery live, in detail, replayable (default 127.0.0.1:8789); listen prints its link, with the token it needs', hostPort).preset('127.0.0.1:8789'))
+    .addOption(
+      valued(
+        '--inspect [host:port]',
+        'serve the inspector page: every delivery live, in detail, replayable (default 127.0.0.1:8789); listen prints its link, with the token it needs',
+        hostPort,
+      ).preset('127.0.0.1:8789'),
+    )
     .option('--inspect-allow-remote', 'let --inspect bind an address other machines can reach (the token is still needed)')
     .option('--inspect-host <name>', 'with --inspect-allow-remote: a host name the page is reached by (repeatable), besides its address', collect)
-    .addOption(valued('--history <n>', 'with --inspect, or a postgres store: how many verified requests are kept (refused ones apart: the last 100, their first 4 KiB)', integer(1, 1_000_000), [HISTORY_DEFAULTS.rows, String(HISTORY_DEFAULTS.rows)]))
+    .addOption(
+      valued('--history <n>', 'with --inspect, or a postgres store: how many verified requests are kept (refused ones apart: the last 100, their first 4 KiB)', integer(1, 1_000_000), [
+        HISTORY_DEFAULTS.rows,
+        String(HISTORY_DEFAULTS.rows),
+      ]),
+    )
     .addOption(valued('--history-size <size>', 'the body bytes the kept verified requests may hold together; past it, older bodies are kept in part', size, [HISTORY_DEFAULTS.bytes, '64MiB']));
 }
 
@@ -153,7 +178,8 @@ function checkOptions(ctx: Context, o: ListenOptions): void {
   }
   if (o.untilRun !== undefined && o.expectHours === undefined) throw new UsageError('--until-run needs --expect-hours: the forecast hours that make the run complete, such as 0-240/6.');
   if (o.untilRun === undefined && !o.initEvent) throw new UsageError('--no-init-event goes with --until-run.');
-  if (o.expectHours !== undefined && o.untilRun === undefined && o.inspect === undefined) throw new UsageError('--expect-hours goes with --until-run (the run to wait for), or --inspect (its runs view checks each run against them).');
+  if (o.expectHours !== undefined && o.untilRun === undefined && o.inspect === undefined)
+    throw new UsageError('--expect-hours goes with --until-run (the run to wait for), or --inspect (its runs view checks each run against them).');
   if (o.publicUrl !== undefined && (o.webhook !== undefined || o.secretEnv !== undefined)) {
     throw new UsageError('--public-url creates a temporary webhook of its own: it cannot be given with --webhook or --secret-env.', {
       hint: 'An existing webhook is never re-pointed. Drop --public-url to listen for an existing webhook (and point it here yourself).',
@@ -166,14 +192,18 @@ function checkOptions(ctx: Context, o: ListenOptions): void {
   if ((o.inspectAllowRemote || o.inspectHost) && o.inspect === undefined) throw new UsageError('--inspect-allow-remote and --inspect-host go with --inspect.');
   if (o.inspectHost && !o.inspectAllowRemote) throw new UsageError('--inspect-host names the page by a name other machines use: it goes with --inspect-allow-remote.');
   if (o.inspect && !isLoopback(o.inspect.host) && !o.inspectAllowRemote) {
-    throw new UsageError(`--inspect on ${o.inspect.host} would show every delivery, in full, to other machines.`, { hint: 'Add --inspect-allow-remote if that is what you want (the page still needs its token).' });
+    throw new UsageError(`--inspect on ${o.inspect.host} would show every delivery, in full, to other machines.`, {
+      hint: 'Add --inspect-allow-remote if that is what you want (the page still needs its token).',
+    });
   }
   const storeUrl = o.store ?? ctx.env.WXHOOKS_STORE_URL ?? DEFAULTS.storeUrl;
   if (storeKind(storeUrl) === 'file' && o.inspect === undefined && (ctx.given('history') || ctx.given('historySize'))) {
     throw new UsageError('--history and --history-size are for what --inspect keeps, or a postgres --store keeps: give one of them.');
   }
   if (o.claimTimeout <= o.forwardTimeout) {
-    throw new UsageError(`--claim-timeout (${formatDuration(o.claimTimeout)}) must be longer than --forward-timeout (${formatDuration(o.forwardTimeout)}): a claim must outlive the forward it covers.`);
+    throw new UsageError(
+      `--claim-timeout (${formatDuration(o.claimTimeout)}) must be longer than --forward-timeout (${formatDuration(o.forwardTimeout)}): a claim must outlive the forward it covers.`,
+    );
   }
 }
 
@@ -270,7 +300,8 @@ export async function runListen(ctx: Context, o: ListenOptions): Promise<void> {
     const opened = await openPairStore({
       url: o.store ?? ctx.env.WXHOOKS_STORE_URL ?? DEFAULTS.storeUrl,
       dir: configDir(ctx.env),
-      webhook: temporary?.hook.id ?? o.webhook, temporary: temporary !== undefined, // a file of its own per webhook
+      webhook: temporary?.hook.id ?? o.webhook,
+      temporary: temporary !== undefined, // a file of its own per webhook
       ttlMs: o.dedupeTtl,
       fsync: o.fsync,
       schema: o.storeSchema,
@@ -330,7 +361,13 @@ export async function runListen(ctx: Context, o: ListenOptions): Promise<void> {
       },
     };
     if (listening.relay) {
-      const relayed = await startRelayDoor({ ...door, ...listening.relay, relay: listening.relay.url, secrets: listening.secrets, onLink: (e) => say(relayLinkEvent(e), describeRelayLink(e, styleErr)) });
+      const relayed = await startRelayDoor({
+        ...door,
+        ...listening.relay,
+        relay: listening.relay.url,
+        secrets: listening.secrets,
+        onLink: (e) => say(relayLinkEvent(e), describeRelayLink(e, styleErr)),
+      });
       receiver = relayed;
       relayFailed = relayed.failed;
     } else receiver = await startReceiver({ ...door, port: o.port });
@@ -352,7 +389,8 @@ export async function runListen(ctx: Context, o: ListenOptions): Promise<void> {
       inspector = await startPage(ctx, o, history, receiver, listening, (event, id) => output.push(json ? JSON.stringify({ ...event, replay_of: id }) : formatEvent(event, style, view())));
       await announced.update({ inspector: inspector.url.replace(/\?token=.*$/, '') }); // for `wxhooks mcp` to find, without its token
       say({ event: 'inspector', url: inspector.url }, `Inspector: ${styleErr.bold(inspector.url)}`);
-      if (!isLoopback(o.inspect.host)) line(ctx.stderr, `warning: the inspector on ${o.inspect.host} can be reached from other machines: whoever has its link sees every delivery in full, and can replay it to your app.`);
+      if (!isLoopback(o.inspect.host))
+        line(ctx.stderr, `warning: the inspector on ${o.inspect.host} can be reached from other machines: whoever has its link sees every delivery in full, and can replay it to your app.`);
     }
     if (log) await reportCheck(ctx, output, listening, o, receiver, log);
     if (status) status.show(styleErr.dim(`waiting for ${runs!.waitingFor()}: ${o.expectHours!.length} forecast hours${o.initEvent ? ' and its initialization_time.available' : ''}…`));
@@ -365,7 +403,10 @@ export async function runListen(ctx: Context, o: ListenOptions): Promise<void> {
     }
     const why = await Promise.race([finished, ctx.interrupted, ...(relayFailed ? [relayFailed] : [])]);
     if (why === 'not_complete') throw notComplete(o, runs);
-    if (why === 'storage_failed') throw new StorageError(`Stopped: ${fatal ?? 'the processed pairs can no longer be written.'}`, { hint: 'Free some space or fix the store, then start listen again: the service retries what was not acknowledged.' });
+    if (why === 'storage_failed')
+      throw new StorageError(`Stopped: ${fatal ?? 'the processed pairs can no longer be written.'}`, {
+        hint: 'Free some space or fix the store, then start listen again: the service retries what was not acknowledged.',
+      });
     if (why !== 'done') throw new InterruptedError(why);
   } catch (err) {
     throw err instanceof BindError && err.reason === 'in_use' && receiver === undefined ? await portTaken(ctx, o, listening, err) : err;
@@ -393,10 +434,16 @@ async function startSinks(ctx: Context, o: ListenOptions, say: (event: Record<st
     else say({ event: 'sink_restored', sink }, style.green(`The sink ${sink} is back.`));
   });
   for (const s of sinks) {
-    say({ event: 'sink', sink: s.where, stream: s.stream.name, created: s.stream.created, dedupe_ms: s.stream.dedupeMs }, `Publishing verified deliveries to ${s.where} (stream ${s.stream.name}${s.stream.created ? ', created now' : ''})`);
+    say(
+      { event: 'sink', sink: s.where, stream: s.stream.name, created: s.stream.created, dedupe_ms: s.stream.dedupeMs },
+      `Publishing verified deliveries to ${s.where} (stream ${s.stream.name}${s.stream.created ? ', created now' : ''})`,
+    );
     if (s.stream.dedupeMs < o.dedupeTtl) {
       const fix = s.kind === 'nats' && !s.stream.created ? `raise stream ${s.stream.name}'s duplicate window (it is yours: wxhooks did not create it)` : 'raise its ?dedupe=';
-      line(ctx.stderr, `warning: the sink ${s.where} drops a second copy of a pair for ${formatDuration(s.stream.dedupeMs)} only, less than --dedupe-ttl (${formatDuration(o.dedupeTtl)}): the same delivery given to two receivers further apart than that is in the stream twice. To match, ${fix}.`);
+      line(
+        ctx.stderr,
+        `warning: the sink ${s.where} drops a second copy of a pair for ${formatDuration(s.stream.dedupeMs)} only, less than --dedupe-ttl (${formatDuration(o.dedupeTtl)}): the same delivery given to two receivers further apart than that is in the stream twice. To match, ${fix}.`,
+      );
     }
   }
   return sinks;
@@ -407,7 +454,14 @@ async function startSinks(ctx: Context, o: ListenOptions, say: (event: Record<st
  * listen), the history it shows filled first, with --save-dir, with what was saved before, replay (with
  * changes) to --forward-to, and commands to send a delivery again.
  */
-async function startPage(ctx: Context, o: ListenOptions, history: HistorySource, receiver: RunningReceiver, l: Listening, reportReplay: (event: ReceiverEvent, id: number) => void): Promise<RunningInspector> {
+async function startPage(
+  ctx: Context,
+  o: ListenOptions,
+  history: HistorySource,
+  receiver: RunningReceiver,
+  l: Listening,
+  reportReplay: (event: ReceiverEvent, id: number) => void,
+): Promise<RunningInspector> {
   const { keptValue } = await import('../store/kept.js');
   const token = await keptValue(configDir(ctx.env), 'inspector-token.json', () => randomBytes(24).toString('base64url'));
   if (token.warning) line(ctx.stderr, `warning: ${token.warning}`);
@@ -415,7 +469,8 @@ async function startPage(ctx: Context, o: ListenOptions, history: HistorySource,
   if (o.saveDir && history instanceof History) {
     // what was saved before: accepted if it shows it verified (the store's mark, or its signature), else listed as not verified
     const { deliveries } = await readSavedDir(o.saveDir, saveKey);
-    for (const d of deliveries.slice(-history.limits.rows)) history.add(savedAsEvent(d, saveKey, l.secrets), { headers: d.saved.headers, body: savedBody(d.saved), received: Date.parse(d.saved.received_at), ms: 0 });
+    for (const d of deliveries.slice(-history.limits.rows))
+      history.add(savedAsEvent(d, saveKey, l.secrets), { headers: d.saved.headers, body: savedBody(d.saved), received: Date.parse(d.saved.received_at), ms: 0 });
   }
   const secret = l.secrets[0]!;
   const bodyOf = async (id: number) => {
@@ -474,7 +529,10 @@ async function listeningFor(ctx: Context, o: ListenOptions, say: (event: Record<
   }
   const { secrets, from } = await resolveSecrets(ctx, { webhook: o.webhook, secretEnv: o.secretEnv, command: 'listen' });
   const base = o.webhook === undefined ? undefined : (await baseUrlFor(ctx)).url;
-  const relay = o.relay !== undefined && o.webhook !== undefined && base !== undefined ? { url: o.relay, token: ctx.env.WXHOOKS_RELAY_TOKEN!, channel: webhookChannel(o.webhook, base), temporary: false } : undefined;
+  const relay =
+    o.relay !== undefined && o.webhook !== undefined && base !== undefined
+      ? { url: o.relay, token: ctx.env.WXHOOKS_RELAY_TOKEN!, channel: webhookChannel(o.webhook, base), temporary: false }
+      : undefined;
   return { secrets, from, base, relay, ...(o.webhook === undefined ? {} : await lookUp(ctx, o.webhook)) };
 }
 
@@ -499,7 +557,18 @@ async function lookUp(ctx: Context, id: string): Promise<{ hook?: Webhook; missi
 function reportReady(ctx: Context, o: ListenOptions, receiver: RunningReceiver, l: Listening, output: LineBuffer, style: Style): void {
   if (ctx.global.json) {
     output.push(
-      JSON.stringify({ event: 'listening', url: receiver.url, port: receiver.port, scheme: o.scheme, tolerance: o.tolerance, secret_from: l.from, ...shownRoutes(o.forwardTo), fsync: Boolean(o.fsync), webhook_id: l.temporary?.hook.id ?? o.webhook ?? null, ...(l.relay ? { relay: l.relay.url, channel: l.relay.channel } : {}) }),
+      JSON.stringify({
+        event: 'listening',
+        url: receiver.url,
+        port: receiver.port,
+        scheme: o.scheme,
+        tolerance: o.tolerance,
+        secret_from: l.from,
+        ...shownRoutes(o.forwardTo),
+        fsync: Boolean(o.fsync),
+        webhook_id: l.temporary?.hook.id ?? o.webhook ?? null,
+        ...(l.relay ? { relay: l.relay.url, channel: l.relay.channel } : {}),
+      }),
     );
   } else {
     if (l.relay) line(ctx.stderr, `${style.green('Ready.')} Taking deliveries from the relay ${l.relay.url} (no port of its own); the webhook's URL: ${style.bold(receiver.url)}`);
@@ -515,7 +584,12 @@ function reportReady(ctx: Context, o: ListenOptions, receiver: RunningReceiver, 
     line(ctx.stderr, style.dim('Ctrl-C to stop.'));
   }
   if (l.missing) {
-    line(ctx.stderr, style.yellow(`warning: the service has no webhook ${o.webhook}: its stored secret is of an older one (a deleted webhook, or an emulator started afresh), so nothing will be delivered here for it.`));
+    line(
+      ctx.stderr,
+      style.yellow(
+        `warning: the service has no webhook ${o.webhook}: its stored secret is of an older one (a deleted webhook, or an emulator started afresh), so nothing will be delivered here for it.`,
+      ),
+    );
     line(ctx.stderr, `  Create one that points here: wxhooks webhook create --url ${receiver.url} --subscribe forecast_hour.available`);
     line(ctx.stderr, style.dim(`  then listen with its id (if it is ${o.webhook} again, this listen takes its new secret by itself).`));
   }
@@ -624,5 +698,7 @@ function notComplete(o: ListenOptions, runs: RunTracker | undefined): NotVerifie
   const what = [p.missing.length ? `missing ${compressHours(p.missing)}` : '', o.initEvent && !p.init_event ? 'its initialization_time.available has not come' : ''].filter(Boolean).join('; ');
   // some of the run came, so the chain works: sending the user to check the webhook (or doctor) would mislead
   const partial = `The rest of the run came, so deliveries reach listen: the service has not sent ${p.missing.length === 1 ? 'this hour' : 'these'} (yet). Wait longer with a larger --within${o.saveDir ? `; see what came with \`wxhooks runs --dir ${o.saveDir}\`` : ''}.`;
-  return new NotVerifiedError(`Run ${p.model} ${p.initialization_time} is not complete after ${formatDuration(o.within!)} (${p.have.length}/${p.have.length + p.missing.length} hours): ${what}.`, { hint: partial });
+  return new NotVerifiedError(`Run ${p.model} ${p.initialization_time} is not complete after ${formatDuration(o.within!)} (${p.have.length}/${p.have.length + p.missing.length} hours): ${what}.`, {
+    hint: partial,
+  });
 }

@@ -65,12 +65,12 @@ export const schemeOption = (description: string) => new Option('--scheme <name>
 export const toleranceOption = (description: string) => valued('--tolerance <seconds>', description, toleranceSeconds, [DEFAULTS.toleranceSeconds, String(DEFAULTS.toleranceSeconds)]);
 
 /** An identifier argument (a webhook or subscription id), checked as it is read: safe in a URL path. */
-export const idArgument = (name: string, description: string) =>
-  new Argument(name, description).argParser((text: string) => identifier(text, `The ${description.replace(/^the /, '')}`));
+export const idArgument = (name: string, description: string) => new Argument(name, description).argParser((text: string) => identifier(text, `The ${description.replace(/^the /, '')}`));
 
 /** `--sink URL`, repeatable: each value parsed (and its password registered with redact) as it is read. */
 export function sinkOption(): TypedOption<'--sink <url>', SinkTarget[] | undefined> {
-  return new Option('--sink <url>', 'publish each verified delivery to NATS JetStream (nats://host:4222/SUBJECT) or a Redis stream (redis://host:6379/STREAM), answered 2xx only once the broker has it (repeatable)').argParser(
-    (text: string, previous: SinkTarget[] = []) => [...previous, parseSinkUrl(text, '--sink')],
-  );
+  return new Option(
+    '--sink <url>',
+    'publish each verified delivery to NATS JetStream (nats://host:4222/SUBJECT) or a Redis stream (redis://host:6379/STREAM), answered 2xx only once the broker has it (repeatable)',
+  ).argParser((text: string, previous: SinkTarget[] = []) => [...previous, parseSinkUrl(text, '--sink')]);
 }

@@ -63,12 +63,17 @@ export async function runPing(ctx: Context, webhookId: string, subscriptionId?: 
   emit(ctx, { webhook_id: webhookId, pings: results }, () => {
     const style = styleFor(ctx, ctx.stdout);
     return results
-      .map((r) => (r.delivered ? `${style.green('✓')} ${r.type} (subscription ${r.subscription_id}): the receiver answered 2xx` : `${style.red('✗')} ${r.type} (subscription ${r.subscription_id}): ${printable(r.error ?? '')}`))
+      .map((r) =>
+        r.delivered
+          ? `${style.green('✓')} ${r.type} (subscription ${r.subscription_id}): the receiver answered 2xx`
+          : `${style.red('✗')} ${r.type} (subscription ${r.subscription_id}): ${printable(r.error ?? '')}`,
+      )
       .join('\n');
   });
   const failed = results.filter((r) => !r.delivered);
   if (failed.length) {
-    throw new DeliveryFailedError(`${failed.length} of ${results.length} test deliveries of webhook ${webhookId} failed.`, { hint: `Is the receiver running where the webhook points (\`wxhooks webhook get ${webhookId}\`)? \`wxhooks doctor --webhook ${webhookId}\` checks each link.` });
+    throw new DeliveryFailedError(`${failed.length} of ${results.length} test deliveries of webhook ${webhookId} failed.`, {
+      hint: `Is the receiver running where the webhook points (\`wxhooks webhook get ${webhookId}\`)? \`wxhooks doctor --webhook ${webhookId}\` checks each link.`,
+    });
   }
 }
-

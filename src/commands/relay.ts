@@ -53,14 +53,17 @@ front. The token comes from ${RELAY_TOKEN_ENV} only (at least ${MIN_TOKEN} chara
     .action(act(runRelayServe, { longRunning: true }));
   relay
     .command('status')
-    .description("what a relay holds: each channel, what waits in it, and whether a listen is connected")
+    .description('what a relay holds: each channel, what waits in it, and whether a listen is connected')
     .argument('<url>', "the relay's address")
     .addHelpText('after', `\nExamples:\n  $ wxhooks relay status https://wxhooks-relay.example.workers.dev\n  $ wxhooks relay status http://127.0.0.1:8790 --json`)
     .action(act(runRelayStatus));
   relay
     .command('token')
     .description('print a new random relay token (set it as WXHOOKS_RELAY_TOKEN on the relay and for listen)')
-    .addHelpText('after', `\nExamples:\n  $ export ${RELAY_TOKEN_ENV}=$(wxhooks relay token)          # keep it: the relay and listen need the same\n  $ echo "$${RELAY_TOKEN_ENV}" | npx wrangler secret put ${RELAY_TOKEN_ENV}`)
+    .addHelpText(
+      'after',
+      `\nExamples:\n  $ export ${RELAY_TOKEN_ENV}=$(wxhooks relay token)          # keep it: the relay and listen need the same\n  $ echo "$${RELAY_TOKEN_ENV}" | npx wrangler secret put ${RELAY_TOKEN_ENV}`,
+    )
     .action(act(runRelayToken));
   relay
     .command('worker')
@@ -91,8 +94,10 @@ const keptFor = (ms: number) => (ms >= 86_400_000 && ms % 86_400_000 === 0 ? `${
 /** The relay token from the environment, checked. */
 function relayToken(ctx: Context): string {
   const token = ctx.env[RELAY_TOKEN_ENV]?.trim();
-  if (!token) throw new UsageError(`${RELAY_TOKEN_ENV} is not set: the relay needs a token, and so does every listen that connects to it.`, { hint: `export ${RELAY_TOKEN_ENV}=$(wxhooks relay token)` });
-  if (token.length < MIN_TOKEN) throw new UsageError(`${RELAY_TOKEN_ENV} is ${token.length} characters long: a relay token needs at least ${MIN_TOKEN}.`, { hint: `Make one with \`wxhooks relay token\`.` });
+  if (!token)
+    throw new UsageError(`${RELAY_TOKEN_ENV} is not set: the relay needs a token, and so does every listen that connects to it.`, { hint: `export ${RELAY_TOKEN_ENV}=$(wxhooks relay token)` });
+  if (token.length < MIN_TOKEN)
+    throw new UsageError(`${RELAY_TOKEN_ENV} is ${token.length} characters long: a relay token needs at least ${MIN_TOKEN}.`, { hint: `Make one with \`wxhooks relay token\`.` });
   addSensitive(token);
   return token;
 }
@@ -114,12 +119,23 @@ async function openStorage(ctx: Context, opts: RelayServeOptions): Promise<Relay
 function describe(e: RelayEvent, style: ReturnType<typeof styleFor>): string {
   const time = e.time.slice(11, 19);
   if ('event' in e) {
-    const parts = [e.channel ? `channel ${e.channel}` : '', e.queued !== undefined ? `${e.queued} queued` : '', e.unacknowledged ? `${e.unacknowledged} not acknowledged` : '', e.deliveries !== undefined ? `${e.deliveries} deliveries` : '', e.message ?? ''];
+    const parts = [
+      e.channel ? `channel ${e.channel}` : '',
+      e.queued !== undefined ? `${e.queued} queued` : '',
+      e.unacknowledged ? `${e.unacknowledged} not acknowledged` : '',
+      e.deliveries !== undefined ? `${e.deliveries} deliveries` : '',
+      e.message ?? '',
+    ];
     return `${style.dim(time)} ${style.cyan('•')} ${e.event.replace(/_/g, ' ')}  ${parts.filter(Boolean).join(', ')}`;
   }
   const ok = e.status >= 200 && e.status < 300;
   const mark = ok ? style.green('✓') : style.red('✗');
-  const what = [e.channel ? `channel ${e.channel}` : e.path, e.seq !== undefined ? `#${e.seq}` : '', e.size !== undefined ? bytes.format(e.size, { unitSeparator: ' ' }) : '', ok ? '' : e.message ?? e.outcome];
+  const what = [
+    e.channel ? `channel ${e.channel}` : e.path,
+    e.seq !== undefined ? `#${e.seq}` : '',
+    e.size !== undefined ? bytes.format(e.size, { unitSeparator: ' ' }) : '',
+    ok ? '' : (e.message ?? e.outcome),
+  ];
   return `${style.dim(time)} ${mark} ${e.status}  ${what.filter(Boolean).join('  ')}`;
 }
 
@@ -152,7 +168,10 @@ export async function runRelayServe(ctx: Context, opts: RelayServeOptions): Prom
   if (ctx.global.json) {
     line(ctx.stdout, JSON.stringify({ event: 'listening', url: running.url, store: storage.where, keep_seconds: Math.round(opts.keep / 1000), max_bytes: opts.maxBytes }));
   } else {
-    line(ctx.stdout, `${style.green('●')} wxhooks relay on ${style.bold(running.url)} (deliveries in ${storage.where}, kept ${keptFor(opts.keep)}, at most ${bytes.format(opts.maxBytes, { unitSeparator: ' ' })})`);
+    line(
+      ctx.stdout,
+      `${style.green('●')} wxhooks relay on ${style.bold(running.url)} (deliveries in ${storage.where}, kept ${keptFor(opts.keep)}, at most ${bytes.format(opts.maxBytes, { unitSeparator: ' ' })})`,
+    );
     line(ctx.stdout, style.dim(`  the service posts to ${running.url}/in/<channel>; listen --relay connects with ${RELAY_TOKEN_ENV}`));
   }
   if (!isLoopback(opts.host)) line(ctx.stderr, `warning: the relay is reachable from other machines on ${opts.host} over plain HTTP: put a TLS proxy in front of it.`);
@@ -167,7 +186,14 @@ export async function runRelayStatus(ctx: Context, url: string): Promise<void> {
   const body = await relayStatus(url, relayToken(ctx), ctx.global.timeoutMs);
   const channels = body.channels;
   emit(ctx, body, () => {
-    const rows = channels.map((c) => [c.channel, c.temporary ? 'temporary' : 'lasting', c.connected ? 'yes' : 'no', String(c.queued), bytes.format(c.bytes, { unitSeparator: ' ' }) ?? '0 B', c.oldest_at ?? '']);
+    const rows = channels.map((c) => [
+      c.channel,
+      c.temporary ? 'temporary' : 'lasting',
+      c.connected ? 'yes' : 'no',
+      String(c.queued),
+      bytes.format(c.bytes, { unitSeparator: ' ' }) ?? '0 B',
+      c.oldest_at ?? '',
+    ]);
     const head = `${channels.length} channel${channels.length === 1 ? '' : 's'}; ${bytes.format(body.bytes, { unitSeparator: ' ' })} of ${bytes.format(body.max_bytes, { unitSeparator: ' ' })} used; deliveries kept ${keptFor(body.keep_seconds * 1000)}\n`;
     return head + (rows.length ? table(['CHANNEL', 'KIND', 'CONNECTED', 'QUEUED', 'BYTES', 'OLDEST'], rows, Boolean(ctx.stdout.isTTY)) : '');
   });
@@ -184,7 +210,8 @@ export async function runRelayWorker(ctx: Context, dir: string, opts: { force?: 
   const files = ['index.js', 'wrangler.toml'];
   const there = await readdir(dir).catch(() => [] as string[]);
   const clash = files.filter((f) => there.includes(f));
-  if (clash.length && !opts.force) throw new UsageError(`${dir} already holds ${clash.join(' and ')}.`, { hint: 'Give another folder, or --force to overwrite them (your wrangler.toml changes would be lost).' });
+  if (clash.length && !opts.force)
+    throw new UsageError(`${dir} already holds ${clash.join(' and ')}.`, { hint: 'Give another folder, or --force to overwrite them (your wrangler.toml changes would be lost).' });
   try {
     await mkdir(dir, { recursive: true });
     for (const f of files) await copyFile(join(from, f), join(dir, f));

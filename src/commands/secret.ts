@@ -24,7 +24,7 @@ export function register(secret: Command, act: Act): void {
     .description('store a secret read from stdin (so it stays out of your shell history)')
     .addArgument(idArgument('<webhook-id>', 'the webhook id'))
     .argument('[dash]', '- (stdin, the default)')
-    .addHelpText('after', "\nExamples:\n  $ wxhooks secret set 7            # paste it, then Enter\n  $ pbpaste | wxhooks secret set 7 -")
+    .addHelpText('after', '\nExamples:\n  $ wxhooks secret set 7            # paste it, then Enter\n  $ pbpaste | wxhooks secret set 7 -')
     .action(act(runSecretSet));
   secret
     .command('remove')
@@ -44,7 +44,13 @@ export async function runSecretList(ctx: Context): Promise<void> {
     line(ctx.stderr, 'No secrets stored.');
     return;
   }
-  emit(ctx, entries, () => table(['BASE URL', 'WEBHOOK', 'STORED', 'URL'], entries.map((e) => [e.base_url, e.webhook_id, e.created_at, e.url ?? '']), Boolean(ctx.stdout.isTTY)));
+  emit(ctx, entries, () =>
+    table(
+      ['BASE URL', 'WEBHOOK', 'STORED', 'URL'],
+      entries.map((e) => [e.base_url, e.webhook_id, e.created_at, e.url ?? '']),
+      Boolean(ctx.stdout.isTTY),
+    ),
+  );
 }
 
 export async function runSecretShow(ctx: Context, id: string): Promise<void> {

@@ -19,12 +19,12 @@ import { valued } from './options.js';
 import { resolveSecrets, secretSourceOptions } from './shared.js';
 
 /** What a generated body is, and how it is signed, unless told otherwise (`send`, and the MCP server's send tool). */
-export const SEND_DEFAULTS = { type: 'forecast_hour.available', webhookId: '1', subscriptionId: '1', model: 'wm-6', layout: 'standard' } as const satisfies Record<string, string> & { layout: LayoutName };
+export const SEND_DEFAULTS = { type: 'forecast_hour.available', webhookId: '1', subscriptionId: '1', model: 'wm-6', layout: 'standard' } as const satisfies Record<string, string> & {
+  layout: LayoutName;
+};
 
 export function register(cmd: Command, act: Act): void {
-  cmd
-    .argument('[saved]', 'a delivery saved by `listen --save-dir`, re-signed now (same body and Trigger-Id)')
-    .addOption(valued('--to <url>', 'the receiver', url).makeOptionMandatory());
+  cmd.argument('[saved]', 'a delivery saved by `listen --save-dir`, re-signed now (same body and Trigger-Id)').addOption(valued('--to <url>', 'the receiver', url).makeOptionMandatory());
   secretSourceOptions(cmd, 'sign with')
     .option('--type <type>', 'the event type, for a generated body', SEND_DEFAULTS.type)
     .option('--body <file>', 'send this file (- for stdin) as the body, byte for byte, instead of a generated one')
@@ -86,7 +86,16 @@ export async function runSend(ctx: Context, saved: string | undefined, o: SendOp
     const { message, hint } = unprovenError(saved!, true);
     throw new NotVerifiedError(message, { hint: `${hint} To sign a body of your own, give it with --body FILE.` });
   }
-  const { ok, status, text, ms, headers } = await postSigned({ to: o.to, body, triggerId, secret: secrets[0]!, layout: o.layout, timestamp: o.timestamp, timeoutMs: ctx.global.timeoutMs, clock: ctx.clock });
+  const { ok, status, text, ms, headers } = await postSigned({
+    to: o.to,
+    body,
+    triggerId,
+    secret: secrets[0]!,
+    layout: o.layout,
+    timestamp: o.timestamp,
+    timeoutMs: ctx.global.timeoutMs,
+    clock: ctx.clock,
+  });
   // a failure is said once, on stderr, as every error is (with --json the document says it too, on stdout)
   if (!ok && !ctx.global.json) {
     throw new DeliveryFailedError(`${o.to} answered ${status} in ${ms} ms${text ? `: ${printable(text.slice(0, 200))}` : ''}.`, {

@@ -119,6 +119,6 @@ export async function resolveSecrets(ctx: Context, source: SecretSource): Promis
 export function deliverySourceOptions(cmd: Command): Command {
   return cmd
     .option('--dir <dir>', 'a folder that `listen --save-dir` wrote to')
-    .option('--store <url>', 'or the receivers\' shared PostgreSQL store, its history (else WXHOOKS_STORE_URL)')
+    .option('--store <url>', "or the receivers' shared PostgreSQL store, its history (else WXHOOKS_STORE_URL)")
     .option('--store-schema <name>', 'with --store: the schema its tables are in', 'wxhooks');
 }

@@ -67,7 +67,7 @@ Examples:
     .command('list')
     .description("a webhook's subscriptions as a table")
     .addArgument(webhookId())
-    .addHelpText('after', '\nExamples:\n  $ wxhooks subscription list 7\n  $ wxhooks subscription list 7 --json | jq -r \'.[].id\'')
+    .addHelpText('after', "\nExamples:\n  $ wxhooks subscription list 7\n  $ wxhooks subscription list 7 --json | jq -r '.[].id'")
     .action(act(runSubscriptionList));
 }
 

@@ -75,7 +75,10 @@ function describePublish(result: PublishResult): string {
   const e = result.event;
   const where = [e.model, e.initialization_time, e.forecast_hour !== undefined ? `+${e.forecast_hour}h` : undefined, e.event_type].filter(Boolean).join(' ');
   const head = `${e.type} ${where}: ${result.notifications} notification${result.notifications === 1 ? '' : 's'}${result.trigger_id ? ` (trigger ${result.trigger_id})` : ''}`;
-  return [head, ...result.deliveries.map((a) => `  webhook ${a.webhook_id} subscription ${a.subscription_id} → ${printable(a.url)}: ${attemptResult(a)}${attemptNext(a) ? `; ${attemptNext(a)}` : ''}`)].join('\n');
+  return [
+    head,
+    ...result.deliveries.map((a) => `  webhook ${a.webhook_id} subscription ${a.subscription_id} → ${printable(a.url)}: ${attemptResult(a)}${attemptNext(a) ? `; ${attemptNext(a)}` : ''}`),
+  ].join('\n');
 }
 
 export async function runTrigger(ctx: Context, type: string, opts: TriggerOptions): Promise<void> {

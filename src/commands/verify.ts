@@ -53,18 +53,14 @@ export async function runVerify(ctx: Context, saved: string | undefined, o: Veri
     throw new NotVerifiedError(`Not verified: ${result.message}`, { hint: result.hint });
   }
   const p = result.payload;
-  emit(
-    ctx,
-    { ok: true, layout: result.layout, trigger_id: result.triggerId, timestamp: result.timestamp, checked_at: checkedAt, warning: result.warning ?? null, payload: p },
-    () => {
-      const style = styleFor(ctx, ctx.stdout);
-      const age = Math.round(now / 1000) - result.timestamp;
-      const what = [p.type, p.webhook_id !== undefined && `webhook ${String(p.webhook_id)}`, p.subscription_id !== undefined && `subscription ${String(p.subscription_id)}`].filter(Boolean).join('  ');
-      let text = `${style.green('✓')} Verified: layout ${style.bold(result.layout)}, Trigger-Id ${printable(result.triggerId)}, signed ${new Date(result.timestamp * 1000).toISOString()} (${age} s before the check)\n`;
-      text += `  ${printable(what)}\n`;
-      if (o.scheme === 'auto') text += style.dim(`  pin it with --scheme ${result.layout}`);
-      return text;
-    },
-  );
+  emit(ctx, { ok: true, layout: result.layout, trigger_id: result.triggerId, timestamp: result.timestamp, checked_at: checkedAt, warning: result.warning ?? null, payload: p }, () => {
+    const style = styleFor(ctx, ctx.stdout);
+    const age = Math.round(now / 1000) - result.timestamp;
+    const what = [p.type, p.webhook_id !== undefined && `webhook ${String(p.webhook_id)}`, p.subscription_id !== undefined && `subscription ${String(p.subscription_id)}`].filter(Boolean).join('  ');
+    let text = `${style.green('✓')} Verified: layout ${style.bold(result.layout)}, Trigger-Id ${printable(result.triggerId)}, signed ${new Date(result.timestamp * 1000).toISOString()} (${age} s before the check)\n`;
+    text += `  ${printable(what)}\n`;
+    if (o.scheme === 'auto') text += style.dim(`  pin it with --scheme ${result.layout}`);
+    return text;
+  });
   if (result.warning) line(ctx.stderr, `warning: ${result.warning}`);
 }

@@ -103,7 +103,10 @@ export async function runWebhookCreate(ctx: Context, opts: WebhookCreateOptions)
   const { body, types } = createWebhookBody(base, opts);
   warnUnknownTypes(ctx, types);
   const subs = (body.subscriptions ?? {}) as Record<string, { response_options?: { type?: string } | null }>;
-  warnUnknownResponses(ctx, Object.values(subs).map((c) => c?.response_options?.type));
+  warnUnknownResponses(
+    ctx,
+    Object.values(subs).map((c) => c?.response_options?.type),
+  );
   if (!types.length) {
     line(ctx.stderr, 'warning: this webhook has no subscription, so nothing will ever be delivered to it. Add one with --subscribe TYPE (or later: wxhooks subscription add ID TYPE).');
   }

@@ -9,7 +9,7 @@ export const OUTCOMES = {
   accepted: 'verified, new, handled, and its pair stored: answered 2xx',
   duplicate: 'verified, and processed before: answered 200, nothing handled again',
   in_progress: 'verified, and being handled right now (a live claim, here or in another instance): 409',
-  forward_failed: "verified, and your app was down, slow or answered non-2xx: 502, not marked processed",
+  forward_failed: 'verified, and your app was down, slow or answered non-2xx: 502, not marked processed',
   refused_by_flag: 'verified, and answered as --respond-status asked (not 2xx): not marked processed',
   handler_failed: 'verified, and a handler threw: 500, not marked processed, so the retry runs it again',
   handler_timed_out: 'verified, and a handler ran past its time: 500, its claim let go, so the retry runs it again',

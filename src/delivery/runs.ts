@@ -67,8 +67,7 @@ const INIT_TIME = 'initialization_time.available';
 export const RUN_TYPES: readonly string[] = [FORECAST_HOUR, INIT_TIME];
 
 /** Whether a verified delivery counts towards a model run: of a run's two types, with a model and an initialisation time, and not a test. */
-export const countsTowardRun = (facts: RunFacts): boolean =>
-  (facts.type === FORECAST_HOUR || facts.type === INIT_TIME) && !facts.test && Boolean(facts.model) && Boolean(facts.initialization_time);
+export const countsTowardRun = (facts: RunFacts): boolean => (facts.type === FORECAST_HOUR || facts.type === INIT_TIME) && !facts.test && Boolean(facts.model) && Boolean(facts.initialization_time);
 
 /** The expected hours a run does not have yet. */
 export const missingHours = (hours: ReadonlySet<number> | readonly number[], expect: readonly number[]): number[] => {
@@ -121,8 +120,7 @@ export class RunTracker {
       t.model ??= run.model;
       if (run.model === t.model) t.init ??= init;
     }
-    const counted =
-      fresh && t !== undefined && run.model === t.model && init === t.init && (facts.type === INIT_TIME ? t.needInit : t.expect.includes(facts.forecast_hour!));
+    const counted = fresh && t !== undefined && run.model === t.model && init === t.init && (facts.type === INIT_TIME ? t.needInit : t.expect.includes(facts.forecast_hour!));
     return { run, counted };
   }
 

@@ -56,7 +56,7 @@ export async function authProblem(header: string | undefined, creds: EmulatorCre
   const scheme = header.slice(0, space).toLowerCase(); // schemes are case-insensitive (RFC 9110)
   if (scheme === 'bearer') {
     const token = header.slice(space + 1);
-    return same(token, creds.apiKey) || same(token, creds.currentKey) || same(token, creds.secret) ? undefined : 'the Bearer key is not this emulator\'s key';
+    return same(token, creds.apiKey) || same(token, creds.currentKey) || same(token, creds.secret) ? undefined : "the Bearer key is not this emulator's key";
   }
   if (scheme !== 'basic') return 'the Authorization scheme is neither Bearer nor Basic';
   const decoded = Buffer.from(header.slice(space + 1), 'base64').toString('utf8');
@@ -72,7 +72,7 @@ export async function authProblem(header: string | undefined, creds: EmulatorCre
   try {
     ({ payload: claims } = await jwtVerify(password, Buffer.from(creds.secret, 'utf8'), { algorithms: ['HS256'] }));
   } catch (err) {
-    if (err instanceof errors.JWSSignatureVerificationFailed) return 'the token\'s signature does not verify with this emulator\'s key (is it signed with the right key?)';
+    if (err instanceof errors.JWSSignatureVerificationFailed) return "the token's signature does not verify with this emulator's key (is it signed with the right key?)";
     if (err instanceof errors.JOSEAlgNotAllowed) return 'the token is not signed with HS256';
     return `the token cannot be read (${(err as Error).message})`;
   }

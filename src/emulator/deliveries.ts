@@ -50,7 +50,6 @@ class Slots {
   }
 }
 
-
 function hourOfDay(iso: string): string {
   const d = new Date(iso);
   return `${d.getUTCHours()}:${String(d.getUTCMinutes()).padStart(2, '0')}`;

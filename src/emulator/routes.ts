@@ -160,13 +160,16 @@ export class EmulatorRouter {
   }
 
   private async guard(req: EmuRequest): Promise<() => Promise<EmuResponse> | EmuResponse> {
-    const parts = req.path.split('/').filter(Boolean).map((p) => {
-      try {
-        return decodeURIComponent(p);
-      } catch {
-        return p;
-      }
-    });
+    const parts = req.path
+      .split('/')
+      .filter(Boolean)
+      .map((p) => {
+        try {
+          return decodeURIComponent(p);
+        } catch {
+          return p;
+        }
+      });
     const route = this.match(req, parts);
     if (!route) throw new HttpError(404, 'not_found', `no route for ${req.path}`);
     const header = req.headers.authorization;
@@ -232,10 +235,7 @@ export class EmulatorRouter {
     const url = q.get('url');
     const type = q.get('subscription_type');
     const all = [...this.state.webhooks.values()].filter(
-      (h) =>
-        (active === null || h.active === (active === 'true')) &&
-        (url === null || h.url === url) &&
-        (type === null || h.subscriptions.some((s) => s.type === type)),
+      (h) => (active === null || h.active === (active === 'true')) && (url === null || h.url === url) && (type === null || h.subscriptions.some((s) => s.type === type)),
     );
     const slice = all.slice((page - 1) * pageSize, page * pageSize);
     return { status: 200, body: { webhooks: slice.map((h) => this.render(h)), page, page_size: pageSize, total: all.length } };
@@ -333,7 +333,8 @@ export class EmulatorRouter {
     const body = payloadFor(hook, sub, event, triggerId, true, this.options.shape);
     const attempt = await this.scheduler.deliver({ webhook: hook, subscription: sub, type: sub.type, triggerId, body, test: true });
     if (attempt.outcome === 'delivered') return { status: 204 };
-    const said = attempt.status !== undefined ? `the receiver answered ${attempt.status}${attempt.response ? `: ${attempt.response.slice(0, 120)}` : ''}` : `the receiver could not be reached: ${attempt.error}`;
+    const said =
+      attempt.status !== undefined ? `the receiver answered ${attempt.status}${attempt.response ? `: ${attempt.response.slice(0, 120)}` : ''}` : `the receiver could not be reached: ${attempt.error}`;
     throw new HttpError(502, 'ping_failed', `test delivery to ${hook.url} failed: ${said}`);
   }
 

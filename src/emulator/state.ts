@@ -106,7 +106,8 @@ export class EmulatorState {
     } catch (err) {
       throw new UsageError(`The emulator's state file "${file}" is ${jsonProblem(err)}; it was left untouched.`, { hint: NOT_OURS_HINT });
     }
-    if (!isPersisted(data)) throw new UsageError(`The emulator's state file "${file}" holds no emulator state (it was not written by \`wxhooks emulator\`); it was left untouched.`, { hint: NOT_OURS_HINT });
+    if (!isPersisted(data))
+      throw new UsageError(`The emulator's state file "${file}" holds no emulator state (it was not written by \`wxhooks emulator\`); it was left untouched.`, { hint: NOT_OURS_HINT });
     this.nextWebhookId = data.next_webhook_id;
     this.nextSubscriptionId = data.next_subscription_id;
     for (const w of data.webhooks) this.webhooks.set(w.id, w);
@@ -128,21 +129,23 @@ export class EmulatorState {
     clearTimeout(this.timer);
     this.timer = undefined;
     const file = this.dataFile;
-    this.writing = this.writing.catch(() => undefined).then(() => {
-      if (!this.dirty) return;
-      this.dirty = false;
-      const data: Persisted = {
-        version: 1,
-        next_webhook_id: this.nextWebhookId,
-        next_subscription_id: this.nextSubscriptionId,
-        webhooks: [...this.webhooks.values()],
-      };
-      this.writes++;
-      return writeFileAtomic(file, JSON.stringify(data, null, 2)).catch((err: unknown) => {
-        this.dirty = true; // written at the next change, or on close
-        throw err;
+    this.writing = this.writing
+      .catch(() => undefined)
+      .then(() => {
+        if (!this.dirty) return;
+        this.dirty = false;
+        const data: Persisted = {
+          version: 1,
+          next_webhook_id: this.nextWebhookId,
+          next_subscription_id: this.nextSubscriptionId,
+          webhooks: [...this.webhooks.values()],
+        };
+        this.writes++;
+        return writeFileAtomic(file, JSON.stringify(data, null, 2)).catch((err: unknown) => {
+          this.dirty = true; // written at the next change, or on close
+          throw err;
+        });
       });
-    });
     return this.writing;
   }
 

@@ -124,7 +124,13 @@ export function createNodeMiddleware(webhooks: WebhooksCore, options: NodeMiddle
     if (given !== undefined && given !== null) {
       // express.json() (or the like) ran first: the bytes that were signed are gone
       write(res, ANSWERS.bodyParsed(NODE_FIX));
-      void webhooks.setupMistake(new WebhookSetupError('body_parsed', `a delivery to ${here} came with its body already parsed (req.body is ${Array.isArray(given) ? 'an array' : `a ${typeof given}`}): its signed bytes are gone, so it cannot be verified.`, `Fix: ${NODE_FIX}.`));
+      void webhooks.setupMistake(
+        new WebhookSetupError(
+          'body_parsed',
+          `a delivery to ${here} came with its body already parsed (req.body is ${Array.isArray(given) ? 'an array' : `a ${typeof given}`}): its signed bytes are gone, so it cannot be verified.`,
+          `Fix: ${NODE_FIX}.`,
+        ),
+      );
       return;
     }
     const early = webhooks.refuseEarly(req.headers);

@@ -119,8 +119,4 @@ export type WebhookEvent = { [T in DeliveryType]: WebhookEventOf<T> }[DeliveryTy
 type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
 type Assert<T extends true> = T;
 /** @internal The check itself: never used, it only has to compile. */
-export type VocabularyChecked = [
-  Assert<Same<keyof DataOfType, DeliveryType>>,
-  Assert<Same<keyof ResponseOfType, ResponseType>>,
-  Assert<Same<ForecastResponse['type'], ResponseType>>,
-];
+export type VocabularyChecked = [Assert<Same<keyof DataOfType, DeliveryType>>, Assert<Same<keyof ResponseOfType, ResponseType>>, Assert<Same<ForecastResponse['type'], ResponseType>>];

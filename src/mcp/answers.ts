@@ -62,5 +62,4 @@ function utf8Boundary(bytes: Buffer, end: number): number {
 }
 
 /** The bytes of a body as a record carries it (text, or base64 when it is not UTF-8). */
-export const bytesOf = (r: { body?: string; body_base64?: string }): Buffer =>
-  r.body_base64 !== undefined ? Buffer.from(r.body_base64, 'base64') : Buffer.from(r.body ?? '', 'utf8');
+export const bytesOf = (r: { body?: string; body_base64?: string }): Buffer => (r.body_base64 !== undefined ? Buffer.from(r.body_base64, 'base64') : Buffer.from(r.body ?? '', 'utf8'));

@@ -84,7 +84,7 @@ export async function attach(ctx: Context, o: AttachOptions): Promise<Attachment
     if (running.length) return attachRunning(ctx, dir, running, o);
     if (ctx.env.WXHOOKS_STORE_URL) return attachKept(ctx, { ...o, store: ctx.env.WXHOOKS_STORE_URL });
     throw new NotFoundError(`No running \`wxhooks listen --inspect\` was found in ${dir}, and nothing else was given to attach to.`, {
-      hint: 'Start one (wxhooks listen --webhook ID --inspect), with the same WXHOOKS_CONFIG_DIR as this server; or give --listen URL, --store postgres://… or --save-dir DIR; or --service-only for the service\'s tools alone.',
+      hint: "Start one (wxhooks listen --webhook ID --inspect), with the same WXHOOKS_CONFIG_DIR as this server; or give --listen URL, --store postgres://… or --save-dir DIR; or --service-only for the service's tools alone.",
     });
   }
   return attachKept(ctx, o);
@@ -97,7 +97,13 @@ async function attachRunning(ctx: Context, dir: string, running: Inspecting[], o
   const findAgain = async () => {
     for (const record of await inspecting(dir)) {
       const live = new LiveListen(record.inspector, token, listenAbout(record.inspector, record), ctx.global.timeoutMs);
-      if (await live.check().then(() => true, () => false)) return { inspector: record.inspector, about: live.about };
+      if (
+        await live.check().then(
+          () => true,
+          () => false,
+        )
+      )
+        return { inspector: record.inspector, about: live.about };
     }
     return undefined;
   };
@@ -124,7 +130,10 @@ async function attachKept(ctx: Context, o: AttachOptions): Promise<Attachment> {
     if (!o.secrets) throw new UsageError('--forward-to needs a secret to sign the replays with: --webhook ID (its stored secret) or --secret-env VAR.');
     replay = { to: o.forwardTo, secret: (await o.secrets())[0]!, timeoutMs: ctx.global.timeoutMs, clock: ctx.clock };
   }
-  const replayAbout = { replay_to: o.forwardTo ?? null, ...(o.forwardTo ? {} : { replay_unavailable: 'a kept history replays only when this server is started with --forward-to URL (and --webhook ID or --secret-env VAR)' }) };
+  const replayAbout = {
+    replay_to: o.forwardTo ?? null,
+    ...(o.forwardTo ? {} : { replay_unavailable: 'a kept history replays only when this server is started with --forward-to URL (and --webhook ID or --secret-env VAR)' }),
+  };
   if (o.saveDir !== undefined) {
     // a file is taken as verified when it carries this store's mark, or verifies with the secret given
     const folder = await openSavedFolder(o.saveDir, HISTORY_DEFAULTS, await readSaveKey(configDir(ctx.env)), o.secrets ? await o.secrets() : []);

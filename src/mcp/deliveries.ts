@@ -46,7 +46,7 @@ const WAIT_MAX_SECONDS = 600;
 /** How often a wait tells a client that asked for progress that it is still waiting. */
 const PROGRESS_EVERY_MS = 10_000;
 
-const deliveryId = z.number().int().min(1).describe('a delivery\'s id, as list_deliveries gives it');
+const deliveryId = z.number().int().min(1).describe("a delivery's id, as list_deliveries gives it");
 const maxBody = z.number().int().min(0).max(BODY.max).optional().describe(`bytes of each body shown, at most (default ${BODY.default}, at most ${BODY.max}); the whole size is said`);
 const secretArgs = {
   secret_webhook_id: z.string().min(1).optional().describe('verify (or sign) with the stored secret of this webhook'),
@@ -68,7 +68,25 @@ function appView(forward: ForwardResult | undefined, answered: { headers: Record
 
 /** One delivery whole, as get_delivery answers it: the report, the verification, the request as it came, your app's answer, every attempt. */
 export function wholeDelivery(record: FullRecord, attempts: FullRecord[], max: number): Record<string, unknown> {
-  const { id, headers, body: _b, body_base64: _b64, body_kept: _k, app_answer, forward, layout, pinned, reason, message, hint, skew_seconds, warning, diagnosis_skipped, dedupe_key, ...report } = record;
+  const {
+    id,
+    headers,
+    body: _b,
+    body_base64: _b64,
+    body_kept: _k,
+    app_answer,
+    forward,
+    layout,
+    pinned,
+    reason,
+    message,
+    hint,
+    skew_seconds,
+    warning,
+    diagnosis_skipped,
+    dedupe_key,
+    ...report
+  } = record;
   const bytes = bytesOf(record);
   return {
     id,
@@ -110,7 +128,9 @@ function until<T>(m: McpContext, extra: Extra, ms: number, after: number, look: 
         ? undefined
         : setInterval(() => {
             const elapsed = Math.round((m.ctx.clock.monotonic() - started) / 1000);
-            void extra.sendNotification({ method: 'notifications/progress', params: { progressToken: token, progress: elapsed, total: Math.round(ms / 1000), message: 'still waiting' } }).catch(() => undefined);
+            void extra
+              .sendNotification({ method: 'notifications/progress', params: { progressToken: token, progress: elapsed, total: Math.round(ms / 1000), message: 'still waiting' } })
+              .catch(() => undefined);
           }, PROGRESS_EVERY_MS).unref();
     const finish = (value: T | undefined, err?: unknown) => {
       if (done) return;
@@ -261,7 +281,7 @@ export function registerDeliveryTools(server: McpServer, m: McpContext): void {
         "Waits until a model run is complete, as `listen --until-run` counts it: every forecast hour of expect_hours verified, and its initialization_time.available unless init_event is false. The run is `model` and `initialization_time` when given, else the newest run seen (or the first to come). Answers the run's hours, and when timeout_seconds pass first, which are missing.",
       inputSchema: z.strictObject({
         model: z.string().min(1).optional().describe('such as wm-6'),
-        initialization_time: z.string().optional().describe('the run\'s initialisation time (ISO 8601)'),
+        initialization_time: z.string().optional().describe("the run's initialisation time (ISO 8601)"),
         expect_hours: z.string().optional().describe("the forecast hours that make it complete, such as 0-240/6 or 0-72/3,78-240/6 (default: the listen's --expect-hours)"),
         init_event: z.boolean().optional().describe('whether its initialization_time.available is needed too (default true)'),
         timeout_seconds: z.number().positive().max(WAIT_MAX_SECONDS).optional().describe('how long to wait (default 30)'),
@@ -306,7 +326,8 @@ export function registerDeliveryTools(server: McpServer, m: McpContext): void {
     'list_runs',
     {
       title: 'Model runs',
-      description: "Each model run seen, newest first: its forecast hours, whether its initialization_time.available came, and against expect_hours (or the listen's --expect-hours) which hours are missing. Test deliveries (pings) are counted apart.",
+      description:
+        "Each model run seen, newest first: its forecast hours, whether its initialization_time.available came, and against expect_hours (or the listen's --expect-hours) which hours are missing. Test deliveries (pings) are counted apart.",
       inputSchema: z.strictObject({
         expect_hours: z.string().optional().describe('the forecast hours a run should have, such as 0-240/6'),
         limit: z.number().int().min(1).max(PAGE.max).optional().describe(`runs in the answer (default ${PAGE.default})`),
@@ -339,7 +360,7 @@ export function registerDeliveryTools(server: McpServer, m: McpContext): void {
         "Sends a verified delivery again to your app (listen's --forward-to), signed afresh with the current time and the same Trigger-Id, marked X-Wxhooks-Replay: 1; with `body`, that body in its place, marked X-Wxhooks-Replay: edited. Answers your app's new answer beside the one it gave before. What did not verify is never replayed.",
       inputSchema: z.strictObject({
         id: deliveryId,
-        body: z.string().max(BODY.max).optional().describe('an edited body (text) to send in place of the delivery\'s own'),
+        body: z.string().max(BODY.max).optional().describe("an edited body (text) to send in place of the delivery's own"),
         max_body_bytes: maxBody,
       }),
       annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
@@ -361,7 +382,6 @@ export function registerDeliveryTools(server: McpServer, m: McpContext): void {
       };
     },
   );
-
 }
 
 /** verify_delivery: offered with --service-only too (for a file, or headers and a body, it needs no attachment). */
@@ -381,15 +401,25 @@ export function registerVerifyTool(server: McpServer, m: McpContext): void {
         body: z.string().optional().describe('with headers: the raw body, as text'),
         body_base64: z.string().optional().describe('with headers: the raw body, in base64 (for bytes that are not UTF-8)'),
         ...secretArgs,
-        scheme: z.enum(SCHEMES as [string, ...string[]]).optional().describe('the signature layout to check (default auto: each that signs the timestamp)'),
-        tolerance_seconds: z.number().int().min(1).max(366 * 86_400).optional().describe('how far the timestamp may be off the time of the check (default 300)'),
+        scheme: z
+          .enum(SCHEMES as [string, ...string[]])
+          .optional()
+          .describe('the signature layout to check (default auto: each that signs the timestamp)'),
+        tolerance_seconds: z
+          .number()
+          .int()
+          .min(1)
+          .max(366 * 86_400)
+          .optional()
+          .describe('how far the timestamp may be off the time of the check (default 300)'),
         at: z.string().optional().describe('check as of this time (ISO 8601 or Unix seconds); default: when it was received, else now'),
       }),
       annotations: { readOnlyHint: true, openWorldHint: false },
     },
     async (a) => {
       const given = [a.id !== undefined && 'id', a.file !== undefined && 'file', a.headers !== undefined && 'headers'].filter(Boolean);
-      if (given.length !== 1) throw new UsageError(given.length ? `Give one of id, file or headers, not ${given.join(' and ')}.` : 'Give id (a kept delivery), file (a saved one) or headers and body.');
+      if (given.length !== 1)
+        throw new UsageError(given.length ? `Give one of id, file or headers, not ${given.join(' and ')}.` : 'Give id (a kept delivery), file (a saved one) or headers and body.');
       if (a.headers === undefined && (a.body !== undefined || a.body_base64 !== undefined)) throw new UsageError('body and body_base64 go with headers.');
       if (a.headers !== undefined && (a.body === undefined) === (a.body_base64 === undefined)) throw new UsageError('With headers, give body or body_base64 (one of them).');
       let captured: { headers: Record<string, string>; body: Buffer; receivedAt?: number };
@@ -398,16 +428,31 @@ export function registerVerifyTool(server: McpServer, m: McpContext): void {
         if (!found) throw new NotFoundError(`No delivery ${a.id} is kept.`, { hint: 'list_deliveries shows what is kept.' });
         const bytes = bytesOf(found.record);
         if (bytes.length < (found.record.size ?? bytes.length)) {
-          if (!found.record.saved_to) throw new UsageError(`Only the first ${bytes.length} of the ${found.record.size} bytes of delivery ${a.id} are kept: it cannot be checked.`, { hint: 'A listen with --save-dir keeps every verified delivery whole.' });
+          if (!found.record.saved_to)
+            throw new UsageError(`Only the first ${bytes.length} of the ${found.record.size} bytes of delivery ${a.id} are kept: it cannot be checked.`, {
+              hint: 'A listen with --save-dir keeps every verified delivery whole.',
+            });
           captured = await readCaptured(found.record.saved_to);
         } else captured = { headers: found.record.headers, body: bytes, receivedAt: Date.parse(found.record.time) };
       } else if (a.file !== undefined) captured = await readCaptured(a.file);
-      else captured = { headers: Object.fromEntries(Object.entries(a.headers!).map(([k, v]) => [k.toLowerCase(), v])), body: a.body !== undefined ? Buffer.from(a.body, 'utf8') : Buffer.from(a.body_base64!, 'base64') };
+      else
+        captured = {
+          headers: Object.fromEntries(Object.entries(a.headers!).map(([k, v]) => [k.toLowerCase(), v])),
+          body: a.body !== undefined ? Buffer.from(a.body, 'utf8') : Buffer.from(a.body_base64!, 'base64'),
+        };
       const now = a.at !== undefined ? time(a.at, 'at') : (captured.receivedAt ?? m.ctx.clock.now());
       const secrets = await secretsFor(m, a, 'verify');
       const result = verifyDelivery({ secret: secrets, headers: captured.headers, body: captured.body, scheme: a.scheme as never, tolerance: a.tolerance_seconds, now });
       const checked_at = new Date(now).toISOString();
-      if (!result.ok) return { verified: false, reason: result.reason, message: result.message, hint: result.hint ?? null, ...(result.skewSeconds !== undefined ? { skew_seconds: result.skewSeconds } : {}), checked_at };
+      if (!result.ok)
+        return {
+          verified: false,
+          reason: result.reason,
+          message: result.message,
+          hint: result.hint ?? null,
+          ...(result.skewSeconds !== undefined ? { skew_seconds: result.skewSeconds } : {}),
+          checked_at,
+        };
       const p = result.payload;
       return {
         verified: true,

@@ -69,7 +69,10 @@ export class KeptHistory implements Attachment {
   async replay(id: number, body?: Buffer): Promise<Replayed> {
     if (!this.replayTo) throw new RefusedError(this.about.replay_unavailable ?? 'Nowhere to replay to.', { hint: 'Start `wxhooks mcp` with --forward-to URL and --webhook ID (or --secret-env VAR).' });
     const record = await this.history.get(id);
-    if (record && !verified(record)) throw new NotVerifiedError(`Delivery ${id} did not verify (${record.message ?? record.outcome}): only verified deliveries are replayed.`, { hint: "What did not verify is never signed with the webhook's secret." });
+    if (record && !verified(record))
+      throw new NotVerifiedError(`Delivery ${id} did not verify (${record.message ?? record.outcome}): only verified deliveries are replayed.`, {
+        hint: "What did not verify is never signed with the webhook's secret.",
+      });
     const r = await replayFromHistory(this.history, id, { ...this.replayTo, edited: body });
     if (!r.ok) throw r.status === 404 ? new NotFoundError(`No delivery ${id} is kept in ${this.about.where}.`) : new RefusedError(`Delivery ${id} cannot be replayed: ${r.error}.`);
     // a history in memory keeps the replay as a record of its own, with your app's whole answer; the
@@ -142,7 +145,12 @@ export class SavedFolder {
       }
       this.seen.add(name);
       const body = savedBody(saved);
-      this.history.add(savedAsEvent({ file, saved, payload: parseBodyObject(body), marked: isMarked(saved, this.key) }, this.key, this.secrets), { headers: saved.headers, body, received: Date.parse(saved.received_at), ms: 0 });
+      this.history.add(savedAsEvent({ file, saved, payload: parseBodyObject(body), marked: isMarked(saved, this.key) }, this.key, this.secrets), {
+        headers: saved.headers,
+        body,
+        received: Date.parse(saved.received_at),
+        ms: 0,
+      });
     }
   }
 }

@@ -106,15 +106,21 @@ export class LiveListen implements Attachment {
 
   async replay(id: number, body?: Buffer): Promise<Replayed> {
     const found = await this.one(id);
-    if (!found) throw new NotFoundError(`No delivery ${id} is kept by the listen at ${this.about.where}.`, { hint: 'list_deliveries shows what is kept (the listen keeps its last --history deliveries).' });
+    if (!found)
+      throw new NotFoundError(`No delivery ${id} is kept by the listen at ${this.about.where}.`, { hint: 'list_deliveries shows what is kept (the listen keeps its last --history deliveries).' });
     if (!verified(found.record)) {
       throw new NotVerifiedError(`Delivery ${id} did not verify (${found.record.message ?? found.record.outcome}): only verified deliveries are replayed.`, {
         hint: "What did not verify is never signed with the webhook's secret.",
       });
     }
-    if (this.about.listen && !forwardsAnywhere(this.about.listen)) throw new RefusedError(this.about.replay_unavailable ?? 'This listen forwards nowhere.', { hint: 'Start listen with --forward-to URL.' });
+    if (this.about.listen && !forwardsAnywhere(this.about.listen))
+      throw new RefusedError(this.about.replay_unavailable ?? 'This listen forwards nowhere.', { hint: 'Start listen with --forward-to URL.' });
     const before = (await this.records()).at(-1)?.id ?? 0;
-    const { status, data } = await this.api<(ForwardResult & { trigger_id: string }) | { error: string }>('POST', `api/deliveries/${id}/replay`, body === undefined ? undefined : { body: body.toString('utf8') });
+    const { status, data } = await this.api<(ForwardResult & { trigger_id: string }) | { error: string }>(
+      'POST',
+      `api/deliveries/${id}/replay`,
+      body === undefined ? undefined : { body: body.toString('utf8') },
+    );
     if (status === 404) throw new NotFoundError(`No delivery ${id} is kept by the listen any more.`);
     if (status !== 200 || 'error' in data) throw new RefusedError(`The listen did not replay delivery ${id}: ${'error' in data ? data.error : status}.`, { status });
     // the listen keeps the replay as a record of its own, with your app's whole answer

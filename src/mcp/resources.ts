@@ -30,7 +30,11 @@ export function registerResources(server: McpServer, m: McpContext, source: Atta
   server.registerResource(
     'deliveries',
     LIST_URI,
-    { title: 'Deliveries', description: `The newest ${PAGE.default} deliveries the attached listen (or history) has, newest first. Subscribe to be told when a new one arrives.`, mimeType: 'application/json' },
+    {
+      title: 'Deliveries',
+      description: `The newest ${PAGE.default} deliveries the attached listen (or history) has, newest first. Subscribe to be told when a new one arrives.`,
+      mimeType: 'application/json',
+    },
     async (uri) => {
       const all = await source.records().catch(failed);
       return json(uri.href, { attached: source.about.where, deliveries: all.slice(-PAGE.default).reverse(), newest_id: all.at(-1)?.id ?? 0 });
@@ -47,7 +51,11 @@ export function registerResources(server: McpServer, m: McpContext, source: Atta
           .map((r) => ({ uri: deliveryUri(r.id), name: nameOf(r), mimeType: 'application/json' })),
       }),
     }),
-    { title: 'One delivery', description: `One delivery whole: headers, body (cut at ${BODY.default} bytes, its size said), verification, your app's answer, its attempts.`, mimeType: 'application/json' },
+    {
+      title: 'One delivery',
+      description: `One delivery whole: headers, body (cut at ${BODY.default} bytes, its size said), verification, your app's answer, its attempts.`,
+      mimeType: 'application/json',
+    },
     async (uri, variables) => {
       const id = Number(variables.id);
       const found = Number.isInteger(id) && id > 0 ? await source.one(id).catch(failed) : undefined;

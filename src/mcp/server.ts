@@ -29,7 +29,8 @@ export async function startMcpServer(o: McpServerOptions): Promise<{ close(): Pr
     'status',
     {
       title: 'What this server is attached to',
-      description: "What the delivery tools read: a running listen (its inspector, its receiver, the app it forwards to, its webhook), a shared store's history or a --save-dir folder; whether replay can be used, and where it sends; whether the write tools are offered.",
+      description:
+        "What the delivery tools read: a running listen (its inspector, its receiver, the app it forwards to, its webhook), a shared store's history or a --save-dir folder; whether replay can be used, and where it sends; whether the write tools are offered.",
       inputSchema: z.strictObject({}),
       annotations: { readOnlyHint: true, openWorldHint: false },
     },

@@ -30,7 +30,8 @@ export function registerServiceTools(server: McpServer, m: McpContext): void {
     'auth_status',
     {
       title: 'Check the credentials',
-      description: "Asks the service whether the API key in this server's environment (WX_API_KEY) is accepted, as `wxhooks auth status` does: the client id, the scheme used, and the service's address.",
+      description:
+        "Asks the service whether the API key in this server's environment (WX_API_KEY) is accepted, as `wxhooks auth status` does: the client id, the scheme used, and the service's address.",
       inputSchema: z.strictObject({}),
       annotations: { readOnlyHint: true, openWorldHint: true },
     },
@@ -117,7 +118,7 @@ export function registerServiceTools(server: McpServer, m: McpContext): void {
     {
       title: 'Check the chain',
       description:
-        "Checks the chain from the service to this machine, link by link, as `wxhooks doctor` does, and says what to do about each broken link: the credentials; the webhook exists, is active, has subscriptions; its URL can be reached from the service; its secret is stored; and a ping of each subscription arrives at a receiver it starts on the port the URL leads to (with a listen running there, that link says so: use ping and list_deliveries instead). Without webhook_id: the credentials, and the webhooks.",
+        'Checks the chain from the service to this machine, link by link, as `wxhooks doctor` does, and says what to do about each broken link: the credentials; the webhook exists, is active, has subscriptions; its URL can be reached from the service; its secret is stored; and a ping of each subscription arrives at a receiver it starts on the port the URL leads to (with a listen running there, that link says so: use ping and list_deliveries instead). Without webhook_id: the credentials, and the webhooks.',
       inputSchema: z.strictObject({
         webhook_id: webhookId.optional(),
         public_url: z.string().optional().describe('the public URL (a tunnel) that should lead to this machine'),
@@ -134,7 +135,14 @@ export function registerServiceTools(server: McpServer, m: McpContext): void {
       return {
         ok: checks.every((c) => c.ok),
         checks,
-        ...(webhooks ? { webhooks: webhooks.slice(0, PAGE.max).map((h) => ({ id: h.id, url: h.url, active: h.active ?? null, subscriptions: h.subscriptions.map((s) => s.type), temporary: Boolean(temporaryOf(h)) })), webhooks_total: webhooks.length } : {}),
+        ...(webhooks
+          ? {
+              webhooks: webhooks
+                .slice(0, PAGE.max)
+                .map((h) => ({ id: h.id, url: h.url, active: h.active ?? null, subscriptions: h.subscriptions.map((s) => s.type), temporary: Boolean(temporaryOf(h)) })),
+              webhooks_total: webhooks.length,
+            }
+          : {}),
       };
     },
   );
@@ -146,7 +154,7 @@ export function registerServiceTools(server: McpServer, m: McpContext): void {
     {
       title: 'Send a signed test delivery',
       description:
-        'Signs one delivery as the service would and POSTs it to any receiver (your own endpoint), as `wxhooks send` does: a body you give, or one made for `type`. Answers the receiver\'s status and the start of its answer. The secret: secret_webhook_id or secret_env, else the server\'s --webhook/--secret-env, else the attached listen\'s webhook\'s.',
+        "Signs one delivery as the service would and POSTs it to any receiver (your own endpoint), as `wxhooks send` does: a body you give, or one made for `type`. Answers the receiver's status and the start of its answer. The secret: secret_webhook_id or secret_env, else the server's --webhook/--secret-env, else the attached listen's webhook's.",
       inputSchema: z.strictObject({
         to: z.string().describe('the receiver (an absolute http or https URL)'),
         body: z.string().optional().describe('the body to send, as text (default: one made for `type`)'),
@@ -156,7 +164,10 @@ export function registerServiceTools(server: McpServer, m: McpContext): void {
         webhook_id: z.string().min(1).optional().describe(`for a body made here: webhook_id in it (default ${SEND_DEFAULTS.webhookId})`),
         subscription_id: z.string().min(1).optional().describe(`for a body made here: subscription_id in it (default ${SEND_DEFAULTS.subscriptionId})`),
         trigger_id: z.string().min(1).optional().describe('the Trigger-Id (default: a new one)'),
-        layout: z.enum(LAYOUT_NAMES as [string, ...string[]]).optional().describe(`how to sign (default ${SEND_DEFAULTS.layout})`),
+        layout: z
+          .enum(LAYOUT_NAMES as [string, ...string[]])
+          .optional()
+          .describe(`how to sign (default ${SEND_DEFAULTS.layout})`),
         timestamp: z.number().int().min(0).optional().describe('sign with this Unix time instead of now (to test a stale-timestamp check)'),
         secret_webhook_id: z.string().min(1).optional().describe('sign with the stored secret of this webhook'),
         secret_env: z.string().min(1).optional().describe("or with the secret in this variable of the server's environment"),
@@ -170,14 +181,30 @@ export function registerServiceTools(server: McpServer, m: McpContext): void {
       const forMade = (['type', 'model', 'webhook_id', 'subscription_id'] as const).filter((k) => a[k] !== undefined);
       if (given && forMade.length) throw new UsageError(`${forMade.join(', ')} ${forMade.length === 1 ? 'is' : 'are'} for a body made here: not with body or body_base64.`);
       const triggerId = a.trigger_id ?? newTriggerId();
-      const body = a.body !== undefined
-        ? Buffer.from(a.body, 'utf8')
-        : a.body_base64 !== undefined
-          ? Buffer.from(a.body_base64, 'base64')
-          : generatedBody({ type: a.type ?? SEND_DEFAULTS.type, model: a.model ?? SEND_DEFAULTS.model, webhookId: a.webhook_id ?? SEND_DEFAULTS.webhookId, subscriptionId: a.subscription_id ?? SEND_DEFAULTS.subscriptionId, triggerId });
+      const body =
+        a.body !== undefined
+          ? Buffer.from(a.body, 'utf8')
+          : a.body_base64 !== undefined
+            ? Buffer.from(a.body_base64, 'base64')
+            : generatedBody({
+                type: a.type ?? SEND_DEFAULTS.type,
+                model: a.model ?? SEND_DEFAULTS.model,
+                webhookId: a.webhook_id ?? SEND_DEFAULTS.webhookId,
+                subscriptionId: a.subscription_id ?? SEND_DEFAULTS.subscriptionId,
+                triggerId,
+              });
       const [secret] = await secretsFor(m, a, 'send');
       const layout = (a.layout ?? SEND_DEFAULTS.layout) as (typeof LAYOUT_NAMES)[number];
-      const sent = await postSigned({ to, body, triggerId, secret: secret!, layout, timestamp: a.timestamp === undefined ? undefined : unixSeconds(String(a.timestamp), 'timestamp'), timeoutMs: m.ctx.global.timeoutMs, clock: m.ctx.clock });
+      const sent = await postSigned({
+        to,
+        body,
+        triggerId,
+        secret: secret!,
+        layout,
+        timestamp: a.timestamp === undefined ? undefined : unixSeconds(String(a.timestamp), 'timestamp'),
+        timeoutMs: m.ctx.global.timeoutMs,
+        clock: m.ctx.clock,
+      });
       return { delivered: sent.ok, status: sent.status, answer_start: sent.text, ms: sent.ms, trigger_id: triggerId, layout, size: body.length };
     },
   );

@@ -67,7 +67,7 @@ export async function secretsFor(m: McpContext, args: { secret_webhook_id?: stri
   else if (m.secrets.webhook !== undefined || m.secrets.secretEnv !== undefined) source = m.secrets;
   else source = { webhook: m.attachment?.about.listen?.webhook_id ?? undefined };
   if (source.webhook === undefined && source.secretEnv === undefined) {
-    throw new UsageError('A secret is needed: give secret_webhook_id (a webhook whose secret is stored) or secret_env (a variable of this server\'s environment that holds it).', {
+    throw new UsageError("A secret is needed: give secret_webhook_id (a webhook whose secret is stored) or secret_env (a variable of this server's environment that holds it).", {
       hint: 'Or start the server with --webhook ID or --secret-env VAR.',
     });
   }

@@ -72,7 +72,9 @@ function flagsOf(a: FilterArgs): SubscriptionFlags {
 function warnings(types: string[], responses: (string | null | undefined)[]): string[] {
   return [
     ...types.filter((t) => !isKnownType(t)).map((t) => `"${t}" is not a subscription type wxhooks knows (${suggestion(t, SUBSCRIPTION_TYPES)}); it is sent anyway.`),
-    ...responses.filter((r): r is string => typeof r === 'string' && !(RESPONSE_TYPES as readonly string[]).includes(r)).map((r) => `"${r}" is not a response type wxhooks knows (${suggestion(r, RESPONSE_TYPES)}); it is sent anyway.`),
+    ...responses
+      .filter((r): r is string => typeof r === 'string' && !(RESPONSE_TYPES as readonly string[]).includes(r))
+      .map((r) => `"${r}" is not a response type wxhooks knows (${suggestion(r, RESPONSE_TYPES)}); it is sent anyway.`),
   ];
 }
 
@@ -114,14 +116,20 @@ export function registerWriteTools(server: McpServer, m: McpContext): void {
     {
       title: 'Create a webhook',
       description:
-        "Creates a webhook with its subscriptions, as `wxhooks webhook create` does. Its one-time secret is stored here (what listen, verify and replay use) and never shown: a person sees it with `wxhooks secret show ID`. If it cannot be stored, the webhook is deleted again. With dry_run: the request that would be sent, and nothing is created.",
+        'Creates a webhook with its subscriptions, as `wxhooks webhook create` does. Its one-time secret is stored here (what listen, verify and replay use) and never shown: a person sees it with `wxhooks secret show ID`. If it cannot be stored, the webhook is deleted again. With dry_run: the request that would be sent, and nothing is created.',
       inputSchema: z.strictObject({
         url: z.string().describe('where the service POSTs deliveries (absolute http or https)'),
         name: z.string().optional(),
         note: z.string().optional(),
         active: z.boolean().optional().describe('false: created switched off (default true)'),
         subscriptions: z
-          .array(z.strictObject({ type: z.string().min(1).describe('such as forecast_hour.available'), response: z.string().min(1).optional().describe('include an API response of this type, such as gridded'), ...filterArgs }))
+          .array(
+            z.strictObject({
+              type: z.string().min(1).describe('such as forecast_hour.available'),
+              response: z.string().min(1).optional().describe('include an API response of this type, such as gridded'),
+              ...filterArgs,
+            }),
+          )
           .optional()
           .describe('at most one of each type'),
         dry_run: dryRun,
@@ -136,10 +144,19 @@ export function registerWriteTools(server: McpServer, m: McpContext): void {
         subscriptions[s.type] = config;
       }
       const { body, types } = createWebhookBody(
-        { url: url(a.url, 'url'), ...(a.name !== undefined ? { name: a.name } : {}), ...(a.note !== undefined ? { note: a.note } : {}), ...(a.active === false ? { active: false } : {}), ...(a.subscriptions ? { subscriptions } : {}) },
+        {
+          url: url(a.url, 'url'),
+          ...(a.name !== undefined ? { name: a.name } : {}),
+          ...(a.note !== undefined ? { note: a.note } : {}),
+          ...(a.active === false ? { active: false } : {}),
+          ...(a.subscriptions ? { subscriptions } : {}),
+        },
         {},
       );
-      const said = warnings(types, (a.subscriptions ?? []).map((s) => s.response));
+      const said = warnings(
+        types,
+        (a.subscriptions ?? []).map((s) => s.response),
+      );
       if (!types.length) said.push('This webhook has no subscription: nothing will be delivered to it until one is added.');
       const { service, base, planned } = await services(a.dry_run);
       const store = await secretStoreFor(m.ctx);
@@ -152,9 +169,14 @@ export function registerWriteTools(server: McpServer, m: McpContext): void {
         } catch (err) {
           let undone = true;
           await service.deleteWebhook(hook.id).catch(() => (undone = false));
-          throw new StorageError(`Webhook ${hook.id} was created, but its secret could not be stored in ${store.file} (${(err as Error).message}): ${undone ? 'it was deleted again, since deliveries could not be verified without it' : 'deleting it again failed too'}.`, {
-            hint: undone ? 'Fix the store folder (or WXHOOKS_CONFIG_DIR), then create it again.' : `Delete it with \`wxhooks webhook delete ${hook.id} --yes\`, fix the store folder, and create it again.`,
-          });
+          throw new StorageError(
+            `Webhook ${hook.id} was created, but its secret could not be stored in ${store.file} (${(err as Error).message}): ${undone ? 'it was deleted again, since deliveries could not be verified without it' : 'deleting it again failed too'}.`,
+            {
+              hint: undone
+                ? 'Fix the store folder (or WXHOOKS_CONFIG_DIR), then create it again.'
+                : `Delete it with \`wxhooks webhook delete ${hook.id} --yes\`, fix the store folder, and create it again.`,
+            },
+          );
         }
       } else said.push('The service did not return a signing secret for this webhook.');
       return { created: shownWebhook(hook), secret_stored: Boolean(hook.secret), secret_file: store.file, warnings: said };
@@ -214,7 +236,11 @@ export function registerWriteTools(server: McpServer, m: McpContext): void {
         const current = await real.getWebhook(id);
         await service.deleteWebhook(id);
         const stored = (await store.get(base, id)) !== undefined;
-        return { dry_run: true, requests: planned, changes: [{ action: 'delete', webhook: shownWebhook(current), subscriptions: current.subscriptions.length, stored_secret: stored ? 'would be forgotten' : 'none stored' }] };
+        return {
+          dry_run: true,
+          requests: planned,
+          changes: [{ action: 'delete', webhook: shownWebhook(current), subscriptions: current.subscriptions.length, stored_secret: stored ? 'would be forgotten' : 'none stored' }],
+        };
       }
       await service.deleteWebhook(id);
       let forgot: boolean | string = false;
@@ -233,7 +259,8 @@ export function registerWriteTools(server: McpServer, m: McpContext): void {
     'add_subscription',
     {
       title: 'Add a subscription',
-      description: 'Adds one subscription to a webhook (at most one of each type), with its filters and response, as `wxhooks subscription add` does. With dry_run: the request, what would be added, and whether the service would refuse it (the type is there already).',
+      description:
+        'Adds one subscription to a webhook (at most one of each type), with its filters and response, as `wxhooks subscription add` does. With dry_run: the request, what would be added, and whether the service would refuse it (the type is there already).',
       inputSchema: z.strictObject({
         webhook_id: webhookId,
         type: z.string().min(1).describe('forecast_hour.available, initialization_time.available, degree_days.available, tropical_cyclones.available or events.available'),
@@ -296,7 +323,12 @@ export function registerWriteTools(server: McpServer, m: McpContext): void {
       if (planned) {
         const current = subscriptionOf(await real.getWebhook(id), sid);
         await service.updateSubscription(id, sid, body);
-        return { dry_run: true, requests: planned, changes: [{ action: 'update', webhook_id: id, subscription_id: sid, type: current.type, fields: diff(current as unknown as Record<string, unknown>, body) }], warnings: said };
+        return {
+          dry_run: true,
+          requests: planned,
+          changes: [{ action: 'update', webhook_id: id, subscription_id: sid, type: current.type, fields: diff(current as unknown as Record<string, unknown>, body) }],
+          warnings: said,
+        };
       }
       const hook = await service.updateSubscription(id, sid, body);
       return { updated: hook.subscriptions.find((s) => s.id === sid) ?? null, warnings: said };

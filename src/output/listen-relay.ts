@@ -11,7 +11,16 @@ import type { Style } from './style.js';
 export function relayLinkEvent(e: RelayClientEvent): Record<string, unknown> {
   switch (e.kind) {
     case 'connected':
-      return { event: e.again ? 'relay_back' : 'relay_connected', channel: e.channel, inbound_url: e.inboundUrl, created: e.created, temporary: e.temporary, queued: e.queued, bytes: e.bytes, ...(e.downMs !== undefined ? { down_ms: e.downMs } : {}) };
+      return {
+        event: e.again ? 'relay_back' : 'relay_connected',
+        channel: e.channel,
+        inbound_url: e.inboundUrl,
+        created: e.created,
+        temporary: e.temporary,
+        queued: e.queued,
+        bytes: e.bytes,
+        ...(e.downMs !== undefined ? { down_ms: e.downMs } : {}),
+      };
     case 'disconnected':
       return { event: 'relay_lost', reason: e.reason };
     case 'unreachable':

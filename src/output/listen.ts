@@ -58,7 +58,13 @@ function forward(e: ReceiverEvent, drop = 0): string {
   const f = e.forward;
   // --sink: where the stream put it (the broker's id; "had it" when its pair was there already)
   const sunk = e.published?.length ? `→ stream ${e.published.map((p) => (p.duplicate ? `${p.id} (had it)` : p.id)).join(', ')}` : '';
-  const app = !f ? (e.not_forwarded ? `→ not forwarded: ${printable(e.not_forwarded)}` : '') : f.error ? `→ app: ${printable(f.error)}` : `→ app ${f.status}${f.body && drop < MOST_DROPPED ? ` ${JSON.stringify(f.body.slice(0, 60))}` : ''} (${f.ms} ms)`;
+  const app = !f
+    ? e.not_forwarded
+      ? `→ not forwarded: ${printable(e.not_forwarded)}`
+      : ''
+    : f.error
+      ? `→ app: ${printable(f.error)}`
+      : `→ app ${f.status}${f.body && drop < MOST_DROPPED ? ` ${JSON.stringify(f.body.slice(0, 60))}` : ''} (${f.ms} ms)`;
   return sunk && app ? `${sunk}  ${app}` : sunk || app;
 }
 
@@ -121,7 +127,9 @@ function request(e: ReceiverEvent, style: Style, drop = 0, view: EventView = {})
     case 'timed_out':
     case 'overloaded': {
       const claims = e.claimed_trigger_id ? style.dim(`  claims ${printable(claimKept(e.claimed_trigger_id))}, not verified`) : '';
-      const skipped = e.diagnosis_skipped ? `\n         ${style.dim('not looked into further (a re-formatted body? another layout?): that runs at most 5 times a minute; `wxhooks verify` does it on a capture')}` : '';
+      const skipped = e.diagnosis_skipped
+        ? `\n         ${style.dim('not looked into further (a re-formatted body? another layout?): that runs at most 5 times a minute; `wxhooks verify` does it on a capture')}`
+        : '';
       return `${time} ${style.red('✗')} ${status}  ${style.red(printable(e.message ?? e.reason ?? 'rejected'))}${e.size !== undefined ? style.dim(`  ${size(e.size)}`) : ''}${claims}${e.hint ? `\n         ${style.dim(printable(e.hint))}` : ''}${skipped}`;
     }
     case 'aborted':

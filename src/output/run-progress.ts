@@ -9,7 +9,11 @@ export function progressBar(p: RunProgress, needInit: boolean, style: Style, wid
   const total = p.have.length + p.missing.length;
   const filled = total ? Math.round((p.have.length / total) * width) : width;
   const bar = `▕${style.green('█'.repeat(filled))}${style.dim('░'.repeat(width - filled))}▏`;
-  const waiting = p.missing.length ? `waiting on ${compressHours(p.missing.slice(0, 3))}${p.missing.length > 3 ? '…' : ''}` : needInit && !p.init_event ? 'waiting on its initialization_time.available' : 'complete';
+  const waiting = p.missing.length
+    ? `waiting on ${compressHours(p.missing.slice(0, 3))}${p.missing.length > 3 ? '…' : ''}`
+    : needInit && !p.init_event
+      ? 'waiting on its initialization_time.available'
+      : 'complete';
   return `${p.model} ${shortInit(p.initialization_time)} ${bar} ${p.have.length}/${total} hours${p.have.length ? `, ${compressHours(p.have)} in` : ''}, ${waiting}`;
 }
 

@@ -182,9 +182,11 @@ function matches(r: Rec): boolean {
   if (r.id <= clearedTo) return false;
   if (filter.type && r.type !== filter.type) return false;
   const o = filter.outcome;
-  if (o === 'unverified' ? !(r.outcome === 'unverified' || r.outcome === 'bad_request') : o === 'limits' ? !['too_large', 'overloaded', 'timed_out'].includes(r.outcome) : o && r.outcome !== o) return false;
+  if (o === 'unverified' ? !(r.outcome === 'unverified' || r.outcome === 'bad_request') : o === 'limits' ? !['too_large', 'overloaded', 'timed_out'].includes(r.outcome) : o && r.outcome !== o)
+    return false;
   if (filter.text) {
-    const hay = `${r.type ?? ''} ${r.trigger_id ?? ''} ${r.claimed_trigger_id ?? ''} ${r.subscription_id ?? ''} ${r.webhook_id ?? ''} ${r.model ?? ''} ${hours(r)} ${r.message ?? ''} ${r.outcome} ${r.status}`.toLowerCase();
+    const hay =
+      `${r.type ?? ''} ${r.trigger_id ?? ''} ${r.claimed_trigger_id ?? ''} ${r.subscription_id ?? ''} ${r.webhook_id ?? ''} ${r.model ?? ''} ${hours(r)} ${r.message ?? ''} ${r.outcome} ${r.status}`.toLowerCase();
     if (!hay.includes(filter.text.toLowerCase()) && !filter.found?.has(r.id)) return false;
   }
   return true;
@@ -416,7 +418,7 @@ events.addEventListener('error', () => {
       if (res.status === 403) {
         events.close();
         state.textContent = 'session over';
-        showBanner('This page\'s session is over: listen restarted with another token. Open the link it printed.');
+        showBanner("This page's session is over: listen restarted with another token. Open the link it printed.");
       }
     },
     () => showBanner('listen is not answering: this page reconnects by itself when it is back.'),
@@ -552,7 +554,17 @@ function bodyViews(r: Full, parsed: unknown): HTMLElement {
   const bytes = r.body_base64 !== undefined ? Uint8Array.from(atob(r.body_base64), (c) => c.charCodeAt(0)) : new TextEncoder().encode(r.body ?? '');
   const views: [string, () => Node][] = [
     ['Tree', () => (parsed !== undefined ? tree(parsed) : el('div', 'empty', 'not JSON: see the text'))],
-    ['Text', () => el('pre', 'raw', `POST ${r.path ?? '/'}\n${Object.entries(r.headers).map(([k, v]) => `${k}: ${v}`).join('\n')}\n\n${r.body ?? `(base64) ${r.body_base64 ?? ''}`}`)],
+    [
+      'Text',
+      () =>
+        el(
+          'pre',
+          'raw',
+          `POST ${r.path ?? '/'}\n${Object.entries(r.headers)
+            .map(([k, v]) => `${k}: ${v}`)
+            .join('\n')}\n\n${r.body ?? `(base64) ${r.body_base64 ?? ''}`}`,
+        ),
+    ],
     ['Hex', () => el('pre', 'hex', hexDump(bytes.subarray(0, 64 * 1024)) + (bytes.length > 64 * 1024 ? `\n… the first 64 KiB of ${bytes.length} bytes` : ''))],
   ];
   const bar = el('div', 'views');
@@ -662,7 +674,7 @@ function showDetail(r: Full, attempts: Full[]): void {
       [
         ['received', when(r.time)],
         ['from', r.peer ?? '?'],
-        ['signed at', tsNumber ? `${when(tsNumber)} (Webhook-Timestamp ${ts})` : ts ?? '—'],
+        ['signed at', tsNumber ? `${when(tsNumber)} (Webhook-Timestamp ${ts})` : (ts ?? '—')],
         ['size', `${r.size ?? 0} bytes${r.body_kept < (r.size ?? 0) ? `, the first ${r.body_kept} kept` : ''}`],
         ...(r.trigger_id ? ([['delivery', `${r.trigger_id}${r.subscription_id ? `, subscription ${r.subscription_id}` : ''}`]] as [string, string][]) : []),
         ...(r.model ? ([['run', `${r.model} ${r.initialization_time ? when(r.initialization_time) : ''} ${hours(r)}`]] as [string, string][]) : []),
@@ -704,7 +716,9 @@ function drawResponse(response: Record<string, unknown>): HTMLElement {
   try {
     drawInto(box, type, response);
   } catch (err) {
-    box.replaceChildren(el('div', 'hint chart-problem', `This ${type || 'response'} is not drawn: ${err instanceof ChartProblem ? err.message : `it could not be (${(err as Error).message})`}. Its body is below.`));
+    box.replaceChildren(
+      el('div', 'hint chart-problem', `This ${type || 'response'} is not drawn: ${err instanceof ChartProblem ? err.message : `it could not be (${(err as Error).message})`}. Its body is below.`),
+    );
     box.dataset.problem = 'true';
   }
   box.dataset.ms = String(Math.round(performance.now() - started));
@@ -738,7 +752,17 @@ function drawInto(box: HTMLElement, type: string, response: Record<string, unkno
       const holder = el('div', '', el('div', 'hint', variable));
       holder.dataset.variable = variable;
       box.append(holder);
-      new uPlot({ width, height: 160, tzDate, legend: { live: false }, series: [{ value: legendTime }, ...points.map((p, i) => ({ label: `${p.lat},${p.lon}`, stroke: ['#3559b5', '#b42318', '#1f7a45', '#b54708'][i % 4] }))] }, data, holder);
+      new uPlot(
+        {
+          width,
+          height: 160,
+          tzDate,
+          legend: { live: false },
+          series: [{ value: legendTime }, ...points.map((p, i) => ({ label: `${p.lat},${p.lon}`, stroke: ['#3559b5', '#b42318', '#1f7a45', '#b54708'][i % 4] }))],
+        },
+        data,
+        holder,
+      );
     }
     box.dataset.series = String(variables.length);
     return;
@@ -824,7 +848,14 @@ async function showRuns(): Promise<void> {
           : run.init_event
             ? 'the service says it is complete (initialization_time.available came)'
             : 'no initialization_time.available yet';
-    const box = el('div', 'run', el('strong', '', `${run.model} ${when(run.initialization_time)}`), ` ${run.hours.length} hour${run.hours.length === 1 ? '' : 's'}: `, el('span', `state ${complete === true ? 'done' : complete === false ? 'open' : ''}`, verdictText), cells);
+    const box = el(
+      'div',
+      'run',
+      el('strong', '', `${run.model} ${when(run.initialization_time)}`),
+      ` ${run.hours.length} hour${run.hours.length === 1 ? '' : 's'}: `,
+      el('span', `state ${complete === true ? 'done' : complete === false ? 'open' : ''}`, verdictText),
+      cells,
+    );
     box.dataset.run = `${run.model}@${run.initialization_time}`;
     box.dataset.complete = String(complete ?? '');
     runsView.append(box);

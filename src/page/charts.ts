@@ -80,7 +80,10 @@ export function drawGridded(r: Record<string, unknown>): HTMLCanvasElement {
   g.textAlign = 'left';
   const nth = step === 2 ? 'every 2nd' : step === 3 ? 'every 3rd' : `every ${step}th`;
   const notes = [step > 1 ? `drawn with ${nth} row and column of ${rowsN} × ${colsN}` : '', lats && lons ? '' : 'no latitudes or longitudes: rows and columns numbered'].filter(Boolean).join('; ');
-  const title = [r.variable, r.units === undefined ? undefined : `(${String(r.units)})`].filter((x) => x !== undefined && x !== '').map(String).join(' ');
+  const title = [r.variable, r.units === undefined ? undefined : `(${String(r.units)})`]
+    .filter((x) => x !== undefined && x !== '')
+    .map(String)
+    .join(' ');
   g.fillText([title, notes].filter(Boolean).join('  '), left, 4);
   // the colour scale
   const x = left + shownCols * cell + 20;
@@ -113,7 +116,10 @@ interface TrackPoint {
  */
 export function drawTrack(cyclones: unknown, time: (iso: string) => string): HTMLCanvasElement {
   const list = (Array.isArray(cyclones) ? cyclones : []) as { name?: unknown; track?: unknown }[];
-  const tracks = list.map((cy) => ({ name: typeof cy.name === 'string' ? cy.name : undefined, track: (Array.isArray(cy.track) ? cy.track : []).filter((p: TrackPoint) => typeof p?.lat === 'number' && typeof p?.lon === 'number') as TrackPoint[] }));
+  const tracks = list.map((cy) => ({
+    name: typeof cy.name === 'string' ? cy.name : undefined,
+    track: (Array.isArray(cy.track) ? cy.track : []).filter((p: TrackPoint) => typeof p?.lat === 'number' && typeof p?.lon === 'number') as TrackPoint[],
+  }));
   const points = tracks.flatMap((cy) => cy.track);
   if (!points.length) throw new ChartProblem('no track to draw: no cyclone has positions with lat and lon');
   const [w, h, pad] = [560, 320, 44];

@@ -88,7 +88,12 @@ async function checkOne(service: Service, hook: Webhook, sub: Subscription, log:
       arrived.outcome === 'not_found' || arrived.outcome === 'method_not_allowed'
         ? `a delivery arrived at ${arrived.method} ${arrived.path}, but this receiver serves POST ${where.path}`
         : `a delivery arrived but did not verify: ${arrived.message ?? arrived.reason ?? arrived.outcome}`;
-    return { ...base, result: 'not_verified', detail, hint: arrived.hint ?? (arrived.outcome === 'not_found' ? `Point the webhook at …${where.path}, or listen with --path ${arrived.path}.` : undefined) };
+    return {
+      ...base,
+      result: 'not_verified',
+      detail,
+      hint: arrived.hint ?? (arrived.outcome === 'not_found' ? `Point the webhook at …${where.path}, or listen with --path ${arrived.path}.` : undefined),
+    };
   }
   if (refused) {
     // a failed delivery (the service's answer to a ping whose delivery failed) is not a refused ping
@@ -99,7 +104,7 @@ async function checkOne(service: Service, hook: Webhook, sub: Subscription, log:
       detail: undelivered
         ? `the service took the ping but could not deliver it: ${refused.serviceMessage ?? refused.message}`
         : `the service refused the ping: ${refused.serviceMessage ?? refused.message}`,
-      hint: refused.status !== undefined && refused.status >= 500 ? 'A 5xx from a ping means the service could not deliver to the webhook\'s URL.' : refused.hint,
+      hint: refused.status !== undefined && refused.status >= 500 ? "A 5xx from a ping means the service could not deliver to the webhook's URL." : refused.hint,
     };
   }
   return {

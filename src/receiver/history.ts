@@ -34,7 +34,6 @@ export interface HistorySource {
   subscribe(listener: (row: unknown[], id: number) => void): () => void;
 }
 
-
 function bodyFields(body: Buffer | undefined): Pick<FullRecord, 'body' | 'body_base64' | 'body_kept'> {
   return body ? { ...textOrBase64(body), body_kept: body.length } : { body_kept: 0 };
 }
@@ -192,7 +191,19 @@ export class History implements HistorySource {
   add(event: ReceiverEvent, raw?: RawDelivery, replayOf?: number): void {
     const ok = verified(event);
     if (!ok) event = refusedKept(event);
-    const k: Kept = { id: this.next++, event, ms: raw?.ms, replayOf, headers: ok ? raw?.headers : claimCut(raw?.headers), peer: raw?.peer, answer: raw?.answer, body: undefined, slab: undefined, at: 0, length: 0 };
+    const k: Kept = {
+      id: this.next++,
+      event,
+      ms: raw?.ms,
+      replayOf,
+      headers: ok ? raw?.headers : claimCut(raw?.headers),
+      peer: raw?.peer,
+      answer: raw?.answer,
+      body: undefined,
+      slab: undefined,
+      at: 0,
+      length: 0,
+    };
     if (ok) {
       const most = Math.min(KEEP_BODY, this.limits.bytes);
       if (raw) this.keepBody(k, raw.body.length <= most ? raw.body : raw.body.subarray(0, most));
@@ -276,7 +287,7 @@ export class History implements HistorySource {
     for (let i = all.length - 1; i >= 0 && out.length < limit; i--) {
       const k = all[i]!;
       const bytes = bytesOf(k);
-      if (JSON.stringify(k.event).toLowerCase().includes(needle) || (bytes?.toString('utf8').toLowerCase().includes(needle))) out.push(k.id);
+      if (JSON.stringify(k.event).toLowerCase().includes(needle) || bytes?.toString('utf8').toLowerCase().includes(needle)) out.push(k.id);
     }
     return out;
   }

@@ -177,7 +177,7 @@ export async function startInspector(o: InspectorOptions): Promise<RunningInspec
   const keepAlive = setInterval(() => {
     for (const [res, s] of streams) if (!s.waiting && writable(res, s.most)) res.write(': keep-alive\n\n');
     // a page that has read nothing for this long (a tab frozen for good) lets go of what it holds
-    for (const [res, since] of lagging) if (Date.now() - since > LAGGING_MS) (lagging.delete(res), res.destroy());
+    for (const [res, since] of lagging) if (Date.now() - since > LAGGING_MS) lagging.delete(res), res.destroy();
   }, KEEP_ALIVE_MS).unref();
 
   const json = (res: ServerResponse, status: number, body: unknown) => {

@@ -55,9 +55,7 @@ export const LISTED: readonly (keyof Listed)[] = [
  * deliveries a second).
  */
 export function listedRow(r: Omit<Listed, 'id' | 'replay_of'>, id: number, replayOf?: number): unknown[] {
-  const row = LISTED.map((name) =>
-    name === 'id' ? id : name === 'replay_of' ? (replayOf ?? null) : name === 'message' && r.outcome === 'accepted' ? null : (r[name] ?? null),
-  ); // a message is for refused requests: an accepted delivery's says only that it was accepted
+  const row = LISTED.map((name) => (name === 'id' ? id : name === 'replay_of' ? (replayOf ?? null) : name === 'message' && r.outcome === 'accepted' ? null : (r[name] ?? null))); // a message is for refused requests: an accepted delivery's says only that it was accepted
   // a claimed Trigger-Id goes to every page cut, however it was kept (src/store/history-limits.ts)
   if (r.claimed_trigger_id !== undefined) row[CLAIMED] = claimKept(r.claimed_trigger_id);
   return row;

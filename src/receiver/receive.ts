@@ -142,7 +142,12 @@ export async function makeReceive(o: ReceiveOptions): Promise<{ receive: (a: Arr
       o.keepsRaw ? { headers: a.headers, body: a.body, received: a.now, ms: Math.round(o.monotonic() - a.began), peer: a.peer, answer } : undefined;
     if (!v.ok) {
       const trigger = a.headers['trigger-id'];
-      return { answer: ANSWERS.notVerified(v), verified: false, event: failureEvent(time, a.path, v, statusForFailure(v), a.body.length, typeof trigger === 'string' ? trigger : undefined), raw: raw() };
+      return {
+        answer: ANSWERS.notVerified(v),
+        verified: false,
+        event: failureEvent(time, a.path, v, statusForFailure(v), a.body.length, typeof trigger === 'string' ? trigger : undefined),
+        raw: raw(),
+      };
     }
     // the report and the pair are all that is kept of the parsed body: the rest (several times the body's
     // size, for a large forecast) is let go before the app is waited on

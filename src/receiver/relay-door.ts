@@ -86,7 +86,8 @@ export async function startRelayDoor(o: RelayDoorOptions): Promise<RunningRelayD
     try {
       const r = await receive({ method: 'POST', path, url: path, headers: nodeHeaders(d.headers), body, now: d.receivedAt, began: clock.monotonic(), peer: 'relay' });
       const ok = acknowledged(r);
-      if (ok && !r.verified) r.event.message = `${r.event.message ?? 'not verified'} (the relay verified it: is its secret another one than this listen's?); acknowledged, so that it does not hold the queue.`;
+      if (ok && !r.verified)
+        r.event.message = `${r.event.message ?? 'not verified'} (the relay verified it: is its secret another one than this listen's?); acknowledged, so that it does not hold the queue.`;
       o.onEvent(r.event, r.raw);
       return ok;
     } finally {

@@ -35,15 +35,20 @@ export async function replayDelivery(options: {
   const headers: Record<string, string> = {};
   for (const [name, value] of Object.entries(options.headers)) if (!SIGNATURE_HEADERS.has(name.toLowerCase())) headers[name] = value;
   const signed = signDelivery({ secret: options.secret, body: options.body, triggerId, layout });
-  const result = await forwardDelivery(options.to, { ...headers, 'trigger-id': signed['Trigger-Id'], 'webhook-timestamp': signed['Webhook-Timestamp'], 'webhook-signature': signed['Webhook-Signature'] }, options.body, options.timeoutMs, options.dispatcher, {
-    [REPLAY_HEADER]: options.edited ? 'edited' : '1',
-  });
+  const result = await forwardDelivery(
+    options.to,
+    { ...headers, 'trigger-id': signed['Trigger-Id'], 'webhook-timestamp': signed['Webhook-Timestamp'], 'webhook-signature': signed['Webhook-Signature'] },
+    options.body,
+    options.timeoutMs,
+    options.dispatcher,
+    {
+      [REPLAY_HEADER]: options.edited ? 'edited' : '1',
+    },
+  );
   return { ...result, trigger_id: triggerId };
 }
 
-export type HistoryReplay =
-  | { ok: true; result: ForwardResult & { trigger_id: string }; event: ReceiverEvent }
-  | { ok: false; status: 404 | 409; error: string };
+export type HistoryReplay = { ok: true; result: ForwardResult & { trigger_id: string }; event: ReceiverEvent } | { ok: false; status: 404 | 409; error: string };
 
 /**
  * Re-sends a delivery of the history to the app (`listen --forward-to`: the URL its type routes to), signed afresh with the current
@@ -68,7 +73,8 @@ export async function replayFromHistory(
   let body = kept.body;
   if (o.edited) body = o.edited;
   else if (!kept.whole) {
-    if (!record.saved_to) return { ok: false, status: 409, error: `only the first ${kept.body.length} bytes of this body are kept (see --history-size): run listen with --save-dir to replay it whole` };
+    if (!record.saved_to)
+      return { ok: false, status: 409, error: `only the first ${kept.body.length} bytes of this body are kept (see --history-size): run listen with --save-dir to replay it whole` };
     const whole = await readProvenBody(record.saved_to, o.saveKey, [o.secret]);
     if ('error' in whole) return { ok: false, status: 409, error: `only the first ${kept.body.length} bytes of this body are kept, and ${whole.error}` };
     body = whole.body;

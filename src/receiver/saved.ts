@@ -121,7 +121,7 @@ export function provenLayout(saved: SavedDelivery, key: Buffer | undefined, secr
 export function unprovenError(file: string, secretsGiven: boolean): { message: string; hint: string } {
   return {
     message: `${basename(file)} carries no mark of a delivery this store's listen verified (it was put there by hand or by another user, changed since, or saved elsewhere or by an older wxhooks)${secretsGiven ? ', and its own signature does not verify with the secret given' : ''}: it is not signed again.`,
-    hint: 'Only what verified is signed with the webhook\'s secret. If it is a delivery you received, give the secret it was signed with (`wxhooks verify FILE --webhook ID` checks it); a file saved by `listen --save-dir` with this store folder (WXHOOKS_CONFIG_DIR) carries the mark.',
+    hint: "Only what verified is signed with the webhook's secret. If it is a delivery you received, give the secret it was signed with (`wxhooks verify FILE --webhook ID` checks it); a file saved by `listen --save-dir` with this store folder (WXHOOKS_CONFIG_DIR) carries the mark.",
   };
 }
 
@@ -287,7 +287,6 @@ export async function readCaptured(saved: string | undefined, headersFile?: stri
   return { headers, body: await read(bodyFile, 'the body file'), receivedAt: undefined, saved: undefined };
 }
 
-
 /** A delivery read back from a `--save-dir` folder: its file, what was saved, and its body as an object (if it is one). */
 export interface SavedFile {
   file: string;
@@ -390,7 +389,9 @@ export async function readProvenBody(file: string, key: Buffer | undefined, secr
   try {
     saved = await readSavedFile(file);
   } catch (err) {
-    return { error: `its saved file ${basename(file)} cannot be read back (${err instanceof FileRefusedError ? err.why : (err as NodeJS.ErrnoException).code ? fsReason(err) : (err as Error).message})` };
+    return {
+      error: `its saved file ${basename(file)} cannot be read back (${err instanceof FileRefusedError ? err.why : (err as NodeJS.ErrnoException).code ? fsReason(err) : (err as Error).message})`,
+    };
   }
   if (provenLayout(saved, key, secrets) === undefined) return { error: unprovenError(file, secrets.length > 0).message };
   return { body: savedBody(saved) };

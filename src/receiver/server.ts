@@ -174,16 +174,13 @@ export async function startReceiver(options: ReceiverOptions): Promise<RunningRe
 
   // Slow clients: headers within the read timeout, the whole request within six times it. (Node checks
   // these on its own connection list; a per-socket idle timer would cost every request a timer refresh.)
-  const server: Server = createServer(
-    { connectionsCheckingInterval: Math.min(1000, o.readTimeoutMs), headersTimeout: o.readTimeoutMs, requestTimeout: bodyTimeoutMs(o.readTimeoutMs) },
-    (req, res) => {
-      try {
-        handle(req, res);
-      } catch (err) {
-        report(sentOrNot({ time: isoMillis(clock.now()), outcome: 'error', status: 500, message: (err as Error).message }, send(res, ANSWERS.internal)));
-      }
-    },
-  );
+  const server: Server = createServer({ connectionsCheckingInterval: Math.min(1000, o.readTimeoutMs), headersTimeout: o.readTimeoutMs, requestTimeout: bodyTimeoutMs(o.readTimeoutMs) }, (req, res) => {
+    try {
+      handle(req, res);
+    } catch (err) {
+      report(sentOrNot({ time: isoMillis(clock.now()), outcome: 'error', status: 500, message: (err as Error).message }, send(res, ANSWERS.internal)));
+    }
+  });
   server.keepAliveTimeout = 5_000;
   // `Expect: 100-continue`: a body that is too large, or would not fit the budget, is refused before the client sends it.
   server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => {

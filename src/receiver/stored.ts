@@ -60,14 +60,13 @@ export function sourceOf(o: { dir?: string; store?: string; storeSchema?: string
   if (o.dir !== undefined && o.store !== undefined) throw new UsageError('Give --dir or --store, not both.');
   if (o.dir !== undefined) return { dir: o.dir, storeDir: configDir(env), secrets };
   const store = o.store ?? env.WXHOOKS_STORE_URL;
-  if (store === undefined) throw new UsageError('Give --dir DIR (a `listen --save-dir` folder) or --store postgres://... (the receivers\' shared store; else WXHOOKS_STORE_URL).');
+  if (store === undefined) throw new UsageError("Give --dir DIR (a `listen --save-dir` folder) or --store postgres://... (the receivers' shared store; else WXHOOKS_STORE_URL).");
   if (storeKind(store) === 'file') throw new UsageError('The file store keeps no deliveries: give --dir DIR, the folder `listen --save-dir` wrote to.');
   return { store, schema: o.storeSchema ?? 'wxhooks' };
 }
 
 /** The source for messages: the folder, or the store's URL without its password. */
 export const whereOf = (source: DeliverySource) => ('dir' in source ? source.dir : shownUrl(source.store));
-
 
 function fromFile(d: SavedFile, secrets: readonly string[] = []): StoredDelivery {
   const p = d.payload;
@@ -201,7 +200,7 @@ export async function findStored(source: DeliverySource, which: string, options:
       if (row && options.verifiedOnly && !row.verified) {
         const r = row.record as unknown as ReceiverEvent;
         throw new NotVerifiedError(`#${row.id} is a request that did not verify (${r.outcome}${r.message ? `: ${r.message}` : ''}): only verified deliveries are replayed.`, {
-          hint: 'What did not verify is never signed with the webhook\'s secret. `wxhooks deliveries list --store URL --outcome verified` shows what can be.',
+          hint: "What did not verify is never signed with the webhook's secret. `wxhooks deliveries list --store URL --outcome verified` shows what can be.",
         });
       }
       if (row) return { found: fromRow(row), others: 0 };
@@ -212,9 +211,12 @@ export async function findStored(source: DeliverySource, which: string, options:
     const rows = trigger ? (await store.historyOfTrigger(trigger)).filter((r) => r.body) : [];
     if (!rows.length) {
       if (claims) {
-        throw new NotVerifiedError(`No verified delivery of "${which}" is kept; ${claims} request${claims === 1 ? '' : 's'} that did not verify claimed that Trigger-Id, and ${claims === 1 ? 'it is' : 'they are'} never replayed.`, {
-          hint: 'A request that does not verify may carry any Trigger-Id: it is no attempt of that delivery.',
-        });
+        throw new NotVerifiedError(
+          `No verified delivery of "${which}" is kept; ${claims} request${claims === 1 ? '' : 's'} that did not verify claimed that Trigger-Id, and ${claims === 1 ? 'it is' : 'they are'} never replayed.`,
+          {
+            hint: 'A request that does not verify may carry any Trigger-Id: it is no attempt of that delivery.',
+          },
+        );
       }
       throw notFound('a history id such as #12, or a Trigger-Id or the start of one');
     }

@@ -54,8 +54,7 @@ export const answers = {
   /** The relay token: missing, wrong, or not set on the relay at all. */
   noToken: (): Answer => json(401, 'unverified', errorBody('no relay token was given (Authorization: Bearer <WXHOOKS_RELAY_TOKEN>)'), { headers: { 'www-authenticate': 'Bearer' }, close: true }),
   wrongToken: (): Answer => json(401, 'unverified', errorBody('the relay token is wrong'), { headers: { 'www-authenticate': 'Bearer' }, close: true }),
-  tokenUnset: (): Answer =>
-    json(503, 'error', errorBody('this relay has no token set (WXHOOKS_RELAY_TOKEN): it takes no connection until it has one'), { close: true }),
+  tokenUnset: (): Answer => json(503, 'error', errorBody('this relay has no token set (WXHOOKS_RELAY_TOKEN): it takes no connection until it has one'), { close: true }),
   notWebSocket: (): Answer => json(426, 'bad_request', errorBody('this path takes a WebSocket (Upgrade: websocket)'), { headers: { upgrade: 'websocket' }, close: true }),
   health: (): Answer => json(200, 'accepted', '{"ok":true,"relay":"wxhooks"}'),
   status: (body: unknown): Answer => json(200, 'accepted', JSON.stringify(body)),

@@ -137,7 +137,10 @@ export async function relayStatus(relay: string, token: string, timeoutMs: numbe
   try {
     res = await fetch(new URL(STATUS_PATH.slice(1), base), { headers: { authorization: `Bearer ${token}` }, signal: AbortSignal.timeout(timeoutMs) });
   } catch (err) {
-    throw new UnreachableError(`Cannot reach the relay at ${base.origin}: ${networkReason((err as { cause?: unknown }).cause ?? err, timeoutMs)}.`, { hint: 'Is it running, and is this its address?', cause: err });
+    throw new UnreachableError(`Cannot reach the relay at ${base.origin}: ${networkReason((err as { cause?: unknown }).cause ?? err, timeoutMs)}.`, {
+      hint: 'Is it running, and is this its address?',
+      cause: err,
+    });
   }
   const text = await res.text();
   let body: Partial<RelayStatus> & { error?: string } = {};
@@ -147,7 +150,8 @@ export async function relayStatus(relay: string, token: string, timeoutMs: numbe
     // not a relay's answer: said below
   }
   if (res.status === 401) throw new AuthError(`The relay refused the token: ${body.error ?? res.status}.`, { status: 401, hint: "WXHOOKS_RELAY_TOKEN must be the relay's own token." });
-  if (!res.ok || !Array.isArray(body.channels)) throw new RefusedError(`The relay at ${base.origin} answered ${res.status}${body.error ? `: ${body.error}` : ''}.`, { status: res.status, hint: 'Is this the address of a wxhooks relay?' });
+  if (!res.ok || !Array.isArray(body.channels))
+    throw new RefusedError(`The relay at ${base.origin} answered ${res.status}${body.error ? `: ${body.error}` : ''}.`, { status: res.status, hint: 'Is this the address of a wxhooks relay?' });
   return body as RelayStatus;
 }
 
@@ -201,7 +205,7 @@ export class RelayClient {
   constructor(private readonly options: RelayClientOptions) {
     const base = withSlash(httpUrl(options.url));
     if (!CHANNEL_NAME.test(options.channel)) throw new UsageError(`"${options.channel}" is not a channel name: letters, digits, _ . - (at most 64, starting with a letter or digit).`);
-    if (!options.token) throw new UsageError('No relay token: set WXHOOKS_RELAY_TOKEN to the relay\'s token.');
+    if (!options.token) throw new UsageError("No relay token: set WXHOOKS_RELAY_TOKEN to the relay's token.");
     addSensitive(options.token);
     options.secrets?.forEach(addSensitive);
     this.inboundUrl = inboundUrl(options.url, options.channel);
@@ -357,9 +361,15 @@ export class RelayClient {
               hint: "WXHOOKS_RELAY_TOKEN must be the relay's own token: the Worker's secret (wrangler secret put WXHOOKS_RELAY_TOKEN) or the one `wxhooks relay serve` was started with.",
             });
           } else if (status === 503 && said?.includes('WXHOOKS_RELAY_TOKEN')) {
-            fatal = new RefusedError(`The relay at ${this.options.url} has no token set, so it takes no connection.`, { status, hint: 'Set its WXHOOKS_RELAY_TOKEN (wrangler secret put WXHOOKS_RELAY_TOKEN), then try again.' });
+            fatal = new RefusedError(`The relay at ${this.options.url} has no token set, so it takes no connection.`, {
+              status,
+              hint: 'Set its WXHOOKS_RELAY_TOKEN (wrangler secret put WXHOOKS_RELAY_TOKEN), then try again.',
+            });
           } else if (status >= 400 && status < 500) {
-            fatal = new RefusedError(`The relay at ${this.options.url} answered ${status}${said ? `: ${said}` : ''}.`, { status, hint: 'Is this the address of a wxhooks relay? It answers GET /health with {"relay":"wxhooks"}.' });
+            fatal = new RefusedError(`The relay at ${this.options.url} answered ${status}${said ? `: ${said}` : ''}.`, {
+              status,
+              hint: 'Is this the address of a wxhooks relay? It answers GET /health with {"relay":"wxhooks"}.',
+            });
           } else {
             reason = `it answered ${status}${said ? ` (${said})` : ''}`;
           }
@@ -396,8 +406,12 @@ export class RelayClient {
           this.deleted?.();
         } else if (m.type === 'error') {
           reason = m.message;
-          if (m.code === 'replaced') fatal = new RefusedError(`Another connection opened the channel ${this.options.channel} on the relay, so this one stopped.`, { hint: 'Only one `listen` may hold a channel: stop the other one, or give this one another channel.' });
-          else if (m.code === 'unknownChannel') fatal = new RefusedError(`The relay has no channel ${this.options.channel}: ${m.message}.`, { hint: "Give the webhook's secret (listen --webhook ID) so that the relay creates it." });
+          if (m.code === 'replaced')
+            fatal = new RefusedError(`Another connection opened the channel ${this.options.channel} on the relay, so this one stopped.`, {
+              hint: 'Only one `listen` may hold a channel: stop the other one, or give this one another channel.',
+            });
+          else if (m.code === 'unknownChannel')
+            fatal = new RefusedError(`The relay has no channel ${this.options.channel}: ${m.message}.`, { hint: "Give the webhook's secret (listen --webhook ID) so that the relay creates it." });
           else if (m.code === 'protocol') fatal = new RefusedError(`The relay refused this client: ${m.message}.`);
         }
       });

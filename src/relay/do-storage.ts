@@ -84,7 +84,15 @@ export class DurableObjectRelayStorage implements RelayStorage {
     this.storage.transactionSync(() => {
       if (!this.rows('SELECT 1 FROM channels WHERE name = ?', channel).length) throw new Error(`the relay has no channel ${channel}`);
       for (const d of deliveries) {
-        this.rows('INSERT INTO deliveries (channel, seq, received_at, headers, size, body_length) VALUES (?, ?, ?, ?, ?, ?)', channel, d.seq, d.receivedAt, JSON.stringify(d.headers), d.size, d.body.length);
+        this.rows(
+          'INSERT INTO deliveries (channel, seq, received_at, headers, size, body_length) VALUES (?, ?, ?, ?, ?, ?)',
+          channel,
+          d.seq,
+          d.receivedAt,
+          JSON.stringify(d.headers),
+          d.size,
+          d.body.length,
+        );
         for (let part = 0, at = 0; at === 0 || at < d.body.length; part++, at += PART) {
           this.rows('INSERT INTO parts (channel, seq, part, data) VALUES (?, ?, ?, ?)', channel, d.seq, part, d.body.subarray(at, at + PART));
         }

@@ -73,7 +73,11 @@ function write(res: ServerResponse, a: Answer): void {
 /** An answer written on a socket that asked for an upgrade, then closed. */
 function refuseUpgrade(socket: Duplex, a: Answer): void {
   const headers = { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(a.body)), connection: 'close', ...a.headers };
-  socket.end(`HTTP/1.1 ${a.status} ${a.status === 401 ? 'Unauthorized' : 'Refused'}\r\n${Object.entries(headers).map(([k, v]) => `${k}: ${v}`).join('\r\n')}\r\n\r\n${a.body}`);
+  socket.end(
+    `HTTP/1.1 ${a.status} ${a.status === 401 ? 'Unauthorized' : 'Refused'}\r\n${Object.entries(headers)
+      .map(([k, v]) => `${k}: ${v}`)
+      .join('\r\n')}\r\n\r\n${a.body}`,
+  );
 }
 
 export async function startRelayServer(options: RelayServerOptions): Promise<RunningRelay> {

@@ -149,7 +149,8 @@ export function parseClientMessage(text: string): ClientMessage | undefined {
   switch (o.type) {
     case 'open':
       if (!Number.isSafeInteger(o.protocol) || !count(o.window) || !count(o.windowBytes) || (o.temporary !== undefined && typeof o.temporary !== 'boolean')) return undefined;
-      if (o.secrets !== undefined && (!Array.isArray(o.secrets) || !o.secrets.length || o.secrets.length > 4 || o.secrets.some((s) => typeof s !== 'string' || !s.length || s.length > 1024))) return undefined;
+      if (o.secrets !== undefined && (!Array.isArray(o.secrets) || !o.secrets.length || o.secrets.length > 4 || o.secrets.some((s) => typeof s !== 'string' || !s.length || s.length > 1024)))
+        return undefined;
       return o as ClientMessage;
     case 'ack':
       if (!Array.isArray(o.seqs) || o.seqs.length > 4 * MAX_WINDOW || o.seqs.some((s) => !Number.isSafeInteger(s))) return undefined;

@@ -131,12 +131,7 @@ export interface SocketDirectory {
 }
 
 /** Where a request goes. */
-export type Route =
-  | { to: 'inbound'; channel: string }
-  | { to: 'connect'; channel: string }
-  | { to: 'status' }
-  | { to: 'health' }
-  | { to: 'answer'; answer: Answer };
+export type Route = { to: 'inbound'; channel: string } | { to: 'connect'; channel: string } | { to: 'status' } | { to: 'health' } | { to: 'answer'; answer: Answer };
 
 /** The route of a method and path: no storage, no key (the Worker runs it before waking the Durable Object). */
 export function route(method: string, path: string): Route {
@@ -401,8 +396,7 @@ export class Relay {
    */
   async accept(request: { method: string; path: string; headers: HeaderSource; webSocket: boolean }): Promise<{ channel: string } | { answer: Answer }> {
     const r = route(request.method, request.path);
-    const refused =
-      r.to === 'answer' ? r.answer : r.to !== 'connect' ? answers.notFound() : !request.webSocket ? answers.notWebSocket() : await authorize(request.headers, this.options.token);
+    const refused = r.to === 'answer' ? r.answer : r.to !== 'connect' ? answers.notFound() : !request.webSocket ? answers.notWebSocket() : await authorize(request.headers, this.options.token);
     if (!refused && r.to === 'connect') return { channel: r.channel };
     const a = refused ?? answers.notFound();
     this.emit({ outcome: a.outcome, status: a.status, method: request.method, path: request.path, message: said(a) });

@@ -10,14 +10,7 @@ import { parseTimestamp } from './timestamp.js';
 
 export type HeaderSource = Record<string, string | string[] | undefined> | { get(name: string): string | null };
 
-export type VerifyFailureReason =
-  | 'missing_header'
-  | 'invalid_timestamp'
-  | 'timestamp_out_of_window'
-  | 'malformed_signature'
-  | 'no_match'
-  | 'body_reformatted'
-  | 'not_json_object';
+export type VerifyFailureReason = 'missing_header' | 'invalid_timestamp' | 'timestamp_out_of_window' | 'malformed_signature' | 'no_match' | 'body_reformatted' | 'not_json_object';
 
 export interface VerifySuccess {
   ok: true;
@@ -259,7 +252,7 @@ export const failures = {
       header: 'Webhook-Signature',
       hint: secrets.some((s) => s !== s.trim())
         ? 'The secret has leading or trailing whitespace; remove it.'
-        : "Is it the secret of the webhook that sent this (wxhooks secret show ID)? A re-created webhook has a new secret. Or the body, the timestamp or the Trigger-Id was changed on the way.",
+        : 'Is it the secret of the webhook that sent this (wxhooks secret show ID)? A re-created webhook has a new secret. Or the body, the timestamp or the Trigger-Id was changed on the way.',
     }),
   /** A row that does not sign the timestamp matched: not accepted unless pinned. */
   unsignedLayout: (row: Layout): VerifyFailure =>
@@ -296,5 +289,4 @@ export function success(row: Layout, triggerId: string, timestamp: number, paylo
 }
 
 /** The hint added to a failure of a session pinned to one layout. */
-export const pinnedHint = (hint: string | undefined, pinned: string) =>
-  `${hint ? `${hint} ` : ''}This session is pinned to the ${pinned} layout, which the first verified delivery used.`;
+export const pinnedHint = (hint: string | undefined, pinned: string) => `${hint ? `${hint} ` : ''}This session is pinned to the ${pinned} layout, which the first verified delivery used.`;

@@ -63,11 +63,7 @@ export class WebVerifier {
   private keysFor(row: Layout): Promise<Key[][]> {
     let k = this.keys.get(row);
     if (!k) {
-      k = Promise.all(
-        this.secrets.map((secret) =>
-          Promise.all(row.keys(secret).map((raw) => crypto.subtle.importKey('raw', raw as Bytes, { name: 'HMAC', hash: 'SHA-256' }, false, ['sign']))),
-        ),
-      );
+      k = Promise.all(this.secrets.map((secret) => Promise.all(row.keys(secret).map((raw) => crypto.subtle.importKey('raw', raw as Bytes, { name: 'HMAC', hash: 'SHA-256' }, false, ['sign'])))));
       this.keys.set(row, k);
     }
     return k;

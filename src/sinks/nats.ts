@@ -117,8 +117,16 @@ async function streamFor(jsm: JetStreamManager, t: SinkTarget, subject: string, 
 /** A failed JetStream call in words, and whether the broker (not this message) is the reason. */
 function unavailable(err: unknown, t: SinkTarget): SinkUnavailableError {
   const e = err as Error & { code?: unknown };
-  const reason = e.name === 'NoRespondersError' || /no responders/i.test(e.message) ? 'JetStream did not answer (is it enabled, and the server up?)' : e.name === 'TimeoutError' ? 'no acknowledgement in time' : e.message;
-  return new SinkUnavailableError(`The NATS server at ${where(t)} did not take the message: ${reason}.`, { cause: err, hint: 'Nothing is known to be in the stream: send it again (its Nats-Msg-Id makes a second copy a duplicate).' });
+  const reason =
+    e.name === 'NoRespondersError' || /no responders/i.test(e.message)
+      ? 'JetStream did not answer (is it enabled, and the server up?)'
+      : e.name === 'TimeoutError'
+        ? 'no acknowledgement in time'
+        : e.message;
+  return new SinkUnavailableError(`The NATS server at ${where(t)} did not take the message: ${reason}.`, {
+    cause: err,
+    hint: 'Nothing is known to be in the stream: send it again (its Nats-Msg-Id makes a second copy a duplicate).',
+  });
 }
 
 /**
@@ -188,7 +196,10 @@ export async function openNatsSink(t: SinkTarget, options: SinkOptions = {}): Pr
       down = false;
       // connected again; JetStream may need a moment more, so it is "back" when a call to it works
       const op = state.begin();
-      void jsm?.getAccountInfo().then(() => state.ok(op), () => undefined);
+      void jsm?.getAccountInfo().then(
+        () => state.ok(op),
+        () => undefined,
+      );
     },
   });
   try {
@@ -214,7 +225,9 @@ export async function openNatsSink(t: SinkTarget, options: SinkOptions = {}): Pr
         h.set('Nats-Msg-Id', m.key);
         const max = nc.info?.max_payload ?? Infinity;
         if (size > max) {
-          throw new SinkRefusedError(`The delivery is ${size} bytes with its headers, over the NATS server's max_payload (${max} bytes).`, { hint: 'Raise max_payload in the server\'s configuration (up to 64 MB), or use a Redis sink.' });
+          throw new SinkRefusedError(`The delivery is ${size} bytes with its headers, over the NATS server's max_payload (${max} bytes).`, {
+            hint: "Raise max_payload in the server's configuration (up to 64 MB), or use a Redis sink.",
+          });
         }
         // while the connection is down, nats.js would hold the publish until it is back: fail now
         if (down) throw unavailable(new Error('the connection is down'), t);
@@ -397,7 +410,14 @@ export async function readNats(t: SinkTarget, limit: number): Promise<SinkView> 
     return {
       sink: t.shown,
       broker: 'nats',
-      stream: { name, subject: t.name, messages: info.state.messages, bytes: info.state.bytes, first: info.state.first_seq ? String(info.state.first_seq) : undefined, last: info.state.last_seq ? String(info.state.last_seq) : undefined },
+      stream: {
+        name,
+        subject: t.name,
+        messages: info.state.messages,
+        bytes: info.state.bytes,
+        first: info.state.first_seq ? String(info.state.first_seq) : undefined,
+        last: info.state.last_seq ? String(info.state.last_seq) : undefined,
+      },
       dead_letters: { name: deadSubjectOf(t.name), messages: dead?.state.subjects?.[deadSubjectOf(t.name)] ?? dead?.state.messages ?? 0 },
       groups,
       deliveries,

@@ -186,7 +186,7 @@ export async function openRedisSink(t: SinkTarget, options: SinkOptions = {}): P
     } catch (err) {
       const e = new SinkUnavailableError(`The Redis server at ${where(t)} did not take the message: ${(err as Error).message}.`, {
         cause: err,
-        hint: 'Nothing is known to be in the stream: send it again (its pair\'s dedupe key makes a second copy a duplicate).',
+        hint: "Nothing is known to be in the stream: send it again (its pair's dedupe key makes a second copy a duplicate).",
       });
       if (!/^(ERR|WRONGTYPE|NOSCRIPT)/.test((err as Error).message)) state.failed(op, e.message);
       for (const q of batch) q.reject(e);
@@ -418,7 +418,8 @@ export async function readRedis(t: SinkTarget, limit: number): Promise<SinkView>
     try {
       info = pairsOf(await client.sendCommand<Reply>(['XINFO', 'STREAM', t.name]));
     } catch (err) {
-      if (/no such key/i.test((err as Error).message)) throw new NotFoundError(`No stream ${t.name} on the Redis server at ${where(t)}.`, { hint: 'A sink creates it with its first message (or a consumer when it starts).' });
+      if (/no such key/i.test((err as Error).message))
+        throw new NotFoundError(`No stream ${t.name} on the Redis server at ${where(t)}.`, { hint: 'A sink creates it with its first message (or a consumer when it starts).' });
       throw err;
     }
     const newest = (await client.sendCommand<Reply[]>(['XREVRANGE', t.name, '+', '-', 'COUNT', String(limit)], BYTES)) as Reply[][];

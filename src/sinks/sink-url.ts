@@ -86,7 +86,7 @@ export function parseSinkUrl(text: string, what = '--sink'): SinkTarget {
     const problem = subjectProblem(name);
     if (problem) throw new UsageError(`${what} ${shown} ${problem}.`, { hint: 'The path is the subject deliveries are published to: nats://host:4222/wxhooks.deliveries' });
   } else if (!name) {
-    throw new UsageError(`${what} ${shown} names no stream.`, { hint: 'The path is the stream\'s key: redis://host:6379/wxhooks:deliveries (the database, if not 0, is ?db=N).' });
+    throw new UsageError(`${what} ${shown} names no stream.`, { hint: "The path is the stream's key: redis://host:6379/wxhooks:deliveries (the database, if not 0, is ?db=N)." });
   }
   for (const key of u.searchParams.keys()) {
     if (!KNOWN_PARAMS[kind].includes(key)) throw new UsageError(`${what} ${shown}: unknown setting "${printable(key)}"; a ${kind} sink knows ${KNOWN_PARAMS[kind].join(', ')}.`);
@@ -97,7 +97,10 @@ export function parseSinkUrl(text: string, what = '--sink'): SinkTarget {
   const dedupeMs = dedupe === undefined ? DEFAULTS.sinkDedupeMs : duration(dedupe, `${what}'s dedupe`);
   const keepMs = keep === undefined ? DEFAULTS.sinkKeepMs : duration(keep, `${what}'s keep`);
   if (dedupeMs < 1000) throw new UsageError(`${what}'s dedupe must be at least 1s, not "${dedupe}".`);
-  if (keepMs < dedupeMs) throw new UsageError(`${what}'s keep (${keep ?? formatDuration(DEFAULTS.sinkKeepMs)}) must be at least its dedupe (${dedupe ?? formatDuration(DEFAULTS.sinkDedupeMs)}): a message's pair is remembered only while it is kept.`);
+  if (keepMs < dedupeMs)
+    throw new UsageError(
+      `${what}'s keep (${keep ?? formatDuration(DEFAULTS.sinkKeepMs)}) must be at least its dedupe (${dedupe ?? formatDuration(DEFAULTS.sinkDedupeMs)}): a message's pair is remembered only while it is kept.`,
+    );
   const stream = param('stream');
   if (stream !== undefined && !streamNameOk(stream)) throw new UsageError(`${what}'s stream "${printable(stream)}" is not a JetStream stream name (no dot, space, *, > or slash).`);
   const db = param('db');

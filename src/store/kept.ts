@@ -24,12 +24,7 @@ export async function readKept(dir: string, name: string, warn?: (text: string) 
  * (and `fresh` is not asked), else made and kept; if it cannot be kept, it is still used, and `kept` says
  * so. A file there that another user could have put there is refused (exit 2), never used.
  */
-export async function keptValue(
-  dir: string,
-  name: string,
-  make: () => string,
-  fresh = false,
-): Promise<{ value: string; kept: boolean; problem?: string; warning?: string }> {
+export async function keptValue(dir: string, name: string, make: () => string, fresh = false): Promise<{ value: string; kept: boolean; problem?: string; warning?: string }> {
   let warning: string | undefined;
   if (!fresh) {
     const value = await readKept(dir, name, (text) => (warning = text));

@@ -48,7 +48,7 @@ export async function openPairStore(o: OpenStoreOptions & { url: string }): Prom
   const ttlMs = o.ttlMs ?? DEFAULTS.pairTtlMs;
   const leaseMs = o.leaseMs ?? DEFAULTS.claimLeaseMs;
   if (storeKind(o.url) === 'file') {
-    if (!o.dir) throw new TypeError("the file store needs { dir }: the folder the processed pairs are kept in");
+    if (!o.dir) throw new TypeError('the file store needs { dir }: the folder the processed pairs are kept in');
     const store = await FilePairStore.open({
       dir: o.dir,
       webhook: o.webhook,

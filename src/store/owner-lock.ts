@@ -166,18 +166,15 @@ function stateOf(owner: Owner): 'this process' | 'running' | 'elsewhere' | 'gone
 
 function inUse(file: string, ownerFile: string, owner: Owner, state: 'this process' | 'running' | 'elsewhere', door: StoreDoor): UsageError {
   const who =
-    state === 'this process'
-      ? 'this process, which has it open already'
-      : `process ${owner.pid}${state === 'elsewhere' ? ` on ${owner.host}` : ''} (${owner.command}, started ${owner.started})`;
+    state === 'this process' ? 'this process, which has it open already' : `process ${owner.pid}${state === 'elsewhere' ? ` on ${owner.host}` : ''} (${owner.command}, started ${owner.started})`;
   const advice =
     door === 'listen'
       ? 'Run one listen per webhook: `listen --webhook ID` keeps a file of its own for each webhook (with --secret-env, give each listen its own WXHOOKS_CONFIG_DIR). Several receivers of one webhook share a PostgreSQL store instead (--store postgres://…), which processes each delivery once whichever receives it.'
       : "Give each instance of the app its own dir, or share one PostgreSQL store between them (openStore('postgres://…')), which processes each delivery once whichever instance receives it.";
   const stale = state === 'elsewhere' ? ` If that process no longer runs, remove ${ownerFile}.` : '';
-  return new UsageError(
-    `The processed-pairs file ${file} is in use by ${who}. Two processes cannot share one: each would forget the pairs the other processed, and process a delivery twice.`,
-    { hint: `${advice}${stale}` },
-  );
+  return new UsageError(`The processed-pairs file ${file} is in use by ${who}. Two processes cannot share one: each would forget the pairs the other processed, and process a delivery twice.`, {
+    hint: `${advice}${stale}`,
+  });
 }
 
 /** The owner recorded in the file, or undefined if there is none (or it is not one: taken over). */
@@ -191,7 +188,16 @@ function readOwner(ownerFile: string): Owner | undefined {
   if (!o || !Number.isSafeInteger(o.pid) || o.pid! <= 0 || typeof o.host !== 'string' || typeof o.token !== 'string') return undefined;
   // what is shown of it is made printable and short: the file is in a folder others may have written to
   const shown = (v: unknown) => printable(String(v ?? '?')).slice(0, 100);
-  return { pid: o.pid!, host: shown(o.host), token: o.token, started: shown(o.started), command: shown(o.command), boot: str(o.boot), ns: str(o.ns), start: Number.isSafeInteger(o.start) ? o.start : undefined };
+  return {
+    pid: o.pid!,
+    host: shown(o.host),
+    token: o.token,
+    started: shown(o.started),
+    command: shown(o.command),
+    boot: str(o.boot),
+    ns: str(o.ns),
+    start: Number.isSafeInteger(o.start) ? o.start : undefined,
+  };
 }
 
 /** Writes the owner file whole: renamed over whatever is there (`replace`), or linked where nothing is (`create`, which fails if something is). */

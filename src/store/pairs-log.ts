@@ -71,14 +71,19 @@ export class PairsLog {
       fd = openSync(o.file, APPEND, 0o600);
     } catch (err) {
       const link = (err as NodeJS.ErrnoException).code === 'ELOOP';
-      throw new UsageError(`Cannot use the processed-pairs file ${o.file}: ${link ? 'it is a symbolic link' : fsReason(err)}.`, { hint: link ? `Remove the link (rm ${o.file}): wxhooks makes its own file.` : STORE_HINT, cause: err });
+      throw new UsageError(`Cannot use the processed-pairs file ${o.file}: ${link ? 'it is a symbolic link' : fsReason(err)}.`, {
+        hint: link ? `Remove the link (rm ${o.file}): wxhooks makes its own file.` : STORE_HINT,
+        cause: err,
+      });
     }
     // the store folder's rule (#32.3): pairs another user could have written would make deliveries duplicates, never processed
     const st = fstatSync(fd);
     const problem = st.isFile() ? storeFileProblem(st) : 'it is not a regular file';
     if (problem) {
       closeSync(fd);
-      throw new UsageError(`Not using the processed-pairs file ${o.file}: ${problem}.`, { hint: `Look at it, then remove it (rm ${o.file}): wxhooks makes its own. If other users can add files to its folder, point WXHOOKS_CONFIG_DIR at a folder of your own.` });
+      throw new UsageError(`Not using the processed-pairs file ${o.file}: ${problem}.`, {
+        hint: `Look at it, then remove it (rm ${o.file}): wxhooks makes its own. If other users can add files to its folder, point WXHOOKS_CONFIG_DIR at a folder of your own.`,
+      });
     }
     let size: number;
     let tornEnd = false;
@@ -233,10 +238,12 @@ export class PairsLog {
         return false;
       }
     })();
-    this.rewriting = done.then(() => undefined).finally(() => {
-      this.rewriting = undefined;
-      if (this.waiting.length) this.flush();
-    });
+    this.rewriting = done
+      .then(() => undefined)
+      .finally(() => {
+        this.rewriting = undefined;
+        if (this.waiting.length) this.flush();
+      });
     return done;
   }
 

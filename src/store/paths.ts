@@ -59,9 +59,12 @@ export function checkStoreFolder(dir: string): boolean {
     });
   }
   if ((st.mode & 0o022) !== 0 && (st.mode & 0o1000) === 0) {
-    throw new UsageError(`Other users can write to the store folder ${dir} (mode ${modeText(st.mode)}), so they could put files of their own in place of wxhooks' (its settings, secrets, the inspector's token).`, {
-      hint: `chmod 700 ${dir} (or at least chmod go-w), or point WXHOOKS_CONFIG_DIR at a folder of your own. A folder shared on purpose needs the sticky bit (chmod +t), as /tmp has.`,
-    });
+    throw new UsageError(
+      `Other users can write to the store folder ${dir} (mode ${modeText(st.mode)}), so they could put files of their own in place of wxhooks' (its settings, secrets, the inspector's token).`,
+      {
+        hint: `chmod 700 ${dir} (or at least chmod go-w), or point WXHOOKS_CONFIG_DIR at a folder of your own. A folder shared on purpose needs the sticky bit (chmod +t), as /tmp has.`,
+      },
+    );
   }
   return true;
 }

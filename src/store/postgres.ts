@@ -257,10 +257,9 @@ export class PgStore implements PairStore {
 
   /** For reading only: the schema must be there, and not newer than this wxhooks knows. */
   private async checkVersion(client: PoolClient): Promise<void> {
-    const { rows } = await client.query<{ version: number | null }>(
-      `SELECT (SELECT version FROM ${this.s}.schema_version) AS version WHERE to_regclass($1) IS NOT NULL`,
-      [`${this.s}.schema_version`],
-    ).catch(() => ({ rows: [] as { version: number | null }[] }));
+    const { rows } = await client
+      .query<{ version: number | null }>(`SELECT (SELECT version FROM ${this.s}.schema_version) AS version WHERE to_regclass($1) IS NOT NULL`, [`${this.s}.schema_version`])
+      .catch(() => ({ rows: [] as { version: number | null }[] }));
     const version = rows[0]?.version;
     if (version === undefined || version === null || version < 2) {
       throw new NotFoundError(`The store at ${this.where} has no wxhooks history in schema "${this.options.schema}".`, {
@@ -645,12 +644,12 @@ export class PgStore implements PairStore {
   private async trimHistory(client: PoolClient, batch: HistoryEntry[], limits: HistoryLimits): Promise<void> {
     const s = this.s;
     await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`wxhooks:${this.options.schema}:history`]);
-    for (const [verified, keep] of [[true, limits.rows], [false, limits.refusedRows]] as const) {
+    for (const [verified, keep] of [
+      [true, limits.rows],
+      [false, limits.refusedRows],
+    ] as const) {
       if (!batch.some((b) => b.verified === verified)) continue;
-      await client.query(
-        `DELETE FROM ${s}.deliveries WHERE verified = $1 AND id <= (SELECT id FROM ${s}.deliveries WHERE verified = $1 ORDER BY id DESC OFFSET $2 LIMIT 1)`,
-        [verified, keep],
-      );
+      await client.query(`DELETE FROM ${s}.deliveries WHERE verified = $1 AND id <= (SELECT id FROM ${s}.deliveries WHERE verified = $1 ORDER BY id DESC OFFSET $2 LIMIT 1)`, [verified, keep]);
     }
     if (batch.some((b) => b.verified && (b.body?.length ?? 0) > limits.partBytes)) {
       // the newest bodies whole, as many as fit; the older ones cut to their start
@@ -724,10 +723,7 @@ export class PgStore implements PairStore {
   /** The ids of the history rows whose record or body holds `text` (any case), newest first. */
   async historySearch(text: string, limit: number): Promise<number[]> {
     const like = `%${likeText(pgText(text))}%`;
-    const rows = await this.run<{ id: number }>(
-      `SELECT id::int FROM ${this.s}.deliveries WHERE record::text ILIKE $1 OR encode(body, 'escape') ILIKE $1 ORDER BY id DESC LIMIT $2`,
-      [like, limit],
-    );
+    const rows = await this.run<{ id: number }>(`SELECT id::int FROM ${this.s}.deliveries WHERE record::text ILIKE $1 OR encode(body, 'escape') ILIKE $1 ORDER BY id DESC LIMIT $2`, [like, limit]);
     return rows.map((r) => r.id);
   }
 
@@ -748,15 +744,21 @@ export class PgStore implements PairStore {
        WHERE trigger_id LIKE $1 AND coalesce(record->>'trigger_id', trigger_id) LIKE $2 GROUP BY 1, 2 ORDER BY 1 LIMIT $3`,
       [`${likeText(historyTrigger(prefix))}%`, `${likeText(pgText(prefix))}%`, limit * 2],
     );
-    return { triggers: rows.filter((r) => r.verified).map((r) => r.trigger_id).slice(0, limit), claims: rows.filter((r) => !r.verified).reduce((n, r) => n + r.n, 0) };
+    return {
+      triggers: rows
+        .filter((r) => r.verified)
+        .map((r) => r.trigger_id)
+        .slice(0, limit),
+      claims: rows.filter((r) => !r.verified).reduce((n, r) => n + r.n, 0),
+    };
   }
 
   /** The verified attempts of a Trigger-Id (a refused request may claim any: it is no attempt of it), the latest hundred, oldest first. */
   async historyOfTrigger(trigger: string): Promise<HistoryRow[]> {
-    const rows = await this.run<HistoryRow>(
-      `SELECT ${ROW_COLUMNS} FROM ${this.s}.deliveries WHERE trigger_id = $1 AND record->>'trigger_id' = $2 AND ${VERIFIED} ORDER BY id DESC LIMIT 100`,
-      [historyTrigger(trigger), pgText(trigger)],
-    );
+    const rows = await this.run<HistoryRow>(`SELECT ${ROW_COLUMNS} FROM ${this.s}.deliveries WHERE trigger_id = $1 AND record->>'trigger_id' = $2 AND ${VERIFIED} ORDER BY id DESC LIMIT 100`, [
+      historyTrigger(trigger),
+      pgText(trigger),
+    ]);
     return rows.reverse();
   }
 

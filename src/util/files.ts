@@ -227,7 +227,13 @@ export async function createNewFile(dir: string, name: string, ext: string, data
         await writeFile(file, data, { flag: 'wx', mode: options.mode ?? 0o600 }).catch((e: NodeJS.ErrnoException) => {
           if (e.code !== 'EEXIST') throw e;
         });
-        if (await readFile(file).then((b) => b.equals(Buffer.from(data)), () => false)) return file;
+        if (
+          await readFile(file).then(
+            (b) => b.equals(Buffer.from(data)),
+            () => false,
+          )
+        )
+          return file;
       }
     }
   } finally {

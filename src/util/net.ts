@@ -5,10 +5,7 @@ import { formatDuration } from './duration.js';
 
 /** A server could not be bound: its port is taken, or its address is not this machine's (a usage error, exit 2). */
 export class BindError extends UsageError {
-  constructor(
-    message: string,
-    options: WxErrorOptions & { reason: 'in_use' | 'no_address' | 'not_allowed'; port: number; host: string },
-  ) {
+  constructor(message: string, options: WxErrorOptions & { reason: 'in_use' | 'no_address' | 'not_allowed'; port: number; host: string }) {
     super(message, options);
     this.reason = options.reason;
     this.port = options.port;
@@ -36,8 +33,10 @@ export async function listenOn(server: Server, host: string, port: number, path 
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     if (code === 'EADDRINUSE') throw new BindError(`Port ${port} on ${host} is already in use.`, { hint: 'Pick another with --port (0 picks a free one).', reason: 'in_use', port, host });
-    if (code === 'EADDRNOTAVAIL' || code === 'ENOTFOUND' || code === 'EAI_AGAIN') throw new BindError(`Cannot bind ${host}: ${code}.`, { hint: 'Give an address of this machine, such as 127.0.0.1.', reason: 'no_address', port, host });
-    if (code === 'EACCES') throw new BindError(`Not allowed to bind port ${port} on ${host} (EACCES).`, { hint: 'Ports under 1024 need privileges; pick another with --port.', reason: 'not_allowed', port, host });
+    if (code === 'EADDRNOTAVAIL' || code === 'ENOTFOUND' || code === 'EAI_AGAIN')
+      throw new BindError(`Cannot bind ${host}: ${code}.`, { hint: 'Give an address of this machine, such as 127.0.0.1.', reason: 'no_address', port, host });
+    if (code === 'EACCES')
+      throw new BindError(`Not allowed to bind port ${port} on ${host} (EACCES).`, { hint: 'Ports under 1024 need privileges; pick another with --port.', reason: 'not_allowed', port, host });
     throw err;
   }
   const bound = (server.address() as AddressInfo).port;

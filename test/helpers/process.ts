@@ -19,7 +19,7 @@ export interface StartOptions {
 
 /** Starts the built binary as a long-running process (listen, emulator), reading its stdout line by line. */
 export function startCli(args: string[], env: Record<string, string | undefined> = {}, stdin?: string, options: StartOptions = {}): Running {
-  const command = options.limits ? ['bash', ['-c', `${options.limits}; exec "$@"`, 'bash', process.execPath, BIN, ...args]] as const : [process.execPath, [BIN, ...args]] as const;
+  const command = options.limits ? (['bash', ['-c', `${options.limits}; exec "$@"`, 'bash', process.execPath, BIN, ...args]] as const) : ([process.execPath, [BIN, ...args]] as const);
   const child = spawn(command[0], [...command[1]], {
     env: cleanEnv({ WXHOOKS_CONFIG_DIR: tempDir('wxhooks-cfg-'), ...env }),
     stdio: ['pipe', 'pipe', 'pipe'],

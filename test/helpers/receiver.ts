@@ -85,9 +85,19 @@ export async function startTestReceiver(o: TestReceiverOptions = {}): Promise<Te
 }
 
 /** A forecast_hour.available delivery's body and headers, signed as the service signs (at the clock's time, or now). */
-export function signed(trigger: string, extra: { secret?: string; subscription?: string; data?: Record<string, unknown>; timestamp?: number; body?: Record<string, unknown> } = {}): { headers: Record<string, string>; body: Buffer } {
+export function signed(
+  trigger: string,
+  extra: { secret?: string; subscription?: string; data?: Record<string, unknown>; timestamp?: number; body?: Record<string, unknown> } = {},
+): { headers: Record<string, string>; body: Buffer } {
   const body = Buffer.from(
-    JSON.stringify({ type: 'forecast_hour.available', webhook_id: '1', subscription_id: extra.subscription ?? '1', trigger_id: trigger, data: extra.data ?? { model: 'wm-6', forecast_hour: 0 }, ...extra.body }),
+    JSON.stringify({
+      type: 'forecast_hour.available',
+      webhook_id: '1',
+      subscription_id: extra.subscription ?? '1',
+      trigger_id: trigger,
+      data: extra.data ?? { model: 'wm-6', forecast_hour: 0 },
+      ...extra.body,
+    }),
   );
   const headers = { 'content-type': 'application/json', ...(signDelivery({ secret: extra.secret ?? TEST_SECRET, body, triggerId: trigger, timestamp: extra.timestamp }) as Record<string, string>) };
   return { headers, body };

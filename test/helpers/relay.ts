@@ -115,9 +115,14 @@ async function nodeRelay(name: string, config: RelayConfig, open: () => Promise<
 
 export async function nodeFileRelay(config: RelayConfig): Promise<RelayUnderTest> {
   const dir = tempDir('wxhooks-relay-files-');
-  const count = (d: string): number =>
-    readdirSync(d, { withFileTypes: true }).reduce((n, e) => n + (e.isDirectory() ? count(join(d, e.name)) : e.name.endsWith('.dlv') ? 1 : 0), 0);
-  return nodeRelay('the Node host, file store', config, () => FileRelayStorage.open({ dir }), async () => count(dir), async () => undefined);
+  const count = (d: string): number => readdirSync(d, { withFileTypes: true }).reduce((n, e) => n + (e.isDirectory() ? count(join(d, e.name)) : e.name.endsWith('.dlv') ? 1 : 0), 0);
+  return nodeRelay(
+    'the Node host, file store',
+    config,
+    () => FileRelayStorage.open({ dir }),
+    async () => count(dir),
+    async () => undefined,
+  );
 }
 
 export async function nodePostgresRelay(config: RelayConfig): Promise<RelayUnderTest> {
@@ -171,7 +176,15 @@ function fileBytes(file: string): number {
 /** A delivery as the service sends it, signed now (or at `timestamp`) with `secret`. */
 export function delivery(secret: string, trigger: string, o: { timestamp?: number; pad?: number; extra?: Record<string, string> } = {}): { headers: Record<string, string>; body: Buffer } {
   const body = Buffer.from(
-    JSON.stringify({ type: 'forecast_hour.available', webhook_id: '7', subscription_id: '3', trigger_id: trigger, created_at: '2026-11-24T06:00:00Z', test: false, data: { model: 'wm-6', forecast_hour: 6, pad: 'é'.repeat(o.pad ?? 0) } }),
+    JSON.stringify({
+      type: 'forecast_hour.available',
+      webhook_id: '7',
+      subscription_id: '3',
+      trigger_id: trigger,
+      created_at: '2026-11-24T06:00:00Z',
+      test: false,
+      data: { model: 'wm-6', forecast_hour: 6, pad: 'é'.repeat(o.pad ?? 0) },
+    }),
   );
   return { headers: { 'content-type': 'application/json', ...o.extra, ...signDelivery({ secret, body, triggerId: trigger, timestamp: o.timestamp }) }, body };
 }
@@ -253,7 +266,9 @@ export function listener(options: Omit<RelayClientOptions, 'onDelivery' | 'onEve
 }
 
 /** A TCP proxy to `port`: cuts its connections when told, after a number of bytes from the relay. */
-export async function tcpProxy(port: number): Promise<{ port: number; cutAfter(bytes: number): Promise<void>; cutNow(): void; silence(on: boolean): void; forwarded(): Promise<number>; close(): Promise<void> }> {
+export async function tcpProxy(
+  port: number,
+): Promise<{ port: number; cutAfter(bytes: number): Promise<void>; cutNow(): void; silence(on: boolean): void; forwarded(): Promise<number>; close(): Promise<void> }> {
   const pairs = new Set<[Socket, Socket]>();
   let cut: { after: number; done: () => void } | undefined;
   /** Nothing gets through either way, and nothing is closed: a network that went away without a word. */

@@ -90,7 +90,13 @@ const relay :Workerd.Worker = (
     exited.catch(() => undefined);
     // ready when it answers (refused tries are tried again 20 ms later, beside a runtime that is starting)
     for (;;) {
-      const ok = await Promise.race([exited, fetch(`${url}/health`).then((r) => r.ok, () => false)]);
+      const ok = await Promise.race([
+        exited,
+        fetch(`${url}/health`).then(
+          (r) => r.ok,
+          () => false,
+        ),
+      ]);
       if (ok) return;
       await new Promise((r) => setTimeout(r, 20));
     }

@@ -58,7 +58,14 @@ describe('terminal safety: data from the service or a delivery is shown escaped,
   beforeAll(async () => {
     svc = await startServer((req, res) => {
       if (req.path === '/debug/v1/auth_status') return sendJson(res, 200, { authed: true, client_id: `client${HOSTILE}` });
-      if (req.path === '/webhooks/v1/7') return sendJson(res, 200, { id: 7, url: `https://example.com/${HOSTILE}`, name: `name${HOSTILE}`, note: `note\n${HOSTILE}`, subscriptions: [{ id: 1, subscription_type: `t${HOSTILE}`, note: HOSTILE }] });
+      if (req.path === '/webhooks/v1/7')
+        return sendJson(res, 200, {
+          id: 7,
+          url: `https://example.com/${HOSTILE}`,
+          name: `name${HOSTILE}`,
+          note: `note\n${HOSTILE}`,
+          subscriptions: [{ id: 1, subscription_type: `t${HOSTILE}`, note: HOSTILE }],
+        });
       if (req.path === '/webhooks/v1') return sendJson(res, 200, { webhooks: [{ id: 7, url: 'https://example.com/', name: `n${HOSTILE}`, subscriptions: [] }], total: 1 });
       return sendJson(res, 422, { detail: `refused ${HOSTILE}` });
     });
@@ -67,12 +74,7 @@ describe('terminal safety: data from the service or a delivery is shown escaped,
 
   const raw = [`${ESC}]0;`, `${ESC}[2J`, `${ESC}]8;;`, '\u009b'];
 
-  it.each([
-    [['webhook', 'get', '7']],
-    [['webhook', 'list']],
-    [['auth', 'status']],
-    [['subscription', 'add', '7', 'degree_days.available']],
-  ])('%j', async (args) => {
+  it.each([[['webhook', 'get', '7']], [['webhook', 'list']], [['auth', 'status']], [['subscription', 'add', '7', 'degree_days.available']]])('%j', async (args) => {
     const { shown } = await runInTerminal(args, '', '', { env: { WX_API_KEY: 'k', WX_BASE_URL: svc.url } });
     for (const sequence of raw) expect(shown).not.toContain(sequence);
     expect(shown).toContain('\\x1b]0;owned\\x07');
@@ -150,7 +152,7 @@ describe('the store folder: modes kept, secrets only where others cannot write',
 
 describe('a damaged secret store: exit 2 naming what is wrong, never its content', () => {
   it.each([
-    ['a string where a base URL\'s entries go', '{"version":1,"secrets":{"http://127.0.0.1:9":"str"}}', 'is not an object'],
+    ["a string where a base URL's entries go", '{"version":1,"secrets":{"http://127.0.0.1:9":"str"}}', 'is not an object'],
     ['a null entry', '{"version":1,"secrets":{"http://127.0.0.1:9":{"7":null}}}', 'is not an object'],
     ['a number as a secret', '{"version":1,"secrets":{"http://127.0.0.1:9":{"7":{"secret":42}}}}', 'has no secret'],
     ['no secrets object', '{"version":1}', 'no "secrets" object'],
@@ -171,7 +173,7 @@ describe('a damaged secret store: exit 2 naming what is wrong, never its content
     expect(readFileSync(join(dir, 'secrets.json'), 'utf8')).toBe(content); // left as it was
   });
 
-  it('a symbolic link to another file: not followed (exit 2), and that file\'s bytes are not quoted', async () => {
+  it("a symbolic link to another file: not followed (exit 2), and that file's bytes are not quoted", async () => {
     const dir = tempDir();
     const other = join(tempDir(), 'passwd');
     writeFileSync(other, 'root:x:0:0:root:/root:/bin/bash\nsecret-token-in-a-file\n');

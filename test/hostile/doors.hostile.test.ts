@@ -165,7 +165,7 @@ describe("a stalled connection's share is given back when it is cut off, whateve
     }
   }, 20_000);
 
-  it('the Node middleware: a body not in whole within bodyTimeoutMs is answered 408 and its connection closed, not held for Node\'s 300 s; its share is free again', async () => {
+  it("the Node middleware: a body not in whole within bodyTimeoutMs is answered 408 and its connection closed, not held for Node's 300 s; its share is free again", async () => {
     const webhooks = new Webhooks({ secret: TEST_SECRET });
     const server = createServer(createNodeMiddleware(webhooks, { path: '/', maxInflight: MiB, bodyTimeoutMs: 300 }));
     const closed = new Promise<void>((resolve) => server.once('connection', (socket: Socket) => socket.once('close', () => resolve())));

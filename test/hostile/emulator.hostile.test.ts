@@ -86,7 +86,9 @@ describe('hostile input: the emulator', () => {
       const created = await api(emu.url, '/webhooks/v1', { method: 'POST', body: { url: endless.url, subscriptions: { 'forecast_hour.available': {} } } });
       expect(created.status).toBe(201);
       const before = memoryOf(emu.pid).rss;
-      const published = (await (await api(emu.url, '/emulator/v1/events', { method: 'POST', body: { type: 'forecast_hour.available' } })).json()) as { deliveries: { outcome: string; status?: number }[] };
+      const published = (await (await api(emu.url, '/emulator/v1/events', { method: 'POST', body: { type: 'forecast_hour.available' } })).json()) as {
+        deliveries: { outcome: string; status?: number }[];
+      };
       expect(published.deliveries[0]).toMatchObject({ outcome: 'delivered', status: 200 });
       // it stopped reading and let go: the receiver sees the connection closed
       while (endless.closedByClient() === 0) await new Promise((r) => setTimeout(r, 10));

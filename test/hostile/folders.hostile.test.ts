@@ -116,7 +116,7 @@ describe('#32.10 every file read from the store folder: the inspector token, set
   });
   afterAll(() => attacker.close());
 
-  it('a planted inspector token (WXHOOKS_CONFIG_DIR on a shared 1777 folder) is refused (exit 2), never the session\'s token', async () => {
+  it("a planted inspector token (WXHOOKS_CONFIG_DIR on a shared 1777 folder) is refused (exit 2), never the session's token", async () => {
     const shared = folder(join(tempDir(), 'shared'), 0o1777);
     plant(join(shared, 'inspector-token.json'), JSON.stringify({ value: 'planted-by-another-user' }));
     const listen = startCli(['listen', '--secret-env', 'S', '--port', '0', '--json', '--inspect', `127.0.0.1:${await freePort()}`], { S: OURS, WXHOOKS_CONFIG_DIR: shared });
@@ -128,7 +128,7 @@ describe('#32.10 every file read from the store folder: the inspector token, set
     expect(listen.stderr()).toContain(`rm ${join(shared, 'inspector-token.json')}`);
   });
 
-  it('planted processed pairs (a shared 1777 folder): another user\'s pairs file, one others can write, or a link, is refused (exit 2): its pairs would make real deliveries duplicates, never processed', async () => {
+  it("planted processed pairs (a shared 1777 folder): another user's pairs file, one others can write, or a link, is refused (exit 2): its pairs would make real deliveries duplicates, never processed", async () => {
     const pairs = (dir: string) => join(dir, 'processed-pairs.ndjson');
     const planted = JSON.stringify({ t: 'trg_1', s: '1', at: Date.now() }) + '\n';
     const theirs = folder(join(tempDir(), 'theirs'), 0o1777);
@@ -165,7 +165,7 @@ describe('#32.10 every file read from the store folder: the inspector token, set
     expect(attacker.requests.length).toBe(before + 1);
   });
 
-  it('a store folder others can write to without the sticky bit (0733, 0777), or that is another user\'s: nothing is read from it (exit 2)', async () => {
+  it("a store folder others can write to without the sticky bit (0733, 0777), or that is another user's: nothing is read from it (exit 2)", async () => {
     for (const [mode, uid, says] of [
       [0o733, 0, 'Other users can write to the store folder'],
       [0o777, 0, 'Other users can write to the store folder'],
@@ -174,7 +174,11 @@ describe('#32.10 every file read from the store folder: the inspector token, set
       const store = folder(join(tempDir(), 'store'), mode, uid);
       plant(join(store, 'settings.json'), JSON.stringify({ 'base-url': attacker.url }), 0, 0o644); // even a file of root's
       const before = attacker.requests.length;
-      for (const args of [['webhook', 'list'], ['config', 'get', 'base-url'], ['config', 'set', 'base-url', BASE]]) {
+      for (const args of [
+        ['webhook', 'list'],
+        ['config', 'get', 'base-url'],
+        ['config', 'set', 'base-url', BASE],
+      ]) {
         const r = await runCli(args, { env: { WXHOOKS_CONFIG_DIR: store, WX_API_KEY: 'the-users-key' } });
         expect(r.code, `${args.join(' ')} in a ${mode.toString(8)} folder of uid ${uid}`).toBe(2);
         expect(r.stderr).toContain(says);
@@ -192,7 +196,7 @@ describe('#32.10 every file read from the store folder: the inspector token, set
   });
 });
 
-describe('as a user who is not root: their own files and root\'s are trusted, another user\'s are not', () => {
+describe("as a user who is not root: their own files and root's are trusted, another user's are not", () => {
   let base: string;
   beforeAll(() => {
     base = mkdtempSync(join(tmpdir(), 'wxhooks-nobody-')); // outside the run's 0700 folder, which nobody cannot enter
@@ -242,7 +246,12 @@ describe('as a user who is not root: their own files and root\'s are trusted, an
     const own = join(base, 'own', 'store');
     folder(join(base, 'own'), 0o700, NOBODY);
     const set = await new Promise<number | null>((resolve) => {
-      const child = spawn(process.execPath, [BIN, 'secret', 'set', '7', '-'], { uid: NOBODY, gid: NOBODY, env: cleanEnv({ HOME: base, WXHOOKS_CONFIG_DIR: own, WX_BASE_URL: BASE }), stdio: ['pipe', 'ignore', 'ignore'] });
+      const child = spawn(process.execPath, [BIN, 'secret', 'set', '7', '-'], {
+        uid: NOBODY,
+        gid: NOBODY,
+        env: cleanEnv({ HOME: base, WXHOOKS_CONFIG_DIR: own, WX_BASE_URL: BASE }),
+        stdio: ['pipe', 'ignore', 'ignore'],
+      });
       child.on('close', resolve);
       child.stdin.end(OURS);
     });

@@ -135,7 +135,7 @@ describe('#32.11 the history in PostgreSQL: one bad row never fails another', ()
   }, 60_000);
 });
 
-describe('#32.11, the pairs: a verified delivery whose Trigger-Id PostgreSQL cannot index or store (the rule is the core\'s: such an id is hashed before any store sees it)', () => {
+describe("#32.11, the pairs: a verified delivery whose Trigger-Id PostgreSQL cannot index or store (the rule is the core's: such an id is hashed before any store sees it)", () => {
   it('a 10 KB trigger_id, and one with a NUL, sent with ordinary deliveries at the same moment: every one answered 200 and forwarded once; their retries are duplicates', async () => {
     const forwarded = new Map<string, number>();
     const app = await startServer((req, res) => {

@@ -27,7 +27,10 @@ function get(url: string, headers: Record<string, string> = {}): Promise<{ statu
 }
 
 /** Opens the page's event stream on a bare connection, reads up to its `ready` message, then stops reading (a frozen tab). */
-function stalledStream(port: number, token: string): Promise<{ socket: Socket; read: (enough?: (text: string, bytes: number) => boolean) => Promise<{ bytes: number; text: string; ended: boolean }> }> {
+function stalledStream(
+  port: number,
+  token: string,
+): Promise<{ socket: Socket; read: (enough?: (text: string, bytes: number) => boolean) => Promise<{ bytes: number; text: string; ended: boolean }> }> {
   return new Promise((resolve, reject) => {
     let text = '';
     let bytes = 0;
@@ -139,7 +142,7 @@ describe('#32.5 a page that stops reading, and refused requests that claim long 
         s.setEncoding('utf8').on('data', (d: string) => {
           text += d;
           const m = /event: ready\ndata: (.*)\n\n/.exec(text);
-          if (m) (s.destroy(), resolve(m[1]!));
+          if (m) s.destroy(), resolve(m[1]!);
         });
       });
       const ids = (JSON.parse(ready) as { rows: unknown[][] }).rows.map((r) => r[0] as number);
@@ -151,7 +154,7 @@ describe('#32.5 a page that stops reading, and refused requests that claim long 
 });
 
 describe('#32.5 in a real browser: a frozen tab', () => {
-  it('a page frozen (Chromium\'s page lifecycle) while 30 MB of rows go by: listen ends its stream, and once the page runs again it reconnects and fills in, up to the newest', async () => {
+  it("a page frozen (Chromium's page lifecycle) while 30 MB of rows go by: listen ends its stream, and once the page runs again it reconnects and fills in, up to the newest", async () => {
     const history = new History({ rows: 500 });
     const inspector = await startInspector({ host: '127.0.0.1', port: 0, history, about: { keep: 500 } });
     const browser = await launchBrowser();
@@ -170,7 +173,10 @@ describe('#32.5 in a real browser: a frozen tab', () => {
         if (i % 5000 === 0) await new Promise((r) => setImmediate(r));
       }
       await cdp.send('Page.setWebLifecycleState', { state: 'active' });
-      await page.locator('.row', { hasText: `trg_${N}_` }).first().waitFor();
+      await page
+        .locator('.row', { hasText: `trg_${N}_` })
+        .first()
+        .waitFor();
       expect(streams).toBe(2); // its stream was ended, and the page opened another from where it was
       expect(await page.locator('#list').getAttribute('data-records')).toBe('500');
     } finally {

@@ -94,7 +94,10 @@ describe('hostile input: listen', () => {
       const head = `POST / HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: ${5 * 1024 * 1024}\r\n\r\n`;
       const sockets: Socket[] = [];
       for (let i = 0; i < 30; i++) sockets.push(await stall(l.port, head, 4 * 1024 * 1024));
-      const refused = await l.proc.waitFor<{ outcome?: string; message?: string }>((v) => v.outcome === 'overloaded' && /\d+ refused so far/.test(v.message ?? '') && Number(/(\d+) refused so far/.exec(v.message!)![1]) >= 20, 20_000);
+      const refused = await l.proc.waitFor<{ outcome?: string; message?: string }>(
+        (v) => v.outcome === 'overloaded' && /\d+ refused so far/.test(v.message ?? '') && Number(/(\d+) refused so far/.exec(v.message!)![1]) >= 20,
+        20_000,
+      );
       expect(refused.message).toContain('--max-inflight');
       expect(memoryOf(l.pid).rss - before).toBeLessThan(16 + 80); // the flag's 16 MiB, and a fixed amount
       // while the budget is held, a delivery that does not fit is refused too (503: the service retries it later)
@@ -118,7 +121,12 @@ describe('hostile input: listen', () => {
     const statuses: number[] = [];
     for (let i = 0; i < 60 && l.proc.child.exitCode === null; i++) {
       const b = body();
-      statuses.push(await post(l.url, signed(b), b).then((r) => r.status, () => 0));
+      statuses.push(
+        await post(l.url, signed(b), b).then(
+          (r) => r.status,
+          () => 0,
+        ),
+      );
     }
     expect(statuses.slice(0, 10).every((s) => s === 200)).toBe(true);
     expect(statuses).toContain(503);
@@ -228,7 +236,12 @@ describe('hostile input: listen', () => {
   it('"__proto__" in a signed body over 1 MiB sets no prototype: nothing is inherited', async () => {
     const l = await listen();
     try {
-      const b = Buffer.from(JSON.stringify({ type: 'forecast_hour.available', trigger_id: `trg_proto_${seq++}`, __proto__: { subscription_id: 'evil', webhook_id: 'evil' }, pad: 'x'.repeat(1100 * 1024) }).replace('"__proto__"', '"__proto__"'));
+      const b = Buffer.from(
+        JSON.stringify({ type: 'forecast_hour.available', trigger_id: `trg_proto_${seq++}`, __proto__: { subscription_id: 'evil', webhook_id: 'evil' }, pad: 'x'.repeat(1100 * 1024) }).replace(
+          '"__proto__"',
+          '"__proto__"',
+        ),
+      );
       // JSON.stringify drops a __proto__ key given in a literal: write it into the text instead
       const text = b.toString().replace('"type"', '"__proto__":{"subscription_id":"evil","webhook_id":"evil"},"type"');
       const bytes = Buffer.from(text);
@@ -273,7 +286,10 @@ describe('hostile input: listen', () => {
       );
       expect(results.every((s) => s === 200)).toBe(true);
       await l.proc.waitFor(() => l.proc.lines.filter((x) => x.includes('"accepted"')).length >= 200);
-      const savedTo = l.proc.lines.map((x) => JSON.parse(x) as { saved_to?: string }).filter((v) => v.saved_to).map((v) => v.saved_to);
+      const savedTo = l.proc.lines
+        .map((x) => JSON.parse(x) as { saved_to?: string })
+        .filter((v) => v.saved_to)
+        .map((v) => v.saved_to);
       expect(new Set(savedTo).size).toBe(200);
       expect(readdirSync(saveDir).filter((f) => f.endsWith('.json'))).toHaveLength(200);
     } finally {
@@ -295,7 +311,9 @@ describe('hostile input: listen', () => {
       expect(readdirSync(join(saveDir, '..'))).toEqual(['saved']);
       const c = body();
       expect((await post(l.url, { ...signed(c), 'Webhook-Signature': `v1,${'A'.repeat(10_000)}` }, c)).status).toBe(401);
-      const hex = createHmac('sha256', Buffer.from(SECRET.slice(6), 'base64')).update(c).digest('hex');
+      const hex = createHmac('sha256', Buffer.from(SECRET.slice(6), 'base64'))
+        .update(c)
+        .digest('hex');
       expect((await post(l.url, { ...signed(c), 'Webhook-Signature': `sha256=${hex}` }, c)).status).toBe(401);
       await stillServes(l);
     } finally {

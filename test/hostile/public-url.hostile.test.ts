@@ -37,7 +37,15 @@ async function checkingApp(): Promise<TestServer & { got: { trigger: string; mod
 /** A forged request: a real delivery's Trigger-Id, the attacker's body, a signature that is not one. */
 function forged(trigger: string): { headers: Record<string, string>; body: Buffer } {
   const body = Buffer.from(JSON.stringify({ type: 'forecast_hour.available', subscription_id: '1', trigger_id: trigger, data: { model: 'EVIL' } }));
-  return { body, headers: { 'content-type': 'application/json', 'trigger-id': trigger, 'webhook-timestamp': String(Math.floor(Date.now() / 1000)), 'webhook-signature': `v1,${Buffer.alloc(32, 3).toString('base64')}` } };
+  return {
+    body,
+    headers: {
+      'content-type': 'application/json',
+      'trigger-id': trigger,
+      'webhook-timestamp': String(Math.floor(Date.now() / 1000)),
+      'webhook-signature': `v1,${Buffer.alloc(32, 3).toString('base64')}`,
+    },
+  };
 }
 
 function fetchJson(url: string, init: { method?: string; headers?: Record<string, string> } = {}): Promise<{ status: number; body: Record<string, unknown> }> {
@@ -108,7 +116,10 @@ describe('2. what anonymous requests can make listen keep', () => {
   it('2,000 unsigned 1 MiB POSTs against --inspect --history 2000: RSS stays within --history-size + --max-inflight + a fixed amount, and the verified record is still there', async () => {
     const port = await freePort();
     const inspectPort = await freePort();
-    const proc = startCli(['listen', '--port', String(port), '--json', '--secret-env', 'S', '--inspect', `127.0.0.1:${inspectPort}`, '--history', '2000', '--history-size', '16MiB', '--max-inflight', '32MiB'], { S: TEST_SECRET });
+    const proc = startCli(
+      ['listen', '--port', String(port), '--json', '--secret-env', 'S', '--inspect', `127.0.0.1:${inspectPort}`, '--history', '2000', '--history-size', '16MiB', '--max-inflight', '32MiB'],
+      { S: TEST_SECRET },
+    );
     const ready = await proc.waitFor<{ event?: string; url: string }>((v) => v.event === 'listening');
     const inspectorUrl = (await proc.waitFor<{ event?: string; url: string }>((v) => v.event === 'inspector')).url;
     try {
@@ -120,10 +131,20 @@ describe('2. what anonymous requests can make listen keep', () => {
       let sent = 0;
       const one = () =>
         new Promise<void>((resolve) => {
-          const req = request({ host: '127.0.0.1', port, path: '/', method: 'POST', agent, headers: { 'content-type': 'application/json', 'trigger-id': `trg_junk_${sent++}`, 'webhook-timestamp': '1', 'webhook-signature': 'v1,AAAA' } }, (res) => {
-            res.resume();
-            res.on('end', resolve);
-          });
+          const req = request(
+            {
+              host: '127.0.0.1',
+              port,
+              path: '/',
+              method: 'POST',
+              agent,
+              headers: { 'content-type': 'application/json', 'trigger-id': `trg_junk_${sent++}`, 'webhook-timestamp': '1', 'webhook-signature': 'v1,AAAA' },
+            },
+            (res) => {
+              res.resume();
+              res.on('end', resolve);
+            },
+          );
           req.on('error', () => resolve());
           req.end(junk);
         });
@@ -185,7 +206,7 @@ describe('2. --max-inflight counts what a request holds', () => {
             const req = request({ host: '127.0.0.1', port, path: '/', method: 'POST', agent, headers: d.headers }, (res) => {
               res.resume();
               res.on('close', () => {
-                if (res.statusCode === 503) (refused++, release());
+                if (res.statusCode === 503) refused++, release();
                 resolve(res.statusCode ?? 0);
               });
             });
@@ -256,7 +277,9 @@ describe('4. the inspector page and its token', () => {
       await run.stop();
     }
     // remote mode: the names given are answered, with the token; others are not
-    const remote = startInProcess(['listen', '--port', String(port), '--json', '--secret-env', 'S', '--inspect', '127.0.0.1:0', '--inspect-allow-remote', '--inspect-host', 'wx.example.test'], { env: { S: TEST_SECRET } });
+    const remote = startInProcess(['listen', '--port', String(port), '--json', '--secret-env', 'S', '--inspect', '127.0.0.1:0', '--inspect-allow-remote', '--inspect-host', 'wx.example.test'], {
+      env: { S: TEST_SECRET },
+    });
     try {
       const link = new URL((await remote.waitFor<{ event?: string; url: string }>((v) => v.event === 'inspector')).url);
       const token = link.searchParams.get('token')!;
@@ -284,7 +307,7 @@ describe('5 and 6, with a database and the emulator', () => {
   /** The server's URL with its password in the query, as libpq and `pg` accept it. */
   const queryUrl = () => `postgres://127.0.0.1:${db.port}/postgres?user=postgres&password=${encodeURIComponent(db.password)}`;
 
-  it('5. a password in the store URL\'s query is never shown: not in the 503 line when the database goes away, nor in `deliveries list` and `runs` errors', async () => {
+  it("5. a password in the store URL's query is never shown: not in the 503 line when the database goes away, nor in `deliveries list` and `runs` errors", async () => {
     const port = await freePort();
     const run = startInProcess(['listen', '--port', String(port), '--secret-env', 'S', '--store', queryUrl(), '--store-schema', 'pw_query', '--history', '50'], { env: { S: TEST_SECRET } });
     try {
@@ -311,9 +334,12 @@ describe('5 and 6, with a database and the emulator', () => {
     const port = await freePort();
     const app = await checkingApp();
     const schema = 'hist_limits';
-    const run = startInProcess(['listen', '--port', String(port), '--json', '--secret-env', 'S', '--store', db.url, '--store-schema', schema, '--history', '20', '--history-size', '64KiB', '--forward-to', `${app.url}/hooks`], {
-      env: { S: TEST_SECRET },
-    });
+    const run = startInProcess(
+      ['listen', '--port', String(port), '--json', '--secret-env', 'S', '--store', db.url, '--store-schema', schema, '--history', '20', '--history-size', '64KiB', '--forward-to', `${app.url}/hooks`],
+      {
+        env: { S: TEST_SECRET },
+      },
+    );
     const admin = new pg.Client({ connectionString: db.url });
     await admin.connect();
     try {
@@ -325,10 +351,20 @@ describe('5 and 6, with a database and the emulator', () => {
       const junk = Buffer.alloc(MiB, 0x61);
       const sendJunk = (n: number) =>
         new Promise<void>((resolve) => {
-          const req = request({ host: '127.0.0.1', port, method: 'POST', path: '/', agent, headers: { 'trigger-id': n % 10 === 0 ? 'trg_claimed' : `trg_j${n}`, 'webhook-timestamp': '1', 'webhook-signature': 'v1,AAAA' } }, (res) => {
-            res.resume();
-            res.on('end', resolve);
-          });
+          const req = request(
+            {
+              host: '127.0.0.1',
+              port,
+              method: 'POST',
+              path: '/',
+              agent,
+              headers: { 'trigger-id': n % 10 === 0 ? 'trg_claimed' : `trg_j${n}`, 'webhook-timestamp': '1', 'webhook-signature': 'v1,AAAA' },
+            },
+            (res) => {
+              res.resume();
+              res.on('end', resolve);
+            },
+          );
           req.on('error', () => resolve());
           req.end(junk);
         });
@@ -341,7 +377,11 @@ describe('5 and 6, with a database and the emulator', () => {
       expect((await post(url, forgedOne.headers, forgedOne.body)).status).toBe(401);
       agent.destroy();
       await run.stop();
-      const rows = (await admin.query(`SELECT verified, count(*)::int AS n, max(octet_length(body))::int AS biggest, sum(octet_length(body))::int AS bytes FROM "${schema}".deliveries GROUP BY verified ORDER BY verified`)).rows;
+      const rows = (
+        await admin.query(
+          `SELECT verified, count(*)::int AS n, max(octet_length(body))::int AS biggest, sum(octet_length(body))::int AS bytes FROM "${schema}".deliveries GROUP BY verified ORDER BY verified`,
+        )
+      ).rows;
       expect(rows[0]).toMatchObject({ verified: false, n: 100 });
       expect(rows[0].biggest).toBeLessThanOrEqual(4096);
       expect(rows[1]).toMatchObject({ verified: true, n: 20 });
@@ -439,7 +479,14 @@ describe('6. the emulator, as a target', () => {
       const create = (n: number) =>
         new Promise<number>((resolve) => {
           const req = request(
-            { host: '127.0.0.1', port: emu.port, path: '/webhooks/v1', method: 'POST', agent, headers: { authorization: 'Bearer emu_data_file_key_0123456789abcdef', 'content-type': 'application/json' } },
+            {
+              host: '127.0.0.1',
+              port: emu.port,
+              path: '/webhooks/v1',
+              method: 'POST',
+              agent,
+              headers: { authorization: 'Bearer emu_data_file_key_0123456789abcdef', 'content-type': 'application/json' },
+            },
             (res) => {
               res.resume();
               res.on('end', () => resolve(res.statusCode ?? 0));

@@ -22,13 +22,27 @@ let app: TestServer;
 
 /** A delivery signed with the webhook's secret, as the service sends it. */
 function delivery(trigger: string, hour: number, pad = 0) {
-  const body = Buffer.from(JSON.stringify({ type: 'forecast_hour.available', webhook_id: '7', subscription_id: '1', trigger_id: trigger, data: { model: 'wm-6', initialization_time: INIT, forecast_hour: hour, pad: 'x'.repeat(pad) } }));
+  const body = Buffer.from(
+    JSON.stringify({
+      type: 'forecast_hour.available',
+      webhook_id: '7',
+      subscription_id: '1',
+      trigger_id: trigger,
+      data: { model: 'wm-6', initialization_time: INIT, forecast_hour: hour, pad: 'x'.repeat(pad) },
+    }),
+  );
   return { body, headers: signDelivery({ secret: SECRET, body, triggerId: trigger }) };
 }
 
 /** A file in the format listen saves, of a delivery listen never received (with a made-up mark). */
 function plantedFile(trigger: string, hour: number): string {
-  const body = JSON.stringify({ type: 'forecast_hour.available', webhook_id: '7', subscription_id: '1', trigger_id: trigger, data: { model: 'wm-6', initialization_time: INIT, forecast_hour: hour, planted: true } });
+  const body = JSON.stringify({
+    type: 'forecast_hour.available',
+    webhook_id: '7',
+    subscription_id: '1',
+    trigger_id: trigger,
+    data: { model: 'wm-6', initialization_time: INIT, forecast_hour: hour, planted: true },
+  });
   const saved = {
     wxhooks_delivery: 1,
     received_at: new Date().toISOString(),
@@ -124,21 +138,28 @@ describe('#32.9 a file planted in a --save-dir is never signed with the real sec
     app.requests.length = 0;
   });
 
-  it("after a restart, the inspector lists a planted file as not verified, and neither its replay nor its commands sign it; a saved file replaced since is not read back", async () => {
+  it('after a restart, the inspector lists a planted file as not verified, and neither its replay nor its commands sign it; a saved file replaced since is not read back', async () => {
     execFileSync('mkfifo', [join(saveDir, 'a-fifo.json')]); // and the start-up fill does not hang on a FIFO (#32.17)
     const inspectPort = await freePort();
     const listen = startListen(inspectPort);
     try {
-      const { url } = await listen.waitFor<{ event?: string; url: string }>((v) => v.event === 'inspector').catch((err: Error) => {
-        listen.child.kill('SIGKILL'); // hung at start (a FIFO), it would not stop for SIGINT
-        throw err;
-      });
+      const { url } = await listen
+        .waitFor<{ event?: string; url: string }>((v) => v.event === 'inspector')
+        .catch((err: Error) => {
+          listen.child.kill('SIGKILL'); // hung at start (a FIFO), it would not stop for SIGINT
+          throw err;
+        });
       const token = new URL(url).searchParams.get('token')!;
       const api = (path: string, method = 'GET') => fetch(`http://127.0.0.1:${inspectPort}${path}`, { method, headers: { 'x-wxhooks-token': token } });
       const { records } = (await (await api('/api/deliveries')).json()) as { records: { id: number; outcome: string; trigger_id?: string; claimed_trigger_id?: string }[] };
       const planted = records.find((r) => r.claimed_trigger_id === 'trg_planted' || r.trigger_id === 'trg_planted')!;
       expect(planted).toMatchObject({ outcome: 'unverified', claimed_trigger_id: 'trg_planted' });
-      expect(records.filter((r) => r.outcome === 'accepted').map((r) => r.trigger_id).sort()).toEqual(['trg_big', 'trg_real']);
+      expect(
+        records
+          .filter((r) => r.outcome === 'accepted')
+          .map((r) => r.trigger_id)
+          .sort(),
+      ).toEqual(['trg_big', 'trg_real']);
       const replay = await api(`/api/deliveries/${planted.id}/replay`, 'POST');
       expect(replay.status).toBe(409);
       expect((await api(`/api/deliveries/${planted.id}/commands`)).status).toBe(409);
