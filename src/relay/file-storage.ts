@@ -26,7 +26,7 @@ export interface FileRelayStorageOptions {
  * over without a file read (open, fstat, read, close: four trips to the thread pool each). The files stay
  * the truth; a delivery not copied (past the budget, or written before a restart) is read from its file.
  * Measured (BENCHMARKS.md, relay): `relay serve`'s CPU a delivery in the drain of a 10,000 backlog, 77-119 µs
- * with it against 305-595 µs without in the same hour; the storage alone, driven by a script, 34-44 µs against 120-196 µs.
+ * with it against 305-595 µs without in the same hour; the storage alone (bench/relay-storage.js) 39-44 µs against 164-280 µs.
  */
 export const DEFAULT_MEMORY_BYTES = 32 * 1024 * 1024;
 
