@@ -4,4 +4,5 @@ import { nodeFileRelay, nodePostgresRelay } from './helpers/relay.js';
 // The relay's Node host (`wxhooks relay serve`), in this process, over a folder and over PostgreSQL
 // (a real server, thrown away after). The same suite runs against the Worker (relay-worker.test.ts).
 relaySuite('the Node host, file store', () => nodeFileRelay({ token: TOKEN, maxBytes: BUDGET }));
+relaySuite('the Node host, file store, no copy in memory', () => nodeFileRelay({ token: TOKEN, maxBytes: BUDGET }, 0));
 relaySuite('the Node host, PostgreSQL store', () => nodePostgresRelay({ token: TOKEN, maxBytes: BUDGET }));

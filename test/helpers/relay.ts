@@ -113,13 +113,14 @@ async function nodeRelay(name: string, config: RelayConfig, open: () => Promise<
   };
 }
 
-export async function nodeFileRelay(config: RelayConfig): Promise<RelayUnderTest> {
+/** `memoryBytes` 0: every delivery handed over is read from its file (the path after a restart, or past the copy's budget). */
+export async function nodeFileRelay(config: RelayConfig, memoryBytes?: number): Promise<RelayUnderTest> {
   const dir = tempDir('wxhooks-relay-files-');
   const count = (d: string): number => readdirSync(d, { withFileTypes: true }).reduce((n, e) => n + (e.isDirectory() ? count(join(d, e.name)) : e.name.endsWith('.dlv') ? 1 : 0), 0);
   return nodeRelay(
     'the Node host, file store',
     config,
-    () => FileRelayStorage.open({ dir }),
+    () => FileRelayStorage.open({ dir, memoryBytes }),
     async () => count(dir),
     async () => undefined,
   );
