@@ -69,8 +69,8 @@ describe('createNodeMiddleware on node:http', () => {
 
   it('a delivery: 200, its typed handler run once; sent again: 200, a duplicate, the handler not run', async () => {
     const d = delivery('trg_once');
-    expect(await post(`${url}/hooks`, d.headers, d.body)).toEqual({ status: 200, body: '{"ok":true}' });
-    expect(await post(`${url}/hooks?x=1`, d.headers, d.body)).toEqual({ status: 200, body: '{"ok":true,"duplicate":true}' });
+    expect(await post(`${url}/hooks`, d.headers, d.body)).toMatchObject({ status: 200, body: '{"ok":true}' });
+    expect(await post(`${url}/hooks?x=1`, d.headers, d.body)).toMatchObject({ status: 200, body: '{"ok":true,"duplicate":true}' });
     expect(a.seen.filter((s) => s.startsWith('trg_once'))).toEqual(['trg_once +6h']);
   });
 
@@ -180,7 +180,7 @@ describe('in the frameworks', () => {
     const url = await fastify.listen({ port: 0, host: '127.0.0.1' });
     try {
       const m = delivery('trg_fastify_middleware');
-      expect(await post(`${url}/middleware`, m.headers, m.body)).toEqual({ status: 200, body: '{"ok":true}' });
+      expect(await post(`${url}/middleware`, m.headers, m.body)).toMatchObject({ status: 200, body: '{"ok":true}' });
       expect((await post(`${url}/middleware`, m.headers, m.body.replace('wm-6', 'wm-1'))).status).toBe(401);
       a.seen.length = 0;
       const d = delivery('trg_fastify');

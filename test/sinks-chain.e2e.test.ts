@@ -1,6 +1,7 @@
 import { cpSync } from 'node:fs';
-import { Agent, createServer, request, type IncomingHttpHeaders, type Server } from 'node:http';
+import { Agent, createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { post, type PostResult } from './helpers/http.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startPostgres, type Broker, type Postgres } from '../scripts/harness.js';
 import { readSink } from '../src/sinks/index.js';
@@ -30,24 +31,8 @@ afterAll(async () => {
   await Promise.all([...Object.values(brokers).map((b) => b?.remove()), db?.remove()]);
 });
 
-interface Answered {
-  status: number;
-  headers: IncomingHttpHeaders;
-  body: string;
-}
-
-function post(url: string, headers: Record<string, string | string[] | undefined>, body: Buffer): Promise<Answered> {
-  const u = new URL(url);
-  return new Promise((resolve, reject) => {
-    const req = request({ host: u.hostname, port: u.port, path: u.pathname, method: 'POST', headers, agent }, (res) => {
-      let text = '';
-      res.setEncoding('utf8').on('data', (d: string) => (text += d));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: text }));
-    });
-    req.on('error', reject);
-    req.end(body);
-  });
-}
+/** A POST on the test's keep-alive agent. */
+const postOn = (url: string, headers: Record<string, string | string[] | undefined>, body: Buffer): Promise<PostResult> => post(url, headers, body, agent);
 
 interface Proxy {
   url: string;
@@ -69,19 +54,19 @@ async function startProxy(targets: () => string[]): Promise<Proxy> {
       const body = Buffer.concat(chunks);
       const { host: _host, connection: _connection, ...headers } = req.headers;
       let answered = false;
-      const answer = (a: Answered) => {
+      const answer = (a: PostResult) => {
         if (answered) return;
         answered = true;
         res.writeHead(a.status, { 'content-type': 'application/json', ...(a.headers['retry-after'] ? { 'retry-after': a.headers['retry-after'] } : {}) }).end(a.body);
       };
       const each = targets().map((target) =>
-        post(target, headers, body).then(
+        postOn(target, headers, body).then(
           (a) => {
             answers.push({ target, status: a.status, retryAfter: a.headers['retry-after'] as string | undefined });
             if (a.status >= 200 && a.status < 300) answer(a);
             return a;
           },
-          (err: Error) => ({ status: 502, headers: {}, body: JSON.stringify({ error: err.message }) }) as Answered,
+          (err: Error) => ({ status: 502, headers: {}, body: JSON.stringify({ error: err.message }) }) as PostResult,
         ),
       );
       void Promise.all(each).then((all) => answer(all[0]!));
@@ -242,7 +227,7 @@ describe.each(['nats', 'redis'] as const)('%s', (kind) => {
       while (!stop) {
         const trigger = `trg_restart_${kind}_${sent++}`;
         const { headers, body } = signed(trigger);
-        statuses.set(trigger, (await post(at, headers, body)).status);
+        statuses.set(trigger, (await postOn(at, headers, body)).status);
       }
     });
     try {
@@ -267,7 +252,7 @@ describe.each(['nats', 'redis'] as const)('%s', (kind) => {
       // the service's retries of the 503s, now the broker is back: each accepted, and held once
       for (const t of refused) {
         const { headers, body } = signed(t);
-        expect((await post(at, headers, body)).status).toBe(200);
+        expect((await postOn(at, headers, body)).status).toBe(200);
       }
       inStream = await streamCounts(url);
       expect(inStream.size).toBe(statuses.size);
@@ -332,7 +317,7 @@ describe.each(['nats', 'redis'] as const)('%s', (kind) => {
     const { proc, url: at } = await startListen(['--secret-env', 'S', '--sink', url], { WXHOOKS_CONFIG_DIR: tempDir(), S: TEST_SECRET });
     try {
       const good = signed('trg_real');
-      expect((await post(at, good.headers, good.body)).status).toBe(200);
+      expect((await postOn(at, good.headers, good.body)).status).toBe(200);
       const listed = async () => {
         const r = await runCli(['deliveries', 'list', '--sink', url, '--json']);
         expect(r.code).toBe(0);
@@ -352,7 +337,7 @@ describe.each(['nats', 'redis'] as const)('%s', (kind) => {
         ['stale timestamp', stale.headers, stale.body],
       ];
       for (const [name, headers, body] of forged) {
-        const r = await post(at, headers, body);
+        const r = await postOn(at, headers, body);
         expect(r.status, name).toBeGreaterThanOrEqual(400);
         expect(r.status, name).toBeLessThan(500);
       }

@@ -1,6 +1,7 @@
-import { Agent, request } from 'node:http';
+import { Agent } from 'node:http';
 import { connect } from 'node:net';
 import { createClient } from 'redis';
+import { post, type PostResult } from './helpers/http.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort, type Broker } from '../scripts/harness.js';
 import { readSink } from '../src/sinks/index.js';
@@ -26,25 +27,10 @@ afterAll(async () => {
   await Promise.all(Object.values(brokers).map((b) => b?.remove()));
 });
 
-interface Answered {
-  status: number;
-  headers: Record<string, string | string[] | undefined>;
-  body: string;
-}
-
 /** POSTs a signed delivery for `trigger` (signed now, as each of the service's attempts is). */
-function deliver(url: string, trigger: string, data?: Record<string, unknown>): Promise<Answered> {
+function deliver(url: string, trigger: string, data?: Record<string, unknown>): Promise<PostResult> {
   const { headers, body } = signed(trigger, data ? { data } : {});
-  const u = new URL(url);
-  return new Promise((resolve, reject) => {
-    const req = request({ host: u.hostname, port: u.port, path: u.pathname, method: 'POST', headers, agent }, (res) => {
-      let text = '';
-      res.setEncoding('utf8').on('data', (d: string) => (text += d));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: text }));
-    });
-    req.on('error', reject);
-    req.end(body);
-  });
+  return post(url, headers, body, agent);
 }
 
 async function startListen(sinks: string[], dir = tempDir()): Promise<{ proc: Running; url: string }> {

@@ -1,21 +1,22 @@
-import { request } from 'node:http';
+import { type Agent, type IncomingHttpHeaders, request } from 'node:http';
 import { connect } from 'node:net';
 
 export interface PostResult {
   status: number;
+  headers: IncomingHttpHeaders;
   body: string;
 }
 
-/** A plain HTTP POST with exactly these headers and bytes. */
-export function post(url: string, headers: Record<string, string | undefined>, body: Buffer | string): Promise<PostResult> {
+/** A plain HTTP POST with exactly these headers and bytes (through `agent` when given: keep-alive for a load). */
+export function post(url: string, headers: Record<string, string | string[] | undefined>, body: Buffer | string, agent?: Agent): Promise<PostResult> {
   const u = new URL(url);
-  const clean: Record<string, string> = {};
+  const clean: Record<string, string | string[]> = {};
   for (const [k, v] of Object.entries(headers)) if (v !== undefined) clean[k] = v;
   return new Promise((resolve, reject) => {
-    const req = request({ host: u.hostname, port: u.port, path: u.pathname + u.search, method: 'POST', headers: { 'content-type': 'application/json', ...clean } }, (res) => {
+    const req = request({ host: u.hostname, port: u.port, path: u.pathname + u.search, method: 'POST', agent, headers: { 'content-type': 'application/json', ...clean } }, (res) => {
       let text = '';
       res.setEncoding('utf8').on('data', (d: string) => (text += d));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text }));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: text }));
     });
     req.on('error', reject);
     req.end(body);
@@ -28,7 +29,7 @@ export function get(url: string, method = 'GET'): Promise<PostResult> {
     const req = request({ host: u.hostname, port: u.port, path: u.pathname, method }, (res) => {
       let text = '';
       res.setEncoding('utf8').on('data', (d: string) => (text += d));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text }));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: text }));
     });
     req.on('error', reject);
     req.end();
