@@ -72,3 +72,35 @@ export function sendJson(res: ServerResponse, status: number, body: unknown, hea
 
 /** A port nothing listens on: bound, then closed. */
 export { freePort as closedPort } from '../../scripts/harness.js';
+
+/**
+ * An app that holds every answer until each of `n` requests is either at the app or turned away (the
+ * test calls `turnedAway()` for those), or `most` are at the app (listen forwards on 64 connections): what
+ * listen admitted is then held while the rest arrive, however slowly a busy machine sends them.
+ */
+export async function holdingApp(n: number, most = 64): Promise<TestServer & { turnedAway(): void }> {
+  let arrived = 0;
+  let away = 0;
+  let released = false;
+  const waiting: (() => void)[] = [];
+  const release = () => {
+    if (released || (arrived + away < n && arrived < most)) return;
+    released = true;
+    for (const answer of waiting.splice(0)) answer();
+  };
+  const app = await startServer((_req, res) => {
+    arrived++;
+    const answer = () => sendJson(res, 200, { ok: true });
+    if (released) answer();
+    else {
+      waiting.push(answer);
+      release();
+    }
+  });
+  return Object.assign(app, {
+    turnedAway() {
+      away++;
+      release();
+    },
+  });
+}

@@ -6,7 +6,7 @@ import { memoryOf } from '../helpers/memory.js';
 import { startCli } from '../helpers/process.js';
 import { signDelivery } from '../../src/signing/index.js';
 import { TEST_SECRET } from '../helpers/receiver.js';
-import { sendJson, startServer } from '../helpers/server.js';
+import { holdingApp } from '../helpers/server.js';
 
 // `--max-inflight` bounds what listen holds at every value, its default included (#32.6): signed deliveries
 // of 1 MiB, saved and forwarded, more at once than the flag admits.
@@ -15,28 +15,11 @@ const MiB = 1024 * 1024;
 
 describe('#32.6 --max-inflight at its default', () => {
   it('300 signed 1 MiB deliveries at once, saved and forwarded, the app holding its answers: RSS stays within the default 256 MiB and a fixed amount; the rest are told 503', async () => {
-    // As in public-url.hostile.test.ts: the app holds every answer until each request is at the app or
+    // The app holds every answer until each request is at the app or (holdingApp, as in public-url.hostile)
     // turned away (or 64 are at the app: listen forwards on 64 connections), so that what listen admitted
     // is held while the rest arrive.
     const N = 300;
-    let arrived = 0;
-    let turnedAway = 0;
-    let released = false;
-    const waiting: (() => void)[] = [];
-    const release = () => {
-      if (released || (arrived + turnedAway < N && arrived < 64)) return;
-      released = true;
-      waiting.splice(0).forEach((answer) => answer());
-    };
-    const app = await startServer((_req, res) => {
-      arrived++;
-      const answer = () => sendJson(res, 200, { ok: true });
-      if (released) answer();
-      else {
-        waiting.push(answer);
-        release();
-      }
-    });
+    const app = await holdingApp(N);
     const port = await freePort();
     const proc = startCli(['listen', '--port', String(port), '--json', '--secret-env', 'S', '--save-dir', tempDir(), '--forward-to', `${app.url}/hooks`], { S: TEST_SECRET });
     await proc.waitFor<{ event?: string }>((v) => v.event === 'listening');
@@ -59,12 +42,12 @@ describe('#32.6 --max-inflight at its default', () => {
             const req = request({ host: '127.0.0.1', port, path: '/', method: 'POST', agent, headers: d.headers }, (res) => {
               res.resume();
               res.on('close', () => {
-                if (res.statusCode !== 200) turnedAway++, release();
+                if (res.statusCode !== 200) app.turnedAway();
                 resolve(res.statusCode ?? 0);
               });
             });
             // told 503 while still sending, a client may find the connection closed under it: turned away too
-            req.on('error', () => (turnedAway++, release(), resolve(0)));
+            req.on('error', () => (app.turnedAway(), resolve(0)));
             req.end(d.body);
           });
         }),
@@ -76,7 +59,7 @@ describe('#32.6 --max-inflight at its default', () => {
       );
       expect(count(200)).toBeGreaterThan(0);
       expect(count(503) + count(0)).toBeGreaterThan(0); // more than the flag admits were sent
-      expect(peak - before).toBeLessThan(256 + 128); // the flag, and a fixed amount: V8 and the socket buffers not yet collected (329-354 MiB in the full suite on a loaded machine)
+      expect(peak - before).toBeLessThan(256 + 128); // the flag, and a fixed amount: V8 and the socket buffers not yet collected (329-367 MiB on a loaded machine)
     } finally {
       agent.destroy();
       await proc.stop();

@@ -15,7 +15,7 @@ import { post } from '../helpers/http.js';
 import { memoryOf } from '../helpers/memory.js';
 import { startCli } from '../helpers/process.js';
 import { signed, startTestReceiver, TEST_SECRET } from '../helpers/receiver.js';
-import { sendJson, startServer, type TestServer } from '../helpers/server.js';
+import { holdingApp, sendJson, startServer, type TestServer } from '../helpers/server.js';
 
 // `listen --public-url` puts the receiver on the internet: what an attacker who knows only the public URL
 // (and anyone on this machine) can do to it, each case named after the probe's finding.
@@ -174,24 +174,7 @@ describe('2. --max-inflight counts what a request holds', () => {
     // than listen's 64 forward connections, so every admitted delivery reaches the app; should one not,
     // the app lets go at 64, and the count of 503s below says so.
     const N = 300;
-    let arrived = 0;
-    let refused = 0;
-    let released = false;
-    const waiting: (() => void)[] = [];
-    const release = () => {
-      if (released || (arrived + refused < N && arrived < 64)) return;
-      released = true;
-      waiting.splice(0).forEach((a) => a());
-    };
-    const app = await startServer((_req, res) => {
-      arrived++;
-      const answer = () => sendJson(res, 200, { ok: true });
-      if (released) answer();
-      else {
-        waiting.push(answer);
-        release();
-      }
-    });
+    const app = await holdingApp(N);
     const port = await freePort();
     const proc = startCli(['listen', '--port', String(port), '--json', '--secret-env', 'S', '--max-inflight', '24MiB', '--forward-to', `${app.url}/hooks`], { S: TEST_SECRET });
     await proc.waitFor<{ event?: string }>((v) => v.event === 'listening');
@@ -206,7 +189,7 @@ describe('2. --max-inflight counts what a request holds', () => {
             const req = request({ host: '127.0.0.1', port, path: '/', method: 'POST', agent, headers: d.headers }, (res) => {
               res.resume();
               res.on('close', () => {
-                if (res.statusCode === 503) refused++, release();
+                if (res.statusCode === 503) app.turnedAway();
                 resolve(res.statusCode ?? 0);
               });
             });
