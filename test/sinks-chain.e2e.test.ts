@@ -344,6 +344,8 @@ describe.each(['nats', 'redis'] as const)('%s', (kind) => {
       const after = await listed();
       expect(after.stream.messages).toBe(1);
       expect(after.deliveries.map((d) => d.trigger_id)).toEqual(['trg_real']);
+      // listen's lines are written in batches: wait for the accepted one, then look at them all
+      await proc.waitFor<{ outcome?: string; trigger_id?: string }>((l) => l.outcome === 'accepted' && l.trigger_id === 'trg_real');
       expect(
         linesOf(proc)
           .filter((l) => l.outcome === 'accepted')
