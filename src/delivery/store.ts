@@ -4,9 +4,7 @@ import { StorageError } from '../errors.js';
  * The one store contract of the delivery core, runtime-neutral: every door (listen, the Node middleware,
  * the web handler, the relay, the sinks' consumers) claims, extends, completes and releases pairs through
  * this interface, and every store (MemoryStore, the file, PostgreSQL) implements it.
- *
- * (Fixed by the lead before the work was split, so that the core and the stores are written against the
- * same contract: change it only together.)
+ * A change here is a change of every store and every door at once.
  */
 
 /**

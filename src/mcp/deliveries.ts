@@ -1,7 +1,7 @@
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { z } from 'zod';
 import { NotFoundError, UsageError } from '../errors.js';
-import type { Outcome } from '../delivery/outcomes.js';
+import { OUTCOME_NAMES, type Outcome } from '../delivery/outcomes.js';
 import type { ForwardResult } from '../receiver/forward.js';
 import type { FullRecord } from '../receiver/history.js';
 import type { Listed } from '../receiver/listed.js';
@@ -14,32 +14,8 @@ import { hours, isoTime, time } from '../util/parse.js';
 import { BODY, bytesOf, PAGE, shownBody } from './answers.js';
 import { attached, defineTool, secretsFor, type Extra, type McpContext } from './tool.js';
 
-/**
- * Every outcome a record may have (the type in src/receiver/event.ts), for the list's filter: a record over
- * that type, so that the build fails until a new outcome is added here.
- */
-const OUTCOME_SET: Record<Outcome, true> = {
-  accepted: true,
-  duplicate: true,
-  in_progress: true,
-  handler_failed: true,
-  handler_timed_out: true,
-  forward_failed: true,
-  refused_by_flag: true,
-  replayed: true,
-  sink_failed: true,
-  store_failed: true,
-  overloaded: true,
-  unverified: true,
-  bad_request: true,
-  timed_out: true,
-  aborted: true,
-  too_large: true,
-  method_not_allowed: true,
-  not_found: true,
-  error: true,
-};
-const OUTCOMES = Object.keys(OUTCOME_SET) as [Outcome, ...Outcome[]];
+/** Every outcome a record may have, for the list's filter: the core's one vocabulary (src/delivery/outcomes.ts). */
+const OUTCOMES = OUTCOME_NAMES as [Outcome, ...Outcome[]];
 
 /** The longest a wait may be asked for; a client may give up sooner (many time out a request after 60 s unless told of progress). */
 const WAIT_MAX_SECONDS = 600;
