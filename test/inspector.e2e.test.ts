@@ -272,6 +272,9 @@ describe('the inspector page', () => {
     await page.selectOption('select[aria-label="outcome"]', 'unverified');
     await expect.poll(() => page.locator('.row[data-outcome="accepted"]').count()).toBe(0);
     expect(await page.locator('.row[data-outcome="unverified"]').count()).toBeGreaterThanOrEqual(1);
+    // a sink's failures have a filter of their own (this listen has no sink: none)
+    await page.selectOption('select[aria-label="outcome"]', 'sink_failed');
+    await expect.poll(() => rowCount()).toBe(0);
     await page.selectOption('select[aria-label="outcome"]', '');
     await page.fill('input[aria-label="search"]', '+6h');
     await expect.poll(() => rowCount()).toBe(1);

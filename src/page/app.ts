@@ -143,6 +143,7 @@ for (const [value, label] of <[string, string][]>[
   ['duplicate', 'duplicate'],
   ['unverified', 'not verified (400/401)'],
   ['forward_failed', 'your app failed (502)'],
+  ['sink_failed', 'a sink failed (502/503)'],
   ['limits', 'refused: limits (408/413/503)'],
   ['replayed', 'replays'],
 ]) {
