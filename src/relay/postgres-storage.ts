@@ -3,6 +3,7 @@ import { StorageError, UnreachableError, UsageError } from '../errors.js';
 import { shownUrl, storeSecrets } from '../store/store-url.js';
 import { addSensitive } from '../util/redact.js';
 import type { ChannelRecord, ChannelUsage, RelayStorage, Removed, StoredDelivery } from './storage.js';
+import { migrateSchema, type Migration } from '../store/pg-schema.js';
 
 /**
  * The relay's storage in PostgreSQL (`relay serve --store postgres://…`), in a schema of its own
@@ -12,7 +13,7 @@ import type { ChannelRecord, ChannelUsage, RelayStorage, Removed, StoredDelivery
  */
 
 /** The schema's versions, in order: each step brings the previous version to the next. */
-export const RELAY_MIGRATIONS: { version: number; sql: (schema: string) => string }[] = [
+export const RELAY_MIGRATIONS: Migration[] = [
   {
     version: 1,
     sql: (s) => `
@@ -97,32 +98,17 @@ export class PgRelayStorage implements RelayStorage {
     return store;
   }
 
-  private async migrate(client: PoolClient): Promise<void> {
-    const s = this.s;
-    await client.query('BEGIN');
-    try {
-      await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`wxhooks:${this.schema}`]);
-      await client.query(`CREATE SCHEMA IF NOT EXISTS ${s}`);
-      await client.query(`CREATE TABLE IF NOT EXISTS ${s}.schema_version (version integer NOT NULL)`);
-      const { rows } = await client.query<{ version: number }>(`SELECT version FROM ${s}.schema_version`);
-      let version = rows[0]?.version ?? 0;
-      if (!rows.length) await client.query(`INSERT INTO ${s}.schema_version (version) VALUES (0)`);
-      if (version > RELAY_SCHEMA_VERSION) {
-        throw new UsageError(`The relay's schema "${this.schema}" is at version ${version}, newer than this wxhooks knows (${RELAY_SCHEMA_VERSION}); it was left as it is.`, {
+  private migrate(client: PoolClient): Promise<void> {
+    return migrateSchema(
+      client,
+      this.schema,
+      this.s,
+      RELAY_MIGRATIONS,
+      (version) =>
+        new UsageError(`The relay's schema "${this.schema}" is at version ${version}, newer than this wxhooks knows (${RELAY_SCHEMA_VERSION}); it was left as it is.`, {
           hint: 'Use the newer wxhooks that wrote it, or give this one another --schema.',
-        });
-      }
-      for (const step of RELAY_MIGRATIONS) {
-        if (step.version <= version) continue;
-        await client.query(step.sql(s));
-        await client.query(`UPDATE ${s}.schema_version SET version = $1`, [step.version]);
-        version = step.version;
-      }
-      await client.query('COMMIT');
-    } catch (err) {
-      await client.query('ROLLBACK').catch(() => undefined);
-      throw err;
-    }
+        }),
+    );
   }
 
   private async run<R extends object>(sql: string, values: unknown[] = []): Promise<R[]> {

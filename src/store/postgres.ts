@@ -7,6 +7,7 @@ import { PairStoreError, type Claim, type PairStore, type StoreNotice } from '..
 import { StoredLater } from '../delivery/stored-later.js';
 import type { HistoryLimits } from './history-limits.js';
 import { shownUrl, storeSecrets } from './store-url.js';
+import { migrateSchema, type Migration } from './pg-schema.js';
 
 /**
  * Processed pairs, claims and the delivery history in PostgreSQL, shared by any number of `listen`
@@ -22,7 +23,7 @@ import { shownUrl, storeSecrets } from './store-url.js';
  */
 
 /** The schema's versions, in order: each step brings the previous version to the next. */
-export const MIGRATIONS: { version: number; sql: (schema: string) => string }[] = [
+export const MIGRATIONS: Migration[] = [
   {
     version: 1,
     sql: (s) => `
@@ -269,28 +270,8 @@ export class PgStore implements PairStore {
     if (version > SCHEMA_VERSION) throw this.newer(version);
   }
 
-  private async migrate(client: PoolClient): Promise<void> {
-    const s = this.s;
-    await client.query('BEGIN');
-    try {
-      await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`wxhooks:${this.options.schema}`]);
-      await client.query(`CREATE SCHEMA IF NOT EXISTS ${s}`);
-      await client.query(`CREATE TABLE IF NOT EXISTS ${s}.schema_version (version integer NOT NULL)`);
-      const { rows } = await client.query<{ version: number }>(`SELECT version FROM ${s}.schema_version`);
-      let version = rows[0]?.version ?? 0;
-      if (!rows.length) await client.query(`INSERT INTO ${s}.schema_version (version) VALUES (0)`);
-      if (version > SCHEMA_VERSION) throw this.newer(version);
-      for (const step of MIGRATIONS) {
-        if (step.version <= version) continue;
-        await client.query(step.sql(s));
-        await client.query(`UPDATE ${s}.schema_version SET version = $1`, [step.version]);
-        version = step.version;
-      }
-      await client.query('COMMIT');
-    } catch (err) {
-      await client.query('ROLLBACK').catch(() => undefined);
-      throw err;
-    }
+  private migrate(client: PoolClient): Promise<void> {
+    return migrateSchema(client, this.options.schema, this.s, MIGRATIONS, (v) => this.newer(v));
   }
 
   private schedule(): void {
