@@ -1,14 +1,27 @@
 import { defineConfig } from 'vitest/config';
 
+// Two tiers, told apart by where a file lives (docs/testing.md):
+// - fast (`npm test`): every test file outside test/full/; needs nothing but `npm ci`;
+// - full (`npm run test:all` runs both): test/full/ and below; PostgreSQL, Chromium, the brokers, the
+//   shells, packaging, and the long chains and faults. Its global setup checks the programs it drives and
+//   starts the services its files share, once per run.
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts'],
     testTimeout: 30_000,
     hookTimeout: 30_000,
     pool: 'forks',
     // Two files at a time on two cores: most tests wait on sockets and child processes, and vitest's
     // default (one fewer than the cores) ran them one after another.
     maxWorkers: 2,
-    globalSetup: ['test/global-setup.ts'],
+    projects: [
+      {
+        extends: true,
+        test: { name: 'fast', include: ['test/**/*.test.ts'], exclude: ['test/full/**'], globalSetup: ['test/helpers/run-folder.ts'] },
+      },
+      {
+        extends: true,
+        test: { name: 'full', include: ['test/full/**/*.test.ts'], globalSetup: ['test/helpers/run-folder.ts', 'test/full/global-setup.ts'] },
+      },
+    ],
   },
 });

@@ -14,6 +14,7 @@ export function startPostgres(): Promise<Postgres>;
 export function pgBin(env?: Record<string, string | undefined>, root?: string): string | undefined;
 export function chromiumPaths(env?: Record<string, string | undefined>, debian?: string): string[];
 export function launchBrowser(): Promise<import('playwright-core').Browser>;
+export function launchBrowserServer(): Promise<import('playwright-core').BrowserServer>;
 export function clickToDetail(): Promise<number>;
 /** A throwaway broker server (NATS with JetStream, or Redis) for the sinks' tests and benchmark. */
 export interface Broker {

@@ -120,6 +120,22 @@ export async function startPostgres() {
   };
 }
 
+/** Chromium's flags for the tests and the benchmark: headless, nothing it would fetch or sync by itself. */
+const BROWSER_ARGS = ['--headless=new', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+
+/** The first Chromium of chromiumPaths() that starts, by `start(executablePath)`; else an error that says why. */
+async function firstChromium(start) {
+  const tried = [];
+  for (const executablePath of chromiumPaths()) {
+    try {
+      return await start(executablePath);
+    } catch (err) {
+      tried.push(err.message.split('\n')[0]);
+    }
+  }
+  throw new Error(`no Chromium could be started (set CHROMIUM_PATH, or install Debian's chromium, as .ci/run does): ${tried.join('; ') || 'none found'}`);
+}
+
 /**
  * A headless Chromium, for the browser tests and the benchmark: CHROMIUM_PATH, else Debian's
  * /usr/bin/chromium (which .ci/run installs when it is missing). Never skipped: if none can start, it
@@ -127,17 +143,16 @@ export async function startPostgres() {
  */
 export async function launchBrowser() {
   const { chromium } = await import('playwright-core');
-  const tried = [];
-  const args = ['--headless=new', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
-  const paths = chromiumPaths();
-  for (const executablePath of paths) {
-    try {
-      return await chromium.launch({ executablePath, args, headless: true });
-    } catch (err) {
-      tried.push(err.message.split('\n')[0]);
-    }
-  }
-  throw new Error(`no Chromium could be started (set CHROMIUM_PATH, or install Debian's chromium, as .ci/run does): ${tried.join('; ') || 'none found'}`);
+  return firstChromium((executablePath) => chromium.launch({ executablePath, args: BROWSER_ARGS, headless: true }));
+}
+
+/**
+ * The same Chromium as a server that other processes connect to (`chromium.connect(wsEndpoint())`): the
+ * full test tier starts one per worker, once per run (test/full/global-setup.ts).
+ */
+export async function launchBrowserServer() {
+  const { chromium } = await import('playwright-core');
+  return firstChromium((executablePath) => chromium.launchServer({ executablePath, args: BROWSER_ARGS, headless: true }));
 }
 
 /**

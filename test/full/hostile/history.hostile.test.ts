@@ -2,16 +2,16 @@ import { randomBytes } from 'node:crypto';
 import { Agent, request } from 'node:http';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort, startPostgres, type Postgres } from '../../scripts/harness.js';
-import type { ReceiverEvent } from '../../src/receiver/event.js';
-import { PgHistory } from '../../src/receiver/history.js';
-import { signDelivery } from '../../src/signing/index.js';
-import { HISTORY_DEFAULTS } from '../../src/store/history-limits.js';
-import type { StoreNotice } from '../../src/store/pair-store.js';
-import { PgStore } from '../../src/store/postgres.js';
-import { startCli } from '../helpers/process.js';
-import { signed, TEST_SECRET } from '../helpers/receiver.js';
-import { sendJson, startServer } from '../helpers/server.js';
+import { freePort, startPostgres, type Postgres } from '../../../scripts/harness.js';
+import type { ReceiverEvent } from '../../../src/receiver/event.js';
+import { PgHistory } from '../../../src/receiver/history.js';
+import { signDelivery } from '../../../src/signing/index.js';
+import { HISTORY_DEFAULTS } from '../../../src/store/history-limits.js';
+import type { StoreNotice } from '../../../src/store/pair-store.js';
+import { PgStore } from '../../../src/store/postgres.js';
+import { startCli } from '../../helpers/process.js';
+import { signed, TEST_SECRET } from '../../helpers/receiver.js';
+import { sendJson, startServer } from '../../helpers/server.js';
 
 // What an anonymous sender (and a delivery with odd ids) can do to the history kept in PostgreSQL (#32.11):
 // one row the database cannot take must never take the others of its batch with it.

@@ -1,12 +1,12 @@
 import { Agent, request } from 'node:http';
 import { describe, expect, it } from 'vitest';
-import { freePort } from '../../scripts/harness.js';
-import { tempDir } from '../helpers/cli.js';
-import { memoryOf } from '../helpers/memory.js';
-import { startCli } from '../helpers/process.js';
-import { signDelivery } from '../../src/signing/index.js';
-import { TEST_SECRET } from '../helpers/receiver.js';
-import { holdingApp } from '../helpers/server.js';
+import { freePort } from '../../../scripts/harness.js';
+import { tempDir } from '../../helpers/cli.js';
+import { memoryOf } from '../../helpers/memory.js';
+import { startCli } from '../../helpers/process.js';
+import { signDelivery } from '../../../src/signing/index.js';
+import { TEST_SECRET } from '../../helpers/receiver.js';
+import { holdingApp } from '../../helpers/server.js';
 
 // `--max-inflight` bounds what listen holds at every value, its default included (#32.6): signed deliveries
 // of 1 MiB, saved and forwarded, more at once than the flag admits.

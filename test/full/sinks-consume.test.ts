@@ -1,12 +1,12 @@
 import { afterAll, beforeAll, describe, expect, expectTypeOf, it } from 'vitest';
-import type { Broker } from '../scripts/harness.js';
-import { MemoryStore, MessageRefusedError, Webhooks, WebhookHandlerError, type ConsumerEvent, type WebhookEvent, type WebhookEventOf } from '../src/index.js';
-import { signDelivery } from '../src/signing/index.js';
-import { openSink, readSink } from '../src/sinks/index.js';
-import type { SinkDelivery } from '../src/sinks/message.js';
-import type { SinkKind } from '../src/sinks/sink-url.js';
-import { encodeMessage } from '../src/sinks/message.js';
-import { BROKERS, delivery, readDeadLetters, SECRET, until, writeForeign } from './helpers/sinks.js';
+import type { Broker } from '../../scripts/harness.js';
+import { MemoryStore, MessageRefusedError, Webhooks, WebhookHandlerError, type ConsumerEvent, type WebhookEvent, type WebhookEventOf } from '../../src/index.js';
+import { signDelivery } from '../../src/signing/index.js';
+import { openSink, readSink } from '../../src/sinks/index.js';
+import type { SinkDelivery } from '../../src/sinks/message.js';
+import type { SinkKind } from '../../src/sinks/sink-url.js';
+import { encodeMessage } from '../../src/sinks/message.js';
+import { BROKERS, delivery, readDeadLetters, SECRET, until, writeForeign } from '../helpers/sinks.js';
 
 // `webhooks.consume(url, …)`: the handler library's typed handlers run on a sink's stream, in this
 // process, against a real nats-server (JetStream) and a real redis-server.

@@ -3,7 +3,7 @@ import { mkdirSync, symlinkSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { expect, it } from 'vitest';
 import { COMPONENTS, missingComponents } from './global-setup.js';
-import { tempDir } from './helpers/cli.js';
+import { tempDir } from '../helpers/cli.js';
 
 // Before any test, what the suite drives is checked (#34, section 5): one message naming what is
 // missing and how to get it, rather than dozens of failures.
@@ -28,7 +28,7 @@ it('npm test on such a machine stops at once, with that one message, and runs no
   const bin = tempDir();
   mkdirSync(join(bin, 'only-node'));
   symlinkSync(process.execPath, join(bin, 'only-node', 'node'));
-  const root = resolve(import.meta.dirname, '..');
+  const root = resolve(import.meta.dirname, '../..');
   const r = spawnSync(process.execPath, [join(root, 'node_modules/vitest/vitest.mjs'), 'run', 'test/util.test.ts'], {
     cwd: root,
     env: { PATH: join(bin, 'only-node'), HOME: process.env.HOME },

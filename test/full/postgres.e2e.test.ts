@@ -1,11 +1,11 @@
 import { Agent } from 'node:http';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startPostgres, type Postgres } from '../scripts/harness.js';
-import { runCli } from './helpers/cli.js';
-import { deliverSigned } from './helpers/deliver.js';
-import { startCli, type Running } from './helpers/process.js';
-import { sendJson, startServer, type TestServer } from './helpers/server.js';
+import { startPostgres, type Postgres } from '../../scripts/harness.js';
+import { runCli } from '../helpers/cli.js';
+import { deliverSigned } from '../helpers/deliver.js';
+import { startCli, type Running } from '../helpers/process.js';
+import { sendJson, startServer, type TestServer } from '../helpers/server.js';
 
 // Several `listen` processes sharing one PostgreSQL store, against a real server that this file starts
 // and removes (the machine's own binaries; .ci/run installs Debian's when there are none).

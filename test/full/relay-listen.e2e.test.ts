@@ -1,10 +1,10 @@
 import { Agent } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runCli, tempDir } from './helpers/cli.js';
-import { deliverSigned } from './helpers/deliver.js';
-import { startCli, type Running } from './helpers/process.js';
-import { nodeFileRelay, send, workerdRelay, type RelayUnderTest } from './helpers/relay.js';
-import { sendJson, startServer, type TestServer } from './helpers/server.js';
+import { runCli, tempDir } from '../helpers/cli.js';
+import { deliverSigned } from '../helpers/deliver.js';
+import { startCli, type Running } from '../helpers/process.js';
+import { nodeFileRelay, send, workerdRelay, type RelayUnderTest } from '../helpers/relay.js';
+import { sendJson, startServer, type TestServer } from '../helpers/server.js';
 
 // `listen --relay`, end to end: the emulator (the service) → a relay (the Node host in this process, or
 // the Worker in workerd) → `listen --relay` (the built binary) → an app (a server in this test), counted

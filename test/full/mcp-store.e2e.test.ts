@@ -1,12 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startPostgres, type Postgres } from '../scripts/harness.js';
-import { verifyDelivery } from '../src/signing/index.js';
-import { spawnCli, tempDir } from './helpers/cli.js';
-import { post } from './helpers/http.js';
-import { startMcp, type McpSession } from './helpers/mcp.js';
-import { startCli, type Running } from './helpers/process.js';
-import { signed, TEST_SECRET } from './helpers/receiver.js';
-import { sendJson, startServer, type TestServer } from './helpers/server.js';
+import { startPostgres, type Postgres } from '../../scripts/harness.js';
+import { verifyDelivery } from '../../src/signing/index.js';
+import { spawnCli, tempDir } from '../helpers/cli.js';
+import { post } from '../helpers/http.js';
+import { startMcp, type McpSession } from '../helpers/mcp.js';
+import { startCli, type Running } from '../helpers/process.js';
+import { signed, TEST_SECRET } from '../helpers/receiver.js';
+import { sendJson, startServer, type TestServer } from '../helpers/server.js';
 
 // `wxhooks mcp --store postgres://…`: the history that receivers sharing a real PostgreSQL store keep,
 // read (never written) by the MCP server, with replays to --forward-to. The database's password must

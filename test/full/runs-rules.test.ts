@@ -1,10 +1,10 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startPostgres, type Postgres } from '../scripts/harness.js';
-import { DELIVERED_OUTCOMES } from '../src/delivery/outcomes.js';
-import { verified, type ReceiverEvent } from '../src/delivery/report.js';
-import { RunTracker, runView, type RunView } from '../src/delivery/runs.js';
-import { PgStore } from '../src/store/postgres.js';
+import { startPostgres, type Postgres } from '../../scripts/harness.js';
+import { DELIVERED_OUTCOMES } from '../../src/delivery/outcomes.js';
+import { verified, type ReceiverEvent } from '../../src/delivery/report.js';
+import { RunTracker, runView, type RunView } from '../../src/delivery/runs.js';
+import { PgStore } from '../../src/store/postgres.js';
 
 // The model-run rules live in two languages: TypeScript (src/delivery/runs.ts: the history, `runs`,
 // the page, `listen --until-run`) and the SQL of the shared store's history (`historyRuns`). The same

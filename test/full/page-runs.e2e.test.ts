@@ -1,10 +1,10 @@
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { freePort } from '../scripts/harness.js';
-import { launchBrowser } from './helpers/browser.js';
-import { startInProcess, type InProcessRun } from './helpers/context.js';
-import { post } from './helpers/http.js';
-import { signed, TEST_SECRET } from './helpers/receiver.js';
+import { freePort } from '../../scripts/harness.js';
+import { launchBrowser } from '../helpers/browser.js';
+import { startInProcess, type InProcessRun } from '../helpers/context.js';
+import { post } from '../helpers/http.js';
+import { signed, TEST_SECRET } from '../helpers/receiver.js';
 
 // The inspector page counts a run complete by the core's rule (src/delivery/runs.ts), as `listen
 // --until-run` does: with --no-init-event, without its initialization_time.available (#33).

@@ -2,13 +2,13 @@ import { spawn } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { expect, it } from 'vitest';
-import { cleanEnv, tempDir } from './helpers/cli.js';
+import { cleanEnv, tempDir } from '../helpers/cli.js';
 
-const DEMO = resolve(import.meta.dirname, '../scripts/demo.js');
+const DEMO = resolve(import.meta.dirname, '../../scripts/demo.js');
 
 /** Runs the demo on a terminal (a pseudo-terminal of `columns`), as `npm run demo` at a shell: what it showed, and its exit code. */
 function demoOnTerminal(columns: number): Promise<{ code: number | null; shown: string }> {
-  const script = resolve(import.meta.dirname, 'helpers/terminal.py');
+  const script = resolve(import.meta.dirname, '../helpers/terminal.py');
   const child = spawn('python3', [script, 'never typed', '', process.execPath, DEMO], { env: cleanEnv({ NO_COLOR: '1', TERMINAL_COLUMNS: String(columns), TERMINAL_SECONDS: '90' }) });
   let shown = '';
   child.stdout.setEncoding('utf8').on('data', (d: string) => (shown += d));

@@ -3,15 +3,15 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { beforeAll, expect, it } from 'vitest';
-import { eachLine } from '../scripts/harness.js';
-import { buildSea } from '../scripts/sea.js';
-import { tempDir } from './helpers/cli.js';
+import { eachLine } from '../../scripts/harness.js';
+import { buildSea } from '../../scripts/sea.js';
+import { tempDir } from '../helpers/cli.js';
 
 // wxhooks as one executable (#34, section 5: Node's single executable applications), built by the script
 // `npm run sea` runs, and run with no Node on the PATH: a user without Node runs it.
 
 const run = promisify(execFile);
-const { version } = JSON.parse(readFileSync(resolve(import.meta.dirname, '../package.json'), 'utf8')) as { version: string };
+const { version } = JSON.parse(readFileSync(resolve(import.meta.dirname, '../../package.json'), 'utf8')) as { version: string };
 let executable: string;
 /** Nothing but the store folder: no PATH, so no node to find. */
 let env: Record<string, string>;

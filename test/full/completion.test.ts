@@ -2,11 +2,11 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { buildProgram } from '../src/cli.js';
-import { commandPaths } from '../src/commands/completion.js';
-import { SUBSCRIPTION_TYPES } from '../src/vocabulary.js';
-import { tempDir } from './helpers/cli.js';
-import { runInProcess, testIo } from './helpers/context.js';
+import { buildProgram } from '../../src/cli.js';
+import { commandPaths } from '../../src/commands/completion.js';
+import { SUBSCRIPTION_TYPES } from '../../src/vocabulary.js';
+import { tempDir } from '../helpers/cli.js';
+import { runInProcess, testIo } from '../helpers/context.js';
 
 // Every command path, completed by each shell's own completion machinery (bash's complete -F function,
 // zsh's compadd, fish's complete -C), against what the command tree says. The shells are installed by

@@ -1,15 +1,15 @@
 import { cpSync } from 'node:fs';
 import { Agent, createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { post, type PostResult } from './helpers/http.js';
+import { post, type PostResult } from '../helpers/http.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startPostgres, type Broker, type Postgres } from '../scripts/harness.js';
-import { readSink } from '../src/sinks/index.js';
-import type { SinkKind } from '../src/sinks/sink-url.js';
-import { runCli, tempDir } from './helpers/cli.js';
-import { startCli, type Running } from './helpers/process.js';
-import { signed, TEST_SECRET } from './helpers/receiver.js';
-import { BROKERS, startWorker, until, type Worker } from './helpers/sinks.js';
+import { startPostgres, type Broker, type Postgres } from '../../scripts/harness.js';
+import { readSink } from '../../src/sinks/index.js';
+import type { SinkKind } from '../../src/sinks/sink-url.js';
+import { runCli, tempDir } from '../helpers/cli.js';
+import { startCli, type Running } from '../helpers/process.js';
+import { signed, TEST_SECRET } from '../helpers/receiver.js';
+import { BROKERS, startWorker, until, type Worker } from '../helpers/sinks.js';
 
 // The whole chain of #37, each link a real process or server: the emulator (spawned) delivers to a
 // proxy that sends each request to two `listen --sink` receivers at once (spawned, a store folder each);

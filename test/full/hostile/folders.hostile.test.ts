@@ -3,12 +3,12 @@ import { chmodSync, chownSync, mkdirSync, mkdtempSync, rmSync, statSync, symlink
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { signDelivery } from '../../src/signing/index.js';
-import { freePort } from '../../scripts/harness.js';
-import { BIN, cleanEnv, runCli, spawnCli, tempDir } from '../helpers/cli.js';
-import { post } from '../helpers/http.js';
-import { startCli, type Running } from '../helpers/process.js';
-import { sendJson, startServer, type TestServer } from '../helpers/server.js';
+import { signDelivery } from '../../../src/signing/index.js';
+import { freePort } from '../../../scripts/harness.js';
+import { BIN, cleanEnv, runCli, spawnCli, tempDir } from '../../helpers/cli.js';
+import { post } from '../../helpers/http.js';
+import { startCli, type Running } from '../../helpers/process.js';
+import { sendJson, startServer, type TestServer } from '../../helpers/server.js';
 
 // Another user on the same machine, and the files they can put in a store folder (#32.3, #32.10). The
 // tests run as root: the other user's files are made real with chown to nobody (uid 65534); where being

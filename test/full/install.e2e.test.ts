@@ -3,14 +3,14 @@ import { mkdirSync, readFileSync, symlinkSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { eachLine, freePort } from '../scripts/harness.js';
-import { cleanEnv, tempDir } from './helpers/cli.js';
+import { eachLine, freePort } from '../../scripts/harness.js';
+import { cleanEnv, tempDir } from '../helpers/cli.js';
 
 // wxhooks installed as a user installs a tool (#34, section 5): `npm pack`, then `npm install -g` of the
 // tarball into a prefix of the test's own, then the installed binary, not the clone's. The tarball's
 // dependencies come from npm's cache (--prefer-offline: what is cached is not asked for again).
 
-const ROOT = resolve(import.meta.dirname, '..');
+const ROOT = resolve(import.meta.dirname, '../..');
 const run = promisify(execFile);
 const { version } = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string };
 

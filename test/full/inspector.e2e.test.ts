@@ -5,14 +5,14 @@ import { createRequire } from 'node:module';
 import { promisify } from 'node:util';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { clickToDetail, freePort } from '../scripts/harness.js';
-import { verifyDelivery } from '../src/signing/index.js';
-import { artifact, launchBrowser } from './helpers/browser.js';
-import { runCli, tempDir } from './helpers/cli.js';
-import { deliverSigned } from './helpers/deliver.js';
-import { post } from './helpers/http.js';
-import { startCli, type Running } from './helpers/process.js';
-import { signed } from './helpers/receiver.js';
+import { clickToDetail, freePort } from '../../scripts/harness.js';
+import { verifyDelivery } from '../../src/signing/index.js';
+import { artifact, launchBrowser } from '../helpers/browser.js';
+import { runCli, tempDir } from '../helpers/cli.js';
+import { deliverSigned } from '../helpers/deliver.js';
+import { post } from '../helpers/http.js';
+import { startCli, type Running } from '../helpers/process.js';
+import { signed } from '../helpers/receiver.js';
 
 // The inspector page in a real headless Chromium, against a real `listen --inspect` and the emulator, as a
 // developer debugging a handler uses it: what is on the screen, the keyboard, a phone, and what ngrok's
@@ -355,7 +355,7 @@ describe('the inspector page', () => {
     await expect.poll(async () => (await page.evaluate(() => navigator.clipboard.readText())).includes('wxhooks send')).toBe(true);
     const line = await page.evaluate(() => navigator.clipboard.readText());
     const beforeSend = appGot.length;
-    await run('bash', ['-c', line.replace('wxhooks send', `${process.execPath} ${createRequire(import.meta.url).resolve('../bin/wxhooks.js')} send`)], {
+    await run('bash', ['-c', line.replace('wxhooks send', `${process.execPath} ${createRequire(import.meta.url).resolve('../../bin/wxhooks.js')} send`)], {
       encoding: 'utf8',
       env: { ...process.env, ...env },
     });

@@ -3,17 +3,17 @@ import { copyFileSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
-import { freePort } from '../scripts/harness.js';
-import { signDelivery } from '../src/signing/index.js';
-import { tempDir } from './helpers/cli.js';
-import { post } from './helpers/http.js';
+import { freePort } from '../../scripts/harness.js';
+import { signDelivery } from '../../src/signing/index.js';
+import { tempDir } from '../helpers/cli.js';
+import { post } from '../helpers/http.js';
 
 // The handler library in each runtime, for real: the README's examples (examples/), unchanged, run by
 // Node (Express, Fastify), Deno (Deno.serve), Bun (Bun.serve), Hono on Deno and on Bun, and workerd (a Worker),
 // each on 127.0.0.1, sent deliveries signed by signDelivery. A runtime that is missing fails the test:
 // the deno, bun and workerd npm packages (devDependencies) bring them.
 
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const bin = (name: string) => {
   const path = join(ROOT, 'node_modules', '.bin', name);
   if (!existsSync(path)) throw new Error(`${name} is not installed (node_modules/.bin/${name}): npm ci installs it, from the ${name} package`);

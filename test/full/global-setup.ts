@@ -1,9 +1,9 @@
-import { accessSync, constants, existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { accessSync, constants, existsSync } from 'node:fs';
 import { delimiter, join, resolve } from 'node:path';
-import { chromiumPaths, pgBin } from '../scripts/harness.js';
+import type { TestProject } from 'vitest/node';
+import { chromiumPaths, launchBrowserServer, pgBin, startNats, startPostgres, startRedis, type Broker, type Postgres } from '../../scripts/harness.js';
 
-const ROOT = resolve(import.meta.dirname, '..');
+const ROOT = resolve(import.meta.dirname, '../..');
 
 /** What the suite drives besides Node and npm: what it is for, and how to get it. */
 interface Component {
@@ -63,25 +63,71 @@ export function missingComponents(env: NodeJS.ProcessEnv = process.env, componen
   const missing = components.filter((c) => !c.found(env));
   if (!missing.length) return undefined;
   return [
-    `npm test drives ${missing.length === 1 ? 'a program that is' : `${missing.length} programs that are`} not on this machine:`,
+    `npm run test:all drives ${missing.length === 1 ? 'a program that is' : `${missing.length} programs that are`} not on this machine:`,
     ...missing.map((c) => `  - ${c.name} (${c.why}): get it with ${c.how}`),
     'On Debian, .ci/run installs what is missing (as root), then runs the tests.',
   ].join('\n');
 }
 
+/** The services the full tier's files share, as `inject` gives them (see test/helpers/services.ts). */
+declare module 'vitest' {
+  export interface ProvidedContext {
+    /** The run's PostgreSQL server: each file makes a database of its own on it. */
+    postgres: { url: string; password: string; port: number };
+    /** The run's NATS server (JetStream) and Redis server: each file names its streams and keys apart. */
+    nats: { url: string; password: string; port: number };
+    redis: { url: string; password: string; port: number };
+    /** One Chromium per worker (index: VITEST_POOL_ID - 1), each file in a context of its own. */
+    chromium: string[];
+  }
+}
+
 /**
- * Before any test: what the suite needs is all here (else one message that says what is missing, rather
- * than dozens of failures), and one folder for every temporary file of the run, removed at the end (the
- * workers inherit its path).
+ * Before the full tier's first test: what it needs is all here (else one message that says what is
+ * missing, rather than dozens of failures); then its services, started once for the run and in parallel:
+ * one PostgreSQL, one NATS, one Redis, and a Chromium for each worker. A test that restarts or kills a
+ * server starts one of its own (scripts/harness.js). Here no hook timeout applies: a slow start on a busy
+ * machine is waited for by each service's own readiness (and its own bound, which says what did not come).
  */
-export default function setup(): () => void {
+export default async function setup(project: TestProject): Promise<() => Promise<void>> {
   const missing = missingComponents();
   if (missing) {
     // one message and stop: vitest would add its stack of the throw, and nothing else is worth saying
     process.stderr.write(`\n${missing}\n\n`);
     process.exit(1);
   }
-  const root = mkdtempSync(join(tmpdir(), 'wxhooks-tests-'));
-  process.env.WXHOOKS_TEST_TMP = root;
-  return () => rmSync(root, { recursive: true, force: true });
+  const workers = Math.max(1, Number(project.globalConfig.maxWorkers) || 1);
+  const started: { stop(): Promise<unknown> }[] = [];
+  const keep = async <T extends { stop(): Promise<unknown> }>(service: Promise<T>): Promise<T> => {
+    const s = await service;
+    started.push(s);
+    return s;
+  };
+  const stopAll = async () => {
+    await Promise.allSettled(started.map((s) => s.stop()));
+  };
+  try {
+    const [postgres, nats, redis, ...browsers] = await Promise.all([
+      keep(startPostgres().then((pg: Postgres) => ({ ...pick(pg), stop: () => pg.remove() }))),
+      keep(startNats().then((b: Broker) => ({ ...pick(b), stop: () => b.remove() }))),
+      keep(startRedis().then((b: Broker) => ({ ...pick(b), stop: () => b.remove() }))),
+      ...Array.from({ length: workers }, () => keep(launchBrowserServer().then((b) => ({ endpoint: b.wsEndpoint(), stop: () => b.close() })))),
+    ]);
+    project.provide('postgres', pick(postgres));
+    project.provide('nats', pick(nats));
+    project.provide('redis', pick(redis));
+    project.provide(
+      'chromium',
+      browsers.map((b) => b.endpoint),
+    );
+  } catch (err) {
+    await stopAll();
+    throw err;
+  }
+  return stopAll;
+}
+
+/** What a file is given of a server: where it is and its password, not the means to stop it. */
+function pick(s: { url: string; password: string; port: number }): { url: string; password: string; port: number } {
+  return { url: s.url, password: s.password, port: s.port };
 }

@@ -7,7 +7,7 @@ import { expect, it } from 'vitest';
 // compiled by the type checker as a user's `tsc --strict` would check it (checkJs), against the package
 // as built (`wxhooks` and `wxhooks/web` resolved through package.json's exports to dist/*.d.ts).
 
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
 it('the handler examples compile with tsc --strict: what a user copies type-checks', () => {
   const files = readdirSync(`${ROOT}examples`)

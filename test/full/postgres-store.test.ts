@@ -1,10 +1,10 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort, startPostgres, type Postgres } from '../scripts/harness.js';
-import { ExitCode, UnreachableError, UsageError, type WxError } from '../src/errors.js';
-import { MIGRATIONS, PgStore, SCHEMA_VERSION, type PgStoreOptions } from '../src/store/postgres.js';
-import { HISTORY_DEFAULTS } from '../src/store/history-limits.js';
-import type { StoreNotice } from '../src/delivery/store.js';
+import { freePort, startPostgres, type Postgres } from '../../scripts/harness.js';
+import { ExitCode, UnreachableError, UsageError, type WxError } from '../../src/errors.js';
+import { MIGRATIONS, PgStore, SCHEMA_VERSION, type PgStoreOptions } from '../../src/store/postgres.js';
+import { HISTORY_DEFAULTS } from '../../src/store/history-limits.js';
+import type { StoreNotice } from '../../src/delivery/store.js';
 
 // The PostgreSQL store against a real server (the machine's own binaries; .ci/run installs them when missing).
 

@@ -2,11 +2,11 @@ import { randomBytes } from 'node:crypto';
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { generateSecret } from '../src/signing/sign.js';
-import { tempDir } from './helpers/cli.js';
-import { memoryOf } from './helpers/memory.js';
-import { startCli, type Running } from './helpers/process.js';
-import { delivery, folderBytes, listener, send, workerdRelay } from './helpers/relay.js';
+import { generateSecret } from '../../src/signing/sign.js';
+import { tempDir } from '../helpers/cli.js';
+import { memoryOf } from '../helpers/memory.js';
+import { startCli, type Running } from '../helpers/process.js';
+import { delivery, folderBytes, listener, send, workerdRelay } from '../helpers/relay.js';
 
 // Floods of 1 MiB requests from anonymous senders, against each host as a process of its own (the
 // memory a process holds is the point): the Worker in workerd, and `wxhooks relay serve`. Unsigned

@@ -2,13 +2,13 @@ import { Agent, request } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import { StringDecoder } from 'node:string_decoder';
 import { describe, expect, it } from 'vitest';
-import { freePort, launchBrowser } from '../../scripts/harness.js';
-import { History } from '../../src/receiver/history.js';
-import { startInspector } from '../../src/receiver/inspector.js';
-import { CLAIM_KEPT } from '../../src/store/history-limits.js';
-import { memoryOf } from '../helpers/memory.js';
-import { startCli } from '../helpers/process.js';
-import { TEST_SECRET } from '../helpers/receiver.js';
+import { freePort, launchBrowser } from '../../../scripts/harness.js';
+import { History } from '../../../src/receiver/history.js';
+import { startInspector } from '../../../src/receiver/inspector.js';
+import { CLAIM_KEPT } from '../../../src/store/history-limits.js';
+import { memoryOf } from '../../helpers/memory.js';
+import { startCli } from '../../helpers/process.js';
+import { TEST_SECRET } from '../../helpers/receiver.js';
 
 // What an anonymous sender, and a page that misbehaves, can do to `listen --inspect`: each case named after
 // the probe's finding in issue #32.

@@ -1,15 +1,15 @@
 import { Agent } from 'node:http';
 import { connect } from 'node:net';
 import { createClient } from 'redis';
-import { post, type PostResult } from './helpers/http.js';
+import { post, type PostResult } from '../helpers/http.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort, type Broker } from '../scripts/harness.js';
-import { readSink } from '../src/sinks/index.js';
-import type { SinkKind } from '../src/sinks/sink-url.js';
-import { spawnCli, tempDir } from './helpers/cli.js';
-import { startCli, type Running } from './helpers/process.js';
-import { signed, TEST_SECRET } from './helpers/receiver.js';
-import { BROKERS } from './helpers/sinks.js';
+import { freePort, type Broker } from '../../scripts/harness.js';
+import { readSink } from '../../src/sinks/index.js';
+import type { SinkKind } from '../../src/sinks/sink-url.js';
+import { spawnCli, tempDir } from '../helpers/cli.js';
+import { startCli, type Running } from '../helpers/process.js';
+import { signed, TEST_SECRET } from '../helpers/receiver.js';
+import { BROKERS } from '../helpers/sinks.js';
 
 // `listen --sink` end to end: the built binary, spawned, publishing to a real nats-server (JetStream)
 // and a real redis-server, each started by the harness in a folder of its own.

@@ -1,9 +1,9 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startPostgres, type Broker, type Postgres } from '../scripts/harness.js';
-import { openSink, type Sink } from '../src/sinks/index.js';
-import type { SinkKind } from '../src/sinks/sink-url.js';
-import { BROKERS, delivery, startWorker, until, type Worker } from './helpers/sinks.js';
+import { startPostgres, type Broker, type Postgres } from '../../scripts/harness.js';
+import { openSink, type Sink } from '../../src/sinks/index.js';
+import type { SinkKind } from '../../src/sinks/sink-url.js';
+import { BROKERS, delivery, startWorker, until, type Worker } from '../helpers/sinks.js';
 
 // Workers of a consumer group in processes of their own (test/helpers/sink-worker.js, the built module),
 // sharing the PostgreSQL store, against real brokers: the process is the point (several at once, SIGKILL).

@@ -4,16 +4,16 @@ import { Agent } from 'node:http';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { eachLine } from '../scripts/harness.js';
-import type { StoreNotice } from '../src/delivery/store.js';
-import { FilePairStore } from '../src/store/file-pairs.js';
-import { runCli, tempDir } from './helpers/cli.js';
-import { deliverSigned } from './helpers/deliver.js';
-import { startCli, type Running } from './helpers/process.js';
-import { sendJson, startServer } from './helpers/server.js';
+import { eachLine } from '../../scripts/harness.js';
+import type { StoreNotice } from '../../src/delivery/store.js';
+import { FilePairStore } from '../../src/store/file-pairs.js';
+import { runCli, tempDir } from '../helpers/cli.js';
+import { deliverSigned } from '../helpers/deliver.js';
+import { startCli, type Running } from '../helpers/process.js';
+import { sendJson, startServer } from '../helpers/server.js';
 
 const SECRET = 'whsec_' + Buffer.alloc(32, 7).toString('base64');
-const DIST = resolve(import.meta.dirname, '../dist/index.js');
+const DIST = resolve(import.meta.dirname, '../../dist/index.js');
 
 const deliver = (url: string, agent: Agent, trigger: string) => deliverSigned(url, agent, SECRET, trigger);
 
