@@ -3,7 +3,6 @@ import { connect, type AddressInfo } from 'node:net';
 import express from 'express';
 import Fastify from 'fastify';
 import { afterAll, beforeAll, describe, expect, expectTypeOf, it } from 'vitest';
-import { startPostgres, type Postgres } from '../scripts/harness.js';
 import { MemoryStore, Webhooks, WebhookHandlerError, WebhookSetupError, WebhookTimeoutError, createNodeMiddleware, openStore, type WebhookEvent } from '../src/index.js';
 import { manualTimers } from './helpers/clock.js';
 import { Webhooks as WebWebhooks, createWebHandler } from '../src/handler/web.js';
@@ -12,7 +11,7 @@ import { tempDir } from './helpers/cli.js';
 import { post } from './helpers/http.js';
 
 // The handler library in Node, in this process, on real sockets: node:http, Express 5 and Fastify 5,
-// the answers, exactly once, a rotation, and the stores listen uses (a file, a real PostgreSQL).
+// the answers, exactly once, a rotation, and the stores listen uses (a file; a real PostgreSQL: test/full/handler.test.ts).
 
 const SECRET = 'whsec_' + Buffer.alloc(32, 5).toString('base64');
 const NEXT = 'whsec_' + Buffer.alloc(32, 6).toString('base64');
@@ -249,28 +248,6 @@ describe('the dedupe key and the stores', () => {
       expect((await a.webhooks.verifyAndReceive(d)).outcome).toBe(restart === 0 ? 'accepted' : 'duplicate');
       await store.close();
     }
-  });
-
-  describe('openStore(postgres://): two instances of an app on one database', () => {
-    let pg: Postgres;
-    beforeAll(async () => void (pg = await startPostgres()), 60_000);
-    afterAll(() => pg?.remove());
-
-    it('a delivery sent to both, at once and again, is processed once', async () => {
-      const stores = [await openStore(pg.url, { schema: 'handler_test' }), await openStore(pg.url, { schema: 'handler_test' })];
-      try {
-        const apps = stores.map((store) => app({ secret: SECRET, store }));
-        const triggers = Array.from({ length: 20 }, (_, i) => `trg_pg_${i}`);
-        const receipts = await Promise.all(triggers.flatMap((t) => apps.map((a) => a.webhooks.verifyAndReceive(delivery(t)))));
-        // at once: one of the two processes it, the other finds it done or still held (409: the service retries)
-        expect(receipts.filter((r) => r.outcome === 'accepted')).toHaveLength(20);
-        const again = await Promise.all(triggers.map((t) => apps[1]!.webhooks.verifyAndReceive(delivery(t))));
-        expect(again.every((r) => r.outcome === 'duplicate')).toBe(true);
-        expect([...apps[0]!.seen, ...apps[1]!.seen].sort()).toEqual(triggers.map((t) => `${t} +6h`).sort());
-      } finally {
-        for (const s of stores) await s.close();
-      }
-    }, 60_000);
   });
 });
 

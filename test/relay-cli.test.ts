@@ -1,21 +1,17 @@
-import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, readFileSync, rmSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { runRelayServe, runRelayStatus, runRelayToken, runRelayWorker } from '../src/commands/relay.js';
 import { freePort } from '../scripts/harness.js';
 import { generateSecret } from '../src/signing/sign.js';
-import { cleanEnv, tempDir } from './helpers/cli.js';
+import { tempDir } from './helpers/cli.js';
 import { parsed, runInProcess, startInProcess } from './helpers/context.js';
-import { startCli } from './helpers/process.js';
 import { delivery, listener, send } from './helpers/relay.js';
-import { startWorkerdRelay } from './helpers/workerd.js';
 
-// `wxhooks relay`: its parsing, its refusals, `relay serve` as a process, `relay status`, `relay token`,
-// and the Worker as wrangler builds it (offline: `wrangler deploy --dry-run`, from the npm package),
-// both from the repository (relay/wrangler.toml) and from `relay worker DIR`, then run in workerd.
+// `wxhooks relay`: its parsing, its refusals, `relay serve` in this process, `relay status`, `relay token`
+// (`relay serve` as the built binary, and the Worker as wrangler builds it: test/full/relay-cli.test.ts).
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const TOKEN = `relay-token-${randomBytes(12).toString('hex')}`;
@@ -136,64 +132,6 @@ describe('relay serve and relay status', () => {
       await run.stop('SIGINT');
     }
   });
-
-  it('the built binary: a line to say where it listens, and SIGTERM stops it in order (143)', async () => {
-    const p = startCli(['relay', 'serve', '--port', '0', '--dir', tempDir('wxhooks-relay-bin-')], { WXHOOKS_RELAY_TOKEN: TOKEN });
-    const first = await p.waitFor<string>((l) => typeof l === 'string' && l.includes('wxhooks relay on'));
-    expect(first).toMatch(/● wxhooks relay on http:\/\/127\.0\.0\.1:\d+ \(deliveries in .*, kept 7d, at most 256 MB\)/);
-    expect(await p.stop('SIGTERM')).toBe(143);
-    expect(p.lines.join('\n') + p.stderr()).not.toContain(TOKEN);
-  });
-});
-
-/** Runs wrangler from the npm package, offline. */
-function wrangler(args: string[], cwd: string): Promise<{ code: number; out: string }> {
-  return new Promise((resolve) => {
-    execFile(
-      join(ROOT, 'node_modules', '.bin', 'wrangler'),
-      args,
-      { cwd, env: cleanEnv({ WRANGLER_SEND_METRICS: 'false', NO_COLOR: '1', HOME: tempDir('wxhooks-wrangler-home-') }), timeout: 60_000 },
-      (err, stdout, stderr) => resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, out: stdout + stderr }),
-    );
-  });
-}
-
-describe('the Worker as wrangler deploys it', () => {
-  it('`wrangler deploy --dry-run` builds it from the repository (relay/wrangler.toml) and from `relay worker DIR`, offline; what it built runs in workerd', async () => {
-    const dir = join(tempDir('wxhooks-relay-worker-'), 'my-relay');
-    const written = await runInProcess(['relay', 'worker', dir]);
-    expect(written.code).toBe(0);
-    expect(written.stdout).toContain('npx wrangler deploy');
-    expect(readFileSync(join(dir, 'wrangler.toml'), 'utf8')).toMatch(/^main = "index.js"$/m);
-    const again = await runInProcess(['relay', 'worker', dir]);
-    expect(again.code).toBe(2);
-    expect(again.stderr).toContain('already holds index.js and wrangler.toml');
-    expect((await runInProcess(['relay', 'worker', dir, '--force'])).code).toBe(0);
-
-    // both builds at once: wrangler takes seconds to start
-    const outRepo = tempDir('wxhooks-wrangler-out-');
-    const outDir = tempDir('wxhooks-wrangler-out-');
-    const [fromRepo, fromDir] = await Promise.all([wrangler(['deploy', '--dry-run', '--outdir', outRepo], join(ROOT, 'relay')), wrangler(['deploy', '--dry-run', '--outdir', outDir], dir)]);
-    rmSync(join(ROOT, 'relay', '.wrangler'), { recursive: true, force: true });
-    for (const built of [fromRepo, fromDir]) {
-      expect(built.code, built.out).toBe(0);
-      expect(built.out).toContain('RELAY: RelayObject');
-      expect(built.out).toContain('RELAY_KEEP_SECONDS: "604800"');
-      expect(built.out).toContain('--dry-run: exiting now.');
-      expect(built.out).not.toContain('WXHOOKS_RELAY_TOKEN:'); // a secret, never a var
-    }
-
-    // wrangler's own bundle, in the runtime, answers as the relay
-    expect(existsSync(join(outRepo, 'index.js'))).toBe(true);
-    const w = await startWorkerdRelay({ token: TOKEN, bundle: join(outRepo, 'index.js') });
-    try {
-      expect(await (await fetch(`${w.url}/health`)).json()).toEqual({ ok: true, relay: 'wxhooks' });
-      const s = await send(`${w.url}/status`, 'GET', { authorization: `Bearer ${TOKEN}` });
-      expect(JSON.parse(s.body)).toMatchObject({ channels: [], max_bytes: 268435456, keep_seconds: 604800 });
-    } finally {
-      await w.stop();
-    }
-  }, 60_000);
 });
 
 describe("the README's relay on a VM", () => {
@@ -240,5 +178,26 @@ describe("the README's relay on a VM", () => {
     } finally {
       await run.stop('SIGINT');
     }
+  });
+});
+
+describe('listen --relay: the flags', () => {
+  it('refuses --relay without WXHOOKS_RELAY_TOKEN, and with --port, --host or --public-url (exit 2, naming both)', async () => {
+    const env = { WX_BASE_URL: 'http://127.0.0.1:9', WX_API_KEY: 'k', WXHOOKS_CONFIG_DIR: tempDir() };
+    const noToken = await runInProcess(['listen', '--relay', 'http://127.0.0.1:9'], { env });
+    expect(noToken.code).toBe(2);
+    expect(noToken.stderr).toContain('WXHOOKS_RELAY_TOKEN is not set');
+    for (const [flag, value] of [
+      ['--port', '8787'],
+      ['--host', '0.0.0.0'],
+      ['--public-url', 'https://x.example'],
+    ]) {
+      const r = await runInProcess(['listen', '--relay', 'http://127.0.0.1:9', flag!, value!], { env: { ...env, WXHOOKS_RELAY_TOKEN: TOKEN } });
+      expect(r.code).toBe(2);
+      expect(r.stderr).toContain(`--relay cannot go with ${flag}`);
+      expect(r.stderr).not.toContain(TOKEN);
+    }
+    const bad = await runInProcess(['listen', '--relay', 'ftp://x'], { env: { ...env, WXHOOKS_RELAY_TOKEN: TOKEN } });
+    expect(bad.code).toBe(2);
   });
 });

@@ -126,8 +126,12 @@ export async function nodeFileRelay(config: RelayConfig, memoryBytes?: number): 
   );
 }
 
-export async function nodePostgresRelay(config: RelayConfig): Promise<RelayUnderTest> {
-  const server: Postgres = await startPostgres();
+/**
+ * The Node host over PostgreSQL: on `server` when given (the full tier's shared server: a database of the
+ * file's own, from sharedPostgres), else on a server of its own, removed with the relay.
+ */
+export async function nodePostgresRelay(config: RelayConfig, server?: Pick<Postgres, 'url' | 'remove'>): Promise<RelayUnderTest> {
+  server ??= await startPostgres();
   const schema = `relay_${randomBytes(4).toString('hex')}`;
   // harness.startPostgres waits for the port: on a loaded machine the server may still say it is starting up (57P03)
   let admin: pg.Client;
