@@ -146,6 +146,12 @@ describe('bad input: a clear message, exit 2, and nothing sent', () => {
     expect(svc.requests.length).toBe(before);
   });
 
+  it('an unknown shell is exit 2', async () => {
+    const bad = await runInProcess(['completion', 'powershell']);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain('bash, zsh, fish');
+  });
+
   it('an unreadable or non-object --body', async () => {
     const dir = tempDir();
     writeFileSync(join(dir, 'arr.json'), '[1,2]');

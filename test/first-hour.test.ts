@@ -1,12 +1,11 @@
-import { execFileSync } from 'node:child_process';
-import { mkdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../scripts/harness.js';
 import { main } from '../src/cli.js';
 import { startEmulator, type RunningEmulator } from '../src/emulator/server.js';
 import { signDelivery } from '../src/signing/index.js';
-import { BIN, tempDir } from './helpers/cli.js';
+import { tempDir } from './helpers/cli.js';
 import { runInProcess, startInProcess, testIo, type InProcessRun } from './helpers/context.js';
 import { startServer, type TestServer } from './helpers/server.js';
 
@@ -233,41 +232,6 @@ describe('3. commands that do not fight the user', () => {
     expect(table[0]).toMatch(/^SUBSCRIPTION +TYPE +FILTERS/);
     expect(io.stdout.text).not.toMatch(/^ID /m);
   });
-
-  it('--webhook <TAB> offers the ids in the secret store, in bash, zsh and fish', async () => {
-    const dir = tempDir();
-    const e = { ...env, WXHOOKS_CONFIG_DIR: dir };
-    for (const id of ['3', '12']) expect((await runInProcess(['secret', 'set', id], { env: e, stdin: 'whsec_eA==' })).code).toBe(0);
-    const bin = join(tempDir(), 'bin');
-    mkdirSync(bin);
-    symlinkSync(BIN, join(bin, 'wxhooks'));
-    const shellEnv = { ...process.env, ...e, PATH: `${bin}:${process.env.PATH}` };
-    const scripts: Record<string, string> = {};
-    for (const shell of ['bash', 'zsh', 'fish']) {
-      scripts[shell] = join(dir, `completion.${shell}`);
-      writeFileSync(scripts[shell], (await runInProcess(['completion', shell])).stdout);
-    }
-    const script = (shell: string) => scripts[shell]!;
-    const sorted = (text: string) => text.split(/\s+/).filter(Boolean).sort();
-    const bash = execFileSync(
-      'bash',
-      [
-        '-c',
-        `source ${script('bash')}; COMP_WORDS=(wxhooks listen --webhook ''); COMP_CWORD=3; _wxhooks; echo "\${COMPREPLY[*]}"; COMP_WORDS=(wxhooks webhook get ''); COMP_CWORD=3; _wxhooks; echo "\${COMPREPLY[*]}"`,
-      ],
-      { env: shellEnv, encoding: 'utf8' },
-    ).split('\n');
-    expect(sorted(bash[0]!)).toEqual(['12', '3']);
-    expect(sorted(bash[1]!)).toEqual(['12', '3']);
-    const stub = 'compdef() { :; }\ncompadd() { shift; got+=("$@") }';
-    const zsh = execFileSync('zsh', ['-f', '-c', `${stub}\nsource ${script('zsh')}\nwords=(wxhooks doctor --webhook ''); CURRENT=4; got=(); _wxhooks; print -r -- "\${got[*]}"`], {
-      env: shellEnv,
-      encoding: 'utf8',
-    });
-    expect(sorted(zsh)).toEqual(['12', '3']);
-    const fish = execFileSync('fish', ['-c', `source ${script('fish')}; complete -C 'wxhooks listen --webhook ' | string split -f1 \\t`], { env: shellEnv, encoding: 'utf8' });
-    expect(sorted(fish)).toEqual(['12', '3']);
-  }, 90_000); // each Tab above runs wxhooks: four processes, slow on a loaded machine
 });
 
 describe('4. fit the terminal', () => {

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../scripts/harness.js';
 import { startEmulator, type RunningEmulator } from '../src/emulator/server.js';
 import { signDelivery } from '../src/signing/index.js';
-import { runCli, runInTerminal, tempDir } from './helpers/cli.js';
+import { runCli, tempDir } from './helpers/cli.js';
 import { runInProcess, startInProcess } from './helpers/context.js';
 import { sendJson, startServer, type TestServer } from './helpers/server.js';
 
@@ -285,14 +285,6 @@ describe('small things', () => {
     const several = await runInProcess(['deliveries', 'show', 'trg_00mwq3', '--dir', dir]);
     expect(several.code).toBe(2);
     expect(several.stderr).toContain('trg_00mwq3aaa, trg_00mwq3aab');
-  });
-
-  it('23. Ctrl-C or Ctrl-D at a [y/N] prompt: exit 130, the shell prompt on a line of its own', async () => {
-    for (const key of ['\u0003', '\u0004']) {
-      const { code, shown } = await runInTerminal(['webhook', 'delete', '1'], '[y/N]', key, { env });
-      expect(code, JSON.stringify(key)).toBe(130);
-      expect(shown.endsWith('\n')).toBe(true);
-    }
   });
 
   it("25. help: a group lists its commands before the global options; listen's options come in groups; runs says it exits 0 for an incomplete run", async () => {

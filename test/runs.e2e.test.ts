@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { compressHours, parseRunName, RunTracker } from '../src/delivery/runs.js';
 import { openSaveDir, saveDelivery, savedMeta } from '../src/receiver/saved.js';
 import { freePort } from '../scripts/harness.js';
-import { runCli, runInTerminal, tempDir } from './helpers/cli.js';
+import { runCli, tempDir } from './helpers/cli.js';
 import { manualClock } from './helpers/clock.js';
 import { runInProcess, startInProcess } from './helpers/context.js';
 import { startCli, type Running } from './helpers/process.js';
@@ -195,21 +195,5 @@ describe('end to end with the emulator', () => {
     const text = await runCli(['runs', '--dir', saveDir, '--expect-hours', '0-24/6'], { env });
     expect(text.stdout.split('\n')[0]).toMatch(/^MODEL\tINITIALISED\tHOURS\tMISSING\tINIT EVENT$/);
     expect(text.stdout).toContain(`wm-6\t${INIT}\t+0h, +6h, +18h, +24h\t+12h\tyes`);
-  });
-
-  it('on a terminal, the progress line renders, and the delivery lines scroll above it', async () => {
-    const terminal = runInTerminal(['listen', '--port', String(port), '--webhook', webhook, '--until-run', `wm-6@${INIT}`, '--expect-hours', '0-12/6'], 'waiting for', '', { env });
-    await terminal.prompted; // listen is ready: its progress line says what it waits for
-    await trigger(['--hours', '0-12/6', '--interval', '50ms']);
-    const { code, shown } = await terminal;
-    expect(code).toBe(0);
-    // cut to the terminal's 80 columns, so that it never wraps
-    expect(shown).toMatch(/wm-6 2026-11-22T00Z ▕.*▏ 3\/3 hours, \+0h-\+12h\/6 in, waiting on its initi/);
-    expect(shown).toMatch(/▏ 3\/3 hours, \+0h-\+12h\/6 in, complete/);
-    // each delivery line is written after the progress line is cleared, and the progress line is drawn again after it
-    const clear = '\r\u001b[2K';
-    const deliveryLines = shown.split(clear).filter((part) => part.includes('forecast_hour.available'));
-    expect(deliveryLines.length).toBeGreaterThanOrEqual(3);
-    for (const part of deliveryLines) expect(part).toMatch(/forecast_hour\.available[\s\S]*\n[\s\S]*wm-6 2026-11-22T00Z ▕/);
   });
 });

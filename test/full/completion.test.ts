@@ -1,11 +1,12 @@
 import { execFileSync, spawnSync } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildProgram } from '../../src/cli.js';
+import { startEmulator, type RunningEmulator } from '../../src/emulator/server.js';
 import { commandPaths } from '../../src/commands/completion.js';
 import { SUBSCRIPTION_TYPES } from '../../src/vocabulary.js';
-import { tempDir } from '../helpers/cli.js';
+import { BIN, tempDir } from '../helpers/cli.js';
 import { runInProcess, testIo } from '../helpers/context.js';
 
 // Every command path, completed by each shell's own completion machinery (bash's complete -F function,
@@ -123,10 +124,49 @@ describe('completion, run by each shell, for every command path', () => {
     const fish = execFileSync('fish', ['-c', `source ${scripts.fish}; complete -C 'wxhooks completion ' | string split -f1 \\t; true`], { encoding: 'utf8' });
     expect(sorted(fish)).toEqual(['bash', 'fish', 'zsh']);
   });
+});
 
-  it('an unknown shell is exit 2', async () => {
-    const bad = await runInProcess(['completion', 'powershell']);
-    expect(bad.code).toBe(2);
-    expect(bad.stderr).toContain('bash, zsh, fish');
+describe('the values the store holds (#34, section 3)', () => {
+  let emu: RunningEmulator;
+  let env: Record<string, string>;
+  beforeAll(async () => {
+    emu = await startEmulator({ port: 0 });
+    env = { WX_BASE_URL: emu.url, WX_API_KEY: emu.apiKey, WXHOOKS_CONFIG_DIR: tempDir() };
   });
+  afterAll(() => emu.close());
+
+  it('--webhook <TAB> offers the ids in the secret store, in bash, zsh and fish', async () => {
+    const dir = tempDir();
+    const e = { ...env, WXHOOKS_CONFIG_DIR: dir };
+    for (const id of ['3', '12']) expect((await runInProcess(['secret', 'set', id], { env: e, stdin: 'whsec_eA==' })).code).toBe(0);
+    const bin = join(tempDir(), 'bin');
+    mkdirSync(bin);
+    symlinkSync(BIN, join(bin, 'wxhooks'));
+    const shellEnv = { ...process.env, ...e, PATH: `${bin}:${process.env.PATH}` };
+    const scripts: Record<string, string> = {};
+    for (const shell of ['bash', 'zsh', 'fish']) {
+      scripts[shell] = join(dir, `completion.${shell}`);
+      writeFileSync(scripts[shell], (await runInProcess(['completion', shell])).stdout);
+    }
+    const script = (shell: string) => scripts[shell]!;
+    const sorted = (text: string) => text.split(/\s+/).filter(Boolean).sort();
+    const bash = execFileSync(
+      'bash',
+      [
+        '-c',
+        `source ${script('bash')}; COMP_WORDS=(wxhooks listen --webhook ''); COMP_CWORD=3; _wxhooks; echo "\${COMPREPLY[*]}"; COMP_WORDS=(wxhooks webhook get ''); COMP_CWORD=3; _wxhooks; echo "\${COMPREPLY[*]}"`,
+      ],
+      { env: shellEnv, encoding: 'utf8' },
+    ).split('\n');
+    expect(sorted(bash[0]!)).toEqual(['12', '3']);
+    expect(sorted(bash[1]!)).toEqual(['12', '3']);
+    const stub = 'compdef() { :; }\ncompadd() { shift; got+=("$@") }';
+    const zsh = execFileSync('zsh', ['-f', '-c', `${stub}\nsource ${script('zsh')}\nwords=(wxhooks doctor --webhook ''); CURRENT=4; got=(); _wxhooks; print -r -- "\${got[*]}"`], {
+      env: shellEnv,
+      encoding: 'utf8',
+    });
+    expect(sorted(zsh)).toEqual(['12', '3']);
+    const fish = execFileSync('fish', ['-c', `source ${script('fish')}; complete -C 'wxhooks listen --webhook ' | string split -f1 \\t`], { env: shellEnv, encoding: 'utf8' });
+    expect(sorted(fish)).toEqual(['12', '3']);
+  }, 90_000); // each Tab above runs wxhooks: four processes, slow on a loaded machine
 });
