@@ -4,12 +4,11 @@ import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { MemoryStore } from '../src/delivery/memory-store.js';
-import { PairStoreError, type StoreNotice } from '../src/delivery/store.js';
+import type { StoreNotice } from '../src/delivery/store.js';
 import { UsageError } from '../src/errors.js';
 import { openStore } from '../src/index.js';
 import { FilePairStore, pairsFileName } from '../src/store/file-pairs.js';
 import { tempDir } from './helpers/cli.js';
-import { smallDisk } from './helpers/disk.js';
 import { manualClock, type ManualClock } from './helpers/clock.js';
 
 // Ids as the service writes them, and ids no service should send but a file must still hold exactly.
@@ -161,35 +160,6 @@ describe('FilePairStore', () => {
       expect(await reread.claim('e', '1')).toBe('done');
     } finally {
       await reread.close();
-    }
-  });
-
-  it('a write that fails (the disk is full) is undone and rejects; the pair stays processed: a retry is refused 503, never processed again; persistently after giveUpMs', async () => {
-    // a disk of its own, filled once the store is open: every write ENOSPC (a link to /dev/full is refused now: #32.3)
-    const disk = smallDisk(64);
-    const dir = disk.dir;
-    const clock = manualClock(1000);
-    const s = await FilePairStore.open({ dir, ttlMs: HOUR, clock, giveUpMs: 5000 });
-    disk.fill();
-    try {
-      expect(await s.claim('t1', 's1')).toBe('won');
-      const first = await s.complete('t1', 's1').catch((e: unknown) => e);
-      expect(first).toBeInstanceOf(PairStoreError);
-      expect((first as PairStoreError).message).toContain('the disk is full (ENOSPC)');
-      expect((first as PairStoreError).persistent).toBe(false);
-      expect(s.pendingPairs).toBe(1);
-      // its retry: not won (it was processed), but not a duplicate either until the pair is written
-      const retry = await s.claim('t1', 's1').catch((e: unknown) => e);
-      expect(retry).toBeInstanceOf(PairStoreError);
-      expect((retry as PairStoreError).processed).toBe(true);
-      clock.advance(6000);
-      expect(await s.claim('t2', 's1')).toBe('won');
-      const later = await s.complete('t2', 's1').catch((e: unknown) => e);
-      expect((later as PairStoreError).persistent).toBe(true);
-      expect((later as PairStoreError).exitCode).toBe(10);
-    } finally {
-      await s.close();
-      disk.unmount();
     }
   });
 

@@ -2,12 +2,12 @@ import { execFileSync, spawn } from 'node:child_process';
 import { chmodSync, chownSync, closeSync, ftruncateSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { signDelivery, verifyDelivery } from '../../src/signing/index.js';
-import { freePort } from '../../scripts/harness.js';
-import { BIN, cleanEnv, runCli, spawnCli, tempDir } from '../helpers/cli.js';
-import { post } from '../helpers/http.js';
-import { startCli, type Running } from '../helpers/process.js';
-import { sendJson, startServer, type TestServer } from '../helpers/server.js';
+import { signDelivery, verifyDelivery } from '../../../src/signing/index.js';
+import { freePort } from '../../../scripts/harness.js';
+import { BIN, cleanEnv, runCli, spawnCli, tempDir } from '../../helpers/cli.js';
+import { post } from '../../helpers/http.js';
+import { startCli, type Running } from '../../helpers/process.js';
+import { sendJson, startServer, type TestServer } from '../../helpers/server.js';
 
 // What is read back from a --save-dir, where another user (or anything) may put files: only what listen
 // verified is signed again (#32.9), and only regular files of a bounded size are read (#32.17).
