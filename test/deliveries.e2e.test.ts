@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { signDelivery, verifyDelivery } from '../src/signing/index.js';
 import { runCli, tempDir } from './helpers/cli.js';
 import { post } from './helpers/http.js';
-import { startCli } from './helpers/process.js';
+import { startCliInProcess } from './helpers/process.js';
 import { sendJson, startServer, type TestServer } from './helpers/server.js';
 
 // `deliveries list|show|replay` over a `listen --save-dir` folder.
@@ -21,7 +21,7 @@ beforeAll(async () => {
   mkdirSync(saveDir);
   store = tempDir();
   app = await startServer((_req, res) => sendJson(res, appStatus, { ok: appStatus < 300 }));
-  const listen = startCli(['listen', '--port', '0', '--json', '--secret-env', 'S', '--save-dir', saveDir, '--exit-after', '3'], { S: SECRET, WXHOOKS_CONFIG_DIR: store });
+  const listen = startCliInProcess(['listen', '--port', '0', '--json', '--secret-env', 'S', '--save-dir', saveDir, '--exit-after', '3'], { S: SECRET, WXHOOKS_CONFIG_DIR: store });
   const { url } = await listen.waitFor<{ event?: string; url: string }>((v) => v.event === 'listening');
   for (const [type, trigger] of [
     ['forecast_hour.available', 'trg_a'],

@@ -3,11 +3,11 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verifyDelivery } from '../src/signing/index.js';
 import { runCli, tempDir } from './helpers/cli.js';
-import { startCli, type Running } from './helpers/process.js';
+import { startCliInProcess, type Cli } from './helpers/process.js';
 import { sendJson, startServer, type TestServer } from './helpers/server.js';
 
 interface Emu {
-  proc: Running;
+  proc: Cli;
   url: string;
   key: string;
   /** The secret half of its current key: a legacy key, for Basic. */
@@ -16,7 +16,7 @@ interface Emu {
 }
 
 async function emulator(args: string[] = [], dir = tempDir()): Promise<Emu> {
-  const proc = startCli(['emulator', '--port', '0', '--json', '--retry-delays', '100ms,200ms,300ms', ...args], { WXHOOKS_CONFIG_DIR: dir });
+  const proc = startCliInProcess(['emulator', '--port', '0', '--json', '--retry-delays', '100ms,200ms,300ms', ...args], { WXHOOKS_CONFIG_DIR: dir });
   const info = await proc.waitFor<{ base_url: string; api_key: string; legacy_key: string }>((v) => typeof v === 'object' && 'base_url' in v);
   return { proc, url: info.base_url, key: info.api_key, legacyKey: info.legacy_key, env: { WX_BASE_URL: info.base_url, WX_API_KEY: info.api_key, WXHOOKS_CONFIG_DIR: dir } };
 }
@@ -37,7 +37,7 @@ describe('the emulator answers like a real service', () => {
   afterAll(() => emu.proc.stop());
 
   it('prints the export line and a hint in pretty mode', async () => {
-    const proc = startCli(['emulator', '--port', '0', '--api-key', 'k_demo_1234']);
+    const proc = startCliInProcess(['emulator', '--port', '0', '--api-key', 'k_demo_1234']);
     try {
       const line = await proc.waitFor<string>((l) => typeof l === 'string' && l.includes('export WX_BASE_URL='));
       expect(line).toMatch(/export WX_BASE_URL=http:\/\/127\.0\.0\.1:\d+ WX_API_KEY=k_demo_1234/);
@@ -128,7 +128,7 @@ describe('end to end: emulator, webhook create, listen, trigger', () => {
     const hook = JSON.parse(made.stdout) as { id: string };
     // listen reads the webhook's secret from the store, so the webhook comes first; then it is pointed here
     const saveDir = join(tempDir(), 'saved');
-    const l = startCli(['listen', '--port', '0', '--json', '--webhook', hook.id, '--exit-after', '4', '--save-dir', saveDir], emu.env);
+    const l = startCliInProcess(['listen', '--port', '0', '--json', '--webhook', hook.id, '--exit-after', '4', '--save-dir', saveDir], emu.env);
     const ready = await l.waitFor<{ event?: string; url: string }>((v) => v.event === 'listening');
     expect((await runCli(['webhook', 'update', hook.id, '--url', ready.url], { env: emu.env })).code).toBe(0);
     const run = await runCli(['trigger', 'run', '--hours', '0-12/6', '--init-time', '2026-11-21T00:00:00Z', '--json'], { env: emu.env });

@@ -9,12 +9,12 @@ import { attach } from '../src/mcp/attach.js';
 import { runCli, tempDir } from './helpers/cli.js';
 import { testContext } from './helpers/context.js';
 import { post } from './helpers/http.js';
-import { startCli, type Running } from './helpers/process.js';
+import { startCliInProcess, type Cli } from './helpers/process.js';
 import { signed, TEST_SECRET } from './helpers/receiver.js';
 import { startServer, type TestServer } from './helpers/server.js';
 
 // `listen --forward-to TYPE=URL` (repeatable) and one URL without a type for every other type (#34.3):
-// the flag's parser, then the built binary against real apps on 127.0.0.1, the inspector's replay included.
+// the flag's parser, then listen (in this process) against real apps on 127.0.0.1, the inspector's replay included.
 
 const env = (dir: string) => ({ WX_SECRET: TEST_SECRET, WXHOOKS_CONFIG_DIR: dir });
 let seq = 0;
@@ -78,14 +78,14 @@ describe('listen with two routes and a default', () => {
   let forecast: TestServer;
   let days: TestServer;
   let other: TestServer;
-  let l: Running;
+  let l: Cli;
   let dir: string;
   let url: string;
   let inspector: URL;
   beforeAll(async () => {
     [forecast, days, other] = await Promise.all([startServer(ok), startServer(ok), startServer(ok)]);
     dir = tempDir();
-    l = startCli(
+    l = startCliInProcess(
       [
         'listen',
         '--port',
@@ -116,7 +116,7 @@ describe('listen with two routes and a default', () => {
     const ready = await l.waitFor<Record<string, unknown>>((v) => v.event === 'listening');
     const routes = { 'forecast_hour.available': `${forecast.url}/forecast`, 'degree_days.available': `${days.url}/days` };
     expect(ready).toMatchObject({ forward_to: `${other.url}/other`, forward_routes: routes });
-    const record = JSON.parse(readFileSync(join(dir, 'running', `listen-${l.child.pid}.json`), 'utf8')) as Record<string, unknown>;
+    const record = JSON.parse(readFileSync(join(dir, 'running', `listen-${l.pid}.json`), 'utf8')) as Record<string, unknown>;
     expect(record).toMatchObject({ forward_to: `${other.url}/other`, forward_routes: routes });
     // wxhooks mcp reads the record: it replays, by type
     const attached = await attach(testContext({ env: { WXHOOKS_CONFIG_DIR: dir } }), { storeSchema: 'wxhooks' });
@@ -167,7 +167,10 @@ describe('listen with routes and no default', () => {
   it('an unrouted type is acknowledged, not forwarded, and reported; its replay is refused with the reason', async () => {
     const forecast = await startServer(ok);
     const dir = tempDir();
-    const l = startCli(['listen', '--port', '0', '--json', '--secret-env', 'WX_SECRET', '--inspect', '127.0.0.1:0', '--forward-to', `forecast_hour.available=${forecast.url}/forecast`], env(dir));
+    const l = startCliInProcess(
+      ['listen', '--port', '0', '--json', '--secret-env', 'WX_SECRET', '--inspect', '127.0.0.1:0', '--forward-to', `forecast_hour.available=${forecast.url}/forecast`],
+      env(dir),
+    );
     try {
       const ready = await l.waitFor<{ event?: string; url: string; forward_to: unknown }>((v) => v.event === 'listening');
       expect(ready.forward_to).toBeNull();
@@ -217,7 +220,10 @@ describe('listen with routes and no default', () => {
   it('the ready line lists the routes, and the delivery line says it was not forwarded', async () => {
     const forecast = await startServer(ok);
     const port = await freePort();
-    const l = startCli(['listen', '--port', String(port), '--exit-after', '1', '--secret-env', 'WX_SECRET', '--forward-to', `forecast_hour.available=${forecast.url}/forecast`], env(tempDir()));
+    const l = startCliInProcess(
+      ['listen', '--port', String(port), '--exit-after', '1', '--secret-env', 'WX_SECRET', '--forward-to', `forecast_hour.available=${forecast.url}/forecast`],
+      env(tempDir()),
+    );
     try {
       // ready once it listens: the stderr says so
       await expect.poll(() => l.stderr(), { timeout: 15_000 }).toContain('Ctrl-C to stop');

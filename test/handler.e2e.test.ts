@@ -4,20 +4,20 @@ import { afterAll, expect, it } from 'vitest';
 import { freePort } from '../scripts/harness.js';
 import { Webhooks, createNodeMiddleware } from '../src/index.js';
 import { runCli, tempDir } from './helpers/cli.js';
-import { startCli, type Running } from './helpers/process.js';
+import { startCliInProcess, type Cli } from './helpers/process.js';
 
 // End to end: the emulator delivers a model run through `listen --forward-to` to an app made with
 // createNodeMiddleware; its handler fails once (the service retries), and each forecast hour reaches
 // its typed handler once.
 
-const running: Running[] = [];
+const running: Cli[] = [];
 afterAll(async () => {
   for (const r of running.reverse()) await r.stop();
 });
 
 it('a model run, emulator → listen → your app: each forecast hour reaches its typed handler once, retries included', async () => {
   const dir = tempDir();
-  const emu = startCli(['emulator', '--port', '0', '--json', '--retry-delays', '50ms,50ms,50ms'], { WXHOOKS_CONFIG_DIR: dir });
+  const emu = startCliInProcess(['emulator', '--port', '0', '--json', '--retry-delays', '50ms,50ms,50ms'], { WXHOOKS_CONFIG_DIR: dir });
   running.push(emu);
   const info = await emu.waitFor<{ base_url: string; api_key: string }>((v) => typeof v.base_url === 'string');
   const env = { WX_BASE_URL: info.base_url, WX_API_KEY: info.api_key, WXHOOKS_CONFIG_DIR: dir };
@@ -45,7 +45,7 @@ it('a model run, emulator → listen → your app: each forecast hour reaches it
   await new Promise<void>((r) => app.listen(0, '127.0.0.1', r));
   try {
     const appUrl = `http://127.0.0.1:${(app.address() as AddressInfo).port}/webhooks`;
-    const listen = startCli(['listen', '--port', String(listenPort), '--json', '--webhook', webhook, '--forward-to', appUrl], env);
+    const listen = startCliInProcess(['listen', '--port', String(listenPort), '--json', '--webhook', webhook, '--forward-to', appUrl], env);
     running.push(listen);
     await listen.waitFor<{ event?: string }>((v) => v.event === 'listening');
 

@@ -4,7 +4,7 @@ import { expect, it } from 'vitest';
 import { freePort } from '../scripts/harness.js';
 import { runCli, tempDir } from './helpers/cli.js';
 import { startInProcess } from './helpers/context.js';
-import { startCli } from './helpers/process.js';
+import { startCliInProcess } from './helpers/process.js';
 import { sendJson, startServer } from './helpers/server.js';
 
 // The README's hand-run quick start, its lines run as written (only the fixed ports are swapped for free
@@ -34,7 +34,7 @@ it('the quick start by hand: emulator, webhook create, listen, trigger run; then
   const dir = tempDir();
 
   // 1: the emulator, and the export line it prints
-  const emu = startCli([...emulator!, '--port', emulatorPort], { WXHOOKS_CONFIG_DIR: dir });
+  const emu = startCliInProcess([...emulator!, '--port', emulatorPort], { WXHOOKS_CONFIG_DIR: dir });
   try {
     const exportLine = await emu.waitFor<string>((l) => typeof l === 'string' && l.trim().startsWith('export WX_BASE_URL='));
     const env: Record<string, string> = { WXHOOKS_CONFIG_DIR: dir };

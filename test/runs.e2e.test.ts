@@ -7,7 +7,7 @@ import { freePort } from '../scripts/harness.js';
 import { runCli, tempDir } from './helpers/cli.js';
 import { manualClock } from './helpers/clock.js';
 import { runInProcess, startInProcess } from './helpers/context.js';
-import { startCli, type Running } from './helpers/process.js';
+import { startCliInProcess, type Cli } from './helpers/process.js';
 
 // A model run tracked to its last hour, end to end with the emulator: `listen --until-run`, its progress,
 // and `wxhooks runs` over what was saved.
@@ -105,7 +105,7 @@ describe('bad input: exit 2, naming the part', () => {
 });
 
 describe('end to end with the emulator', () => {
-  let emu: Running;
+  let emu: Cli;
   let env: Record<string, string>;
   let webhook: string;
   let port: number;
@@ -113,7 +113,7 @@ describe('end to end with the emulator', () => {
 
   beforeAll(async () => {
     const dir = tempDir();
-    emu = startCli(['emulator', '--port', '0', '--json', '--retry-delays', '100ms'], { WXHOOKS_CONFIG_DIR: dir });
+    emu = startCliInProcess(['emulator', '--port', '0', '--json', '--retry-delays', '100ms'], { WXHOOKS_CONFIG_DIR: dir });
     const info = await emu.waitFor<{ base_url: string; api_key: string }>((v) => typeof v.base_url === 'string');
     env = { WX_BASE_URL: info.base_url, WX_API_KEY: info.api_key, WXHOOKS_CONFIG_DIR: dir };
     port = await freePort();
