@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { signDelivery } from '../src/signing/index.js';
 import { runCli, tempDir } from './helpers/cli.js';
 import { get, post, rawExchange } from './helpers/http.js';
-import { startCli, type Running } from './helpers/process.js';
+import { startCliInProcess, type Cli } from './helpers/process.js';
 import { startServer } from './helpers/server.js';
 
 const SECRET = 'whsec_' + Buffer.alloc(32, 42).toString('base64');
@@ -36,14 +36,14 @@ function signed(body: Buffer, opts: { ts?: number; secret?: string; id?: string 
 }
 
 interface Listening {
-  proc: Running;
+  proc: Cli;
   url: string;
   port: number;
   next(): Promise<Record<string, unknown>>;
 }
 
 async function listen(args: string[], dir = tempDir(), stdin?: string, extraEnv: Record<string, string> = {}): Promise<Listening> {
-  const proc = startCli(['listen', '--port', '0', '--json', ...args], { ...env(dir), ...extraEnv }, stdin);
+  const proc = startCliInProcess(['listen', '--port', '0', '--json', ...args], { ...env(dir), ...extraEnv }, stdin);
   const ready = await proc.waitFor<{ event?: string; url: string; port: number }>((v) => v.event === 'listening');
   let read = 1;
   return {
@@ -454,7 +454,7 @@ describe('listen: exits, secrets, output, saved deliveries', () => {
   });
 
   it('pretty output: one readable line per request, with the reason in words', async () => {
-    const proc = startCli(['listen', '--port', '0', '--secret-env', 'WX_SECRET'], env(tempDir()));
+    const proc = startCliInProcess(['listen', '--port', '0', '--secret-env', 'WX_SECRET'], env(tempDir()));
     try {
       await new Promise<void>((resolve) => {
         const check = () => (proc.stderr().includes('Ready.') ? resolve() : setTimeout(check, 50));

@@ -2,7 +2,7 @@ import { createServer } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../scripts/harness.js';
 import { runCli, tempDir } from './helpers/cli.js';
-import { startCli, type Running } from './helpers/process.js';
+import { startCli, startCliInProcess, type Cli, type Running } from './helpers/process.js';
 import { sendJson, startServer, type TestServer } from './helpers/server.js';
 import { API_KEY, startService, type FakeService } from './helpers/service.js';
 
@@ -19,15 +19,19 @@ afterAll(() => svc.stop());
 const hooks = () => [...svc.state.webhooks.values()];
 const exists = (id: unknown) => svc.state.webhooks.has(String(id));
 
-interface Temp {
-  proc: Running;
+interface Temp<P extends Cli = Cli> {
+  proc: P;
   url: string;
   webhookId: string;
 }
 
-async function listenPublic(extra: string[] = [], env: Record<string, string> = {}, publicUrl?: string): Promise<Temp> {
+/** `listen --public-url` in this process; `spawned`: the built binary, where a signal or kill -9 is the point. */
+async function listenPublic(extra?: string[], env?: Record<string, string>, publicUrl?: string): Promise<Temp>;
+async function listenPublic(extra: string[], env: Record<string, string>, publicUrl: string | undefined, spawned: true): Promise<Temp<Running>>;
+async function listenPublic(extra: string[] = [], env: Record<string, string> = {}, publicUrl?: string, spawned = false): Promise<Temp> {
   const port = await freePort();
-  const proc = startCli(['listen', '--port', String(port), '--json', '--public-url', publicUrl ?? `http://127.0.0.1:${port}/`, ...extra], { ...svc.env, ...env });
+  const args = ['listen', '--port', String(port), '--json', '--public-url', publicUrl ?? `http://127.0.0.1:${port}/`, ...extra];
+  const proc = spawned ? startCli(args, { ...svc.env, ...env }) : startCliInProcess(args, { ...svc.env, ...env });
   const created = await proc.waitFor<{ event?: string; webhook_id: string }>((v) => v.event === 'webhook_created');
   await proc.waitFor<{ event?: string }>((v) => v.event === 'listening');
   return { proc, url: `http://127.0.0.1:${port}/`, webhookId: created.webhook_id };
@@ -42,7 +46,7 @@ async function pingAll(id: string): Promise<void> {
   }
 }
 
-const lastLine = (proc: Running) => JSON.parse(proc.lines.at(-1)!) as Record<string, unknown>;
+const lastLine = (proc: Cli) => JSON.parse(proc.lines.at(-1)!) as Record<string, unknown>;
 
 describe('listen --public-url: a temporary webhook, verified with its own secret, deleted however listen exits', () => {
   it('creates it (name, temporary note, subscriptions), verifies its deliveries, never stores its secret', async () => {
@@ -51,14 +55,14 @@ describe('listen --public-url: a temporary webhook, verified with its own secret
       const hook = svc.state.webhooks.get(t.webhookId)!;
       expect(hook.url).toBe(t.url);
       expect(hook.name).toMatch(/^wxhooks listen on /);
-      expect(hook.note).toMatch(new RegExp(`^temporary webhook of wxhooks listen: host=\\S+ pid=${t.proc.child.pid} started=`));
+      expect(hook.note).toMatch(new RegExp(`^temporary webhook of wxhooks listen: host=\\S+ pid=${t.proc.pid} started=`));
       expect(hook.subscriptions.map((s) => s.type).sort()).toEqual(['degree_days.available', 'forecast_hour.available']);
       await pingAll(t.webhookId);
       const accepted = await t.proc.waitFor<{ outcome?: string; test?: boolean }>((v) => v.outcome === 'accepted');
       expect(accepted.test).toBe(true);
       // marked in webhook list
       const list = await runCli(['webhook', 'list', '--json'], { env: svc.env });
-      expect((JSON.parse(list.stdout) as { webhooks: { id: string; temporary?: { pid: number } }[] }).webhooks.find((w) => w.id === t.webhookId)?.temporary?.pid).toBe(t.proc.child.pid);
+      expect((JSON.parse(list.stdout) as { webhooks: { id: string; temporary?: { pid: number } }[] }).webhooks.find((w) => w.id === t.webhookId)?.temporary?.pid).toBe(t.proc.pid);
     } finally {
       await t.proc.stop('SIGINT');
     }
@@ -69,12 +73,14 @@ describe('listen --public-url: a temporary webhook, verified with its own secret
   });
 
   it.each([
-    ['SIGINT', 130],
-    ['SIGTERM', 143],
-    ['SIGHUP', 129],
-  ] as const)('%s: deleted, exit %i', async (signal, code) => {
-    const t = await listenPublic(['--subscribe', 'forecast_hour.available']);
-    expect(await t.proc.stop(signal)).toBe(code);
+    ['SIGINT', 130, false],
+    ['SIGTERM', 143, false],
+    ['SIGHUP', 129, false],
+    // the binary's own signal handling (run() in src/cli.ts): one smoke test of a real signal
+    ['SIGTERM, sent to the built binary,', 143, true],
+  ] as const)('%s: deleted, exit %i', async (signal, code, spawned) => {
+    const t = spawned ? await listenPublic(['--subscribe', 'forecast_hour.available'], {}, undefined, true) : await listenPublic(['--subscribe', 'forecast_hour.available']);
+    expect(await t.proc.stop(spawned ? 'SIGTERM' : (signal as NodeJS.Signals))).toBe(code);
     expect(exists(t.webhookId)).toBe(false);
     expect(lastLine(t.proc)).toMatchObject({ event: 'webhook_deleted' });
   });
@@ -112,17 +118,18 @@ describe('listen --public-url: a temporary webhook, verified with its own secret
   });
 
   it('killed -9, its webhook is left: the next listen lists it with the command to delete it, --clean deletes it; two listens clean up only their own', async () => {
-    const dead = await listenPublic(['--subscribe', 'forecast_hour.available']);
+    const dead = await listenPublic(['--subscribe', 'forecast_hour.available'], {}, undefined, true); // kill -9: the built binary
     dead.proc.child.kill('SIGKILL');
     await dead.proc.exited;
     expect(exists(dead.webhookId)).toBe(true);
 
-    const a = await listenPublic(['--subscribe', 'forecast_hour.available']);
+    // two processes (the built binary): which listen holds a webhook is told by its process
+    const a = await listenPublic(['--subscribe', 'forecast_hour.available'], {}, undefined, true);
     const leftover = await a.proc.waitFor<{ event?: string; webhook_id?: string; delete?: string }>((v) => v.event === 'leftover');
     expect(leftover).toMatchObject({ webhook_id: dead.webhookId, delete: `wxhooks webhook delete ${dead.webhookId} --yes` });
     expect(exists(dead.webhookId)).toBe(true); // listed, not deleted
     // a second listen at the same time: a's webhook is held by a running listen, so not a leftover
-    const b = await listenPublic(['--subscribe', 'forecast_hour.available', '--clean']);
+    const b = await listenPublic(['--subscribe', 'forecast_hour.available', '--clean'], {}, undefined, true);
     await b.proc.waitFor<{ event?: string }>((v) => v.event === 'leftover_deleted');
     expect(exists(dead.webhookId)).toBe(false);
     expect(exists(a.webhookId)).toBe(true);
@@ -190,7 +197,10 @@ describe('listen --check: which link of the chain works', () => {
     const elsewhere = await startServer((_req, res) => sendJson(res, 200, { ok: true }));
     try {
       const port = await freePort();
-      const proc = startCli(['--timeout', '1s', 'listen', '--port', String(port), '--json', '--public-url', `${elsewhere.url}/`, '--subscribe', 'forecast_hour.available', '--check'], svc.env);
+      const proc = startCliInProcess(
+        ['--timeout', '1s', 'listen', '--port', String(port), '--json', '--public-url', `${elsewhere.url}/`, '--subscribe', 'forecast_hour.available', '--check'],
+        svc.env,
+      );
       try {
         const check = await proc.waitFor<Record<string, unknown>>((v) => v.event === 'check');
         expect(check).toMatchObject({ result: 'not_arrived' });
@@ -209,7 +219,7 @@ describe('listen --check: which link of the chain works', () => {
     const id = (JSON.parse(created.stdout) as { id: string }).id;
     const dir = tempDir();
     await runCli(['secret', 'set', id, '-'], { env: { ...svc.env, WXHOOKS_CONFIG_DIR: dir }, stdin: 'whsec_d3Jvbmd3cm9uZ3dyb25nd3Jvbmd3cm9uZ3dyb25nMTI=' });
-    const proc = startCli(['listen', '--port', String(port), '--json', '--webhook', id, '--check'], { ...svc.env, WXHOOKS_CONFIG_DIR: dir });
+    const proc = startCliInProcess(['listen', '--port', String(port), '--json', '--webhook', id, '--check'], { ...svc.env, WXHOOKS_CONFIG_DIR: dir });
     try {
       const check = await proc.waitFor<Record<string, unknown>>((v) => v.event === 'check');
       expect(check.result).toBe('not_verified');
@@ -255,7 +265,7 @@ describe('listen --public-url ngrok: the address of the tunnel to this port, fro
       { name: 'plain', public_url: 'http://mine.ngrok.app', proto: 'http', config: { addr: `http://localhost:${port}`, inspect: true } },
       { name: 'mine', public_url: 'https://mine.ngrok.app', proto: 'https', config: { addr: `http://localhost:${port}`, inspect: true } },
     ];
-    const proc = startCli(['listen', '--port', String(port), '--json', '--public-url', 'ngrok', '--path', '/hooks', '--subscribe', 'forecast_hour.available'], {
+    const proc = startCliInProcess(['listen', '--port', String(port), '--json', '--public-url', 'ngrok', '--path', '/hooks', '--subscribe', 'forecast_hour.available'], {
       ...svc.env,
       NGROK_API_URL: agent.url,
     });
@@ -337,7 +347,7 @@ describe('doctor: the chain, link by link', () => {
 
   it('✓ everything against the emulator (its local URL a note, not a failure); ✗ when the port is taken', async () => {
     const dir = tempDir();
-    const emu = startCli(['emulator', '--port', '0', '--json'], { WXHOOKS_CONFIG_DIR: dir });
+    const emu = startCliInProcess(['emulator', '--port', '0', '--json'], { WXHOOKS_CONFIG_DIR: dir });
     const info = await emu.waitFor<{ base_url: string; api_key: string }>((v) => typeof v.base_url === 'string');
     const env = { WX_BASE_URL: info.base_url, WX_API_KEY: info.api_key, WXHOOKS_CONFIG_DIR: dir };
     try {
