@@ -5,23 +5,24 @@ import { ResourceListChangedNotificationSchema, ResourceUpdatedNotificationSchem
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../scripts/harness.js';
 import { verifyDelivery } from '../src/signing/index.js';
-import { runCli, spawnCli, tempDir } from './helpers/cli.js';
+import { runCli, tempDir } from './helpers/cli.js';
 import { post } from './helpers/http.js';
-import { startMcp, type McpSession } from './helpers/mcp.js';
-import { startCli, type Running } from './helpers/process.js';
+import { startMcpInProcess, type McpSession } from './helpers/mcp.js';
+import { startCliInProcess, type Cli } from './helpers/process.js';
 import { signed } from './helpers/receiver.js';
 import { sendJson, startServer, type TestServer } from './helpers/server.js';
 
-// `wxhooks mcp` as a coding agent uses it: the SDK's own client over stdio, the built binary, the
-// emulator, a real `listen --inspect` that forwards to an app of this test, no mocks. Every answer and
-// every log line is kept, and at the end searched for the API key, the webhook secrets and the
-// inspector's token.
+// `wxhooks mcp` as a coding agent uses it: the SDK's own client speaking its stdio protocol (in this
+// process: the command's stdin and stdout are streams here; the built binary over a pipe:
+// test/full/mcp-store.e2e.test.ts), the emulator, a real `listen --inspect` that forwards to an app of this
+// test, no mocks. Every answer and every log line is kept, and at the end searched for the API key, the
+// webhook secrets and the inspector's token.
 
 const OTHER_SECRET = `whsec_${Buffer.alloc(32, 3).toString('base64')}`;
 let dir: string;
 let env: Record<string, string>;
-let emu: Running;
-let listen: Running;
+let emu: Cli;
+let listen: Cli;
 let app: TestServer;
 let webhookId: string;
 let secret: string;
@@ -36,7 +37,7 @@ const sessions: McpSession[] = [];
 let agent: McpSession;
 
 async function mcp(args: string[] = [], extra: Record<string, string> = {}): Promise<McpSession> {
-  const s = await startMcp(args, { ...env, ...extra });
+  const s = await startMcpInProcess(args, { ...env, ...extra });
   sessions.push(s);
   return s;
 }
@@ -53,7 +54,7 @@ async function publish(body: Record<string, unknown>): Promise<void> {
 beforeAll(async () => {
   dir = tempDir();
   saveDir = tempDir();
-  emu = startCli(['emulator', '--port', '0', '--json'], { WXHOOKS_CONFIG_DIR: dir });
+  emu = startCliInProcess(['emulator', '--port', '0', '--json'], { WXHOOKS_CONFIG_DIR: dir });
   const info = await emu.waitFor<{ base_url: string; api_key: string }>((v) => typeof v.base_url === 'string');
   env = { WX_BASE_URL: info.base_url, WX_API_KEY: info.api_key, WXHOOKS_CONFIG_DIR: dir, OTHER: OTHER_SECRET };
   // the app: 422 for a body it cannot use, its input echoed back when asked, else 200
@@ -68,7 +69,7 @@ beforeAll(async () => {
   });
   webhookId = (JSON.parse(created.stdout) as { id: string }).id;
   secret = (await runCli(['secret', 'show', webhookId], { env })).stdout.trim();
-  listen = startCli(
+  listen = startCliInProcess(
     ['listen', '--port', String(port), '--json', '--webhook', webhookId, '--forward-to', `${app.url}/hooks`, '--save-dir', saveDir, '--expect-hours', '0-18/6', '--inspect', '127.0.0.1:0'],
     env,
   );
@@ -93,11 +94,11 @@ describe('wxhooks mcp beside a running listen --inspect', () => {
     expect(value.attached).toMatchObject({
       kind: 'listen',
       where: inspectorUrl.replace(/\?token=.*/, ''),
-      listen: { pid: listen.child.pid, receiver: listenUrl, forward_to: `${app.url}/hooks`, webhook_id: webhookId },
+      listen: { pid: listen.pid, receiver: listenUrl, forward_to: `${app.url}/hooks`, webhook_id: webhookId },
       replay_to: `${app.url}/hooks`,
     });
     expect(value.write_tools).toBe(false);
-    expect(agent.stderr()).toContain(`attached to listen ${listen.child.pid}`);
+    expect(agent.stderr()).toContain(`attached to listen ${listen.pid}`);
   }, 120_000);
 
   let accepted: number;
@@ -418,7 +419,7 @@ describe('starting and stopping', () => {
       }),
       { mode: 0o600 },
     );
-    const r = await spawnCli(['mcp'], { env: { ...env, WXHOOKS_CONFIG_DIR: empty }, timeoutMs: 90_000 });
+    const r = await runCli(['mcp'], { env: { ...env, WXHOOKS_CONFIG_DIR: empty }, timeoutMs: 90_000 });
     expect(r.code).toBe(4);
     expect(r.stdout).toBe('');
     expect(r.stderr).toContain('No running `wxhooks listen --inspect` was found');
@@ -429,8 +430,8 @@ describe('starting and stopping', () => {
   it('--listen: a listen that does not answer is exit 6, a token it refuses exit 3; the link it printed works from any store folder', async () => {
     const port = await freePort();
     const [away, refused, linked] = await Promise.all([
-      spawnCli(['mcp', '--listen', `http://127.0.0.1:${port}/`], { env, timeoutMs: 90_000 }),
-      spawnCli(['mcp', '--listen', `${inspectorUrl.replace(/\?.*/, '')}?token=not-the-token`], { env: { ...env, WXHOOKS_CONFIG_DIR: tempDir() }, timeoutMs: 90_000 }),
+      runCli(['mcp', '--listen', `http://127.0.0.1:${port}/`], { env, timeoutMs: 90_000 }),
+      runCli(['mcp', '--listen', `${inspectorUrl.replace(/\?.*/, '')}?token=not-the-token`], { env: { ...env, WXHOOKS_CONFIG_DIR: tempDir() }, timeoutMs: 90_000 }),
       mcp(['--listen', inspectorUrl], { WXHOOKS_CONFIG_DIR: tempDir() }),
     ]);
     expect(away.code).toBe(6);
@@ -443,14 +444,14 @@ describe('starting and stopping', () => {
 
   it('the running listen records itself while it runs, removes the record when it stops, and a restarted one is followed', async () => {
     const other = tempDir();
-    const start = () => startCli(['listen', '--port', '0', '--json', '--secret-env', 'S', '--inspect', '127.0.0.1:0'], { S: OTHER_SECRET, WXHOOKS_CONFIG_DIR: other });
+    const start = () => startCliInProcess(['listen', '--port', '0', '--json', '--secret-env', 'S', '--inspect', '127.0.0.1:0'], { S: OTHER_SECRET, WXHOOKS_CONFIG_DIR: other });
     const l = start();
     const link = (await l.waitFor<{ event?: string; url: string }>((v) => v.event === 'inspector')).url;
-    const record = join(other, 'running', `listen-${l.child.pid}.json`);
-    expect(JSON.parse(readFileSync(record, 'utf8'))).toMatchObject({ pid: l.child.pid, inspector: link.replace(/\?.*/, ''), forward_to: null, webhook_id: null });
+    const record = join(other, 'running', `listen-${l.pid}.json`);
+    expect(JSON.parse(readFileSync(record, 'utf8'))).toMatchObject({ pid: l.pid, inspector: link.replace(/\?.*/, ''), forward_to: null, webhook_id: null });
     expect(readFileSync(record, 'utf8')).not.toContain(new URL(link).searchParams.get('token')!);
     const s = await mcp([], { WXHOOKS_CONFIG_DIR: other });
-    expect((await s.call('status')).value.attached.listen.pid).toBe(l.child.pid);
+    expect((await s.call('status')).value.attached.listen.pid).toBe(l.pid);
     expect(await l.stop()).toBe(130);
     expect(existsSync(record)).toBe(false);
     // started again, on other ports: the server follows it through the store folder
@@ -458,7 +459,7 @@ describe('starting and stopping', () => {
     await again.waitFor<{ event?: string }>((v) => v.event === 'inspector');
     try {
       expect((await s.call('list_deliveries')).value).toMatchObject({ deliveries: [], newest_id: 0 });
-      expect((await s.call('status')).value.attached.listen.pid).toBe(again.child.pid);
+      expect((await s.call('status')).value.attached.listen.pid).toBe(again.pid);
     } finally {
       await again.stop();
     }

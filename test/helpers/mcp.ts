@@ -1,6 +1,10 @@
 import type { ChildProcess } from 'node:child_process';
+import { PassThrough } from 'node:stream';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { ReadBuffer, serializeMessage } from '@modelcontextprotocol/sdk/shared/stdio.js';
+import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import { BIN, cleanEnv } from './cli.js';
 
 /** A `wxhooks mcp` process and the SDK's own client, over its stdin and stdout. */
@@ -38,11 +42,55 @@ export async function startMcp(args: string[], env: Record<string, string | unde
     if (child.exitCode !== null || child.signalCode !== null) resolve({ code: child.exitCode, signal: child.signalCode });
     else child.once('exit', (code, signal) => resolve({ code, signal }));
   });
+  return session(client, () => err, exited);
+}
+
+/**
+ * The same session with `wxhooks mcp ARGS` run in this process (main() with streams for its stdin and
+ * stdout, the SDK's client on the other end, the same newline-delimited JSON-RPC as over a pipe): where the
+ * process is not the point, without the cost of one. `exited` gives main's exit code (signal: null).
+ */
+export async function startMcpInProcess(args: string[], env: Record<string, string | undefined>): Promise<McpSession> {
+  const { main } = await import('../../src/cli.js');
+  const input = new PassThrough();
+  const fromServer = new ReadBuffer();
+  let err = '';
+  const transport: Transport = {
+    start: async () => undefined,
+    send: async (message: JSONRPCMessage) => void input.write(serializeMessage(message)),
+    close: async () => {
+      input.end();
+      await done;
+      transport.onclose?.();
+    },
+  };
+  const text = (chunk: string | Uint8Array) => (typeof chunk === 'string' ? chunk : Buffer.from(chunk).toString('utf8'));
+  const stdout = {
+    write(chunk: string | Uint8Array) {
+      fromServer.append(Buffer.from(text(chunk)));
+      for (let m = fromServer.readMessage(); m; m = fromServer.readMessage()) transport.onmessage?.(m);
+      return true;
+    },
+  };
+  const stderr = { write: (chunk: string | Uint8Array) => ((err += text(chunk)), true) };
+  const done = main(['node', 'wxhooks', 'mcp', ...args], { env: cleanEnv(env), stdout, stderr, stdin: input, interrupted: new Promise(() => undefined) });
+  const exited = done.then((code) => ({ code, signal: null }));
+  const client = new Client({ name: 'wxhooks-test', version: '1.0.0' });
+  // a server that exits at start (nothing to attach to) never answers: its exit is the answer
+  const ended = exited.then(({ code }) => {
+    throw new Error(`wxhooks mcp ${args.join(' ')} exited (${code}) before it answered\nstderr: ${err}`);
+  });
+  ended.catch(() => undefined);
+  await Promise.race([client.connect(transport), ended]);
+  return session(client, () => err, exited);
+}
+
+function session(client: Client, stderr: () => string, exited: McpSession['exited']): McpSession {
   const answers: string[] = [];
   const called = new Set<string>();
   return {
     client,
-    stderr: () => err,
+    stderr,
     answers,
     called,
     async call(name, args = {}) {
