@@ -16,7 +16,16 @@ export default defineConfig({
     projects: [
       {
         extends: true,
-        test: { name: 'fast', include: ['test/**/*.test.ts'], exclude: ['test/full/**'], globalSetup: ['test/helpers/run-folder.ts'] },
+        test: {
+          name: 'fast',
+          include: ['test/**/*.test.ts'],
+          exclude: ['test/full/**'],
+          globalSetup: ['test/helpers/run-folder.ts'],
+          // Each worker runs its files one after another in one module graph: the tier's files start
+          // no process of their own and change no global state, and a file no longer pays for loading
+          // the CLI again (30 s of CPU for the tier instead of 50, measured 2026-11-28).
+          isolate: false,
+        },
       },
       {
         extends: true,
