@@ -3,13 +3,13 @@ import { Agent, createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { post, type PostResult } from '../helpers/http.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startPostgres, type Broker, type Postgres } from '../../scripts/harness.js';
 import { readSink } from '../../src/sinks/index.js';
 import type { SinkKind } from '../../src/sinks/sink-url.js';
 import { runCli, tempDir } from '../helpers/cli.js';
 import { startCli, type Running } from '../helpers/process.js';
 import { signed, TEST_SECRET } from '../helpers/receiver.js';
-import { BROKERS, startWorker, until, type Worker } from '../helpers/sinks.js';
+import { sharedPostgres, type SharedPostgres } from '../helpers/services.js';
+import { BROKERS, startWorker, until, type TestBroker, type Worker } from '../helpers/sinks.js';
 
 // The whole chain of #37, each link a real process or server: the emulator (spawned) delivers to a
 // proxy that sends each request to two `listen --sink` receivers at once (spawned, a store folder each);
@@ -17,18 +17,19 @@ import { BROKERS, startWorker, until, type Worker } from '../helpers/sinks.js';
 // module) sharing a PostgreSQL store process each once. Then the broker's faults under load (restarted;
 // down while the emulator retries), and forged requests, which never reach the stream.
 
-const brokers = {} as Record<SinkKind, Broker>;
-let db: Postgres;
+/** The run's brokers and PostgreSQL (names and a database of this file's own); a test that stops or restarts a broker starts its own. */
+const brokers: Record<SinkKind, TestBroker> = { nats: BROKERS.nats.shared(), redis: BROKERS.redis.shared() };
+let db: SharedPostgres;
 let streams = 0;
-const urlOf = (kind: SinkKind) => BROKERS[kind].url(brokers[kind], `chain${++streams}`);
+const urlOf = (kind: SinkKind, broker: TestBroker = brokers[kind]) => BROKERS[kind].url(broker, `chain${++streams}`);
 const agent = new Agent({ keepAlive: true, maxSockets: 32 });
 
 beforeAll(async () => {
-  [brokers.nats, brokers.redis, db] = await Promise.all([BROKERS.nats.start(), BROKERS.redis.start(), startPostgres()]);
-}, 90_000);
+  db = await sharedPostgres();
+});
 afterAll(async () => {
   agent.destroy();
-  await Promise.all([...Object.values(brokers).map((b) => b?.remove()), db?.remove()]);
+  await db?.remove();
 });
 
 /** A POST on the test's keep-alive agent. */
@@ -216,7 +217,8 @@ describe.each(['nats', 'redis'] as const)('%s', (kind) => {
   }, 300_000);
 
   it('the broker restarted mid-load: every delivery answered 2xx is in the stream; one answered 503, sent again, is accepted once', async () => {
-    const url = urlOf(kind);
+    const broker = await BROKERS[kind].start(); // of its own: it is restarted
+    const url = urlOf(kind, broker);
     const { proc, url: at } = await startListen(['--secret-env', 'S', '--sink', url], { WXHOOKS_CONFIG_DIR: tempDir(), S: TEST_SECRET });
     const statuses = new Map<string, number>();
     let stop = false;
@@ -233,7 +235,7 @@ describe.each(['nats', 'redis'] as const)('%s', (kind) => {
     try {
       await until(() => ok() >= 100, '100 deliveries before the restart', 60_000);
       brokerDown = true;
-      await brokers[kind].restart();
+      await broker.restart();
       brokerDown = false;
       const atRestart = ok();
       await proc.waitFor<Line>((l) => l.event === 'sink_restored', 60_000).catch(() => undefined);
@@ -260,14 +262,16 @@ describe.each(['nats', 'redis'] as const)('%s', (kind) => {
     } finally {
       stop = true;
       await Promise.allSettled(senders);
-      if (brokerDown) await brokers[kind].start().catch(() => undefined);
+      if (brokerDown) await broker.start().catch(() => undefined);
       await proc.stop();
+      await broker.remove();
     }
   }, 180_000);
 
   it('the broker down while the emulator delivers: 503 with Retry-After; once it is back, the retries land and each delivery is in the stream once', async () => {
     const K = 20;
-    const url = urlOf(kind);
+    const broker = await BROKERS[kind].start(); // of its own: it is stopped
+    const url = urlOf(kind, broker);
     let listen: { proc: Running; url: string } | undefined;
     const proxy = await startProxy(() => [listen!.url]); // one target: it records each answer's Retry-After
     const emu = await startEmulator('1s,5s,15s');
@@ -279,7 +283,7 @@ describe.each(['nats', 'redis'] as const)('%s', (kind) => {
       await until(() => attempts(emu).some((a) => a.outcome === 'delivered'), 'the first delivery', 30_000);
 
       brokerDown = true;
-      await brokers[kind].stop();
+      await broker.stop();
       const triggers = await publishRun(emu, K);
       const firstRefused = () =>
         new Set(
@@ -289,7 +293,7 @@ describe.each(['nats', 'redis'] as const)('%s', (kind) => {
         );
       await until(() => triggers.every((t) => firstRefused().has(t)), `the ${K} first attempts to be answered 503`, 60_000);
       await listen.proc.waitFor<Line>((l) => l.event === 'sink_lost', 30_000);
-      await brokers[kind].start();
+      await broker.start();
       brokerDown = false;
 
       const delivered = () => attempts(emu).filter((a) => a.outcome === 'delivered' && triggers.includes(a.trigger_id!));
@@ -305,10 +309,11 @@ describe.each(['nats', 'redis'] as const)('%s', (kind) => {
       expect(triggers.filter((t) => inStream.get(t) !== 1)).toEqual([]);
       expect(linesOf(listen.proc).filter((l) => l.event === 'sink_lost')).toHaveLength(1);
     } finally {
-      if (brokerDown) await brokers[kind].start().catch(() => undefined);
+      if (brokerDown) await broker.start().catch(() => undefined);
       await listen?.proc.stop();
       await emu.proc.stop();
       await proxy.close();
+      await broker.remove();
     }
   }, 180_000);
 

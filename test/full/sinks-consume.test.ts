@@ -1,26 +1,19 @@
-import { afterAll, beforeAll, describe, expect, expectTypeOf, it } from 'vitest';
-import type { Broker } from '../../scripts/harness.js';
+import { describe, expect, expectTypeOf, it } from 'vitest';
 import { MemoryStore, MessageRefusedError, Webhooks, WebhookHandlerError, type ConsumerEvent, type WebhookEvent, type WebhookEventOf } from '../../src/index.js';
 import { signDelivery } from '../../src/signing/index.js';
 import { openSink, readSink } from '../../src/sinks/index.js';
 import type { SinkDelivery } from '../../src/sinks/message.js';
 import type { SinkKind } from '../../src/sinks/sink-url.js';
 import { encodeMessage } from '../../src/sinks/message.js';
-import { BROKERS, delivery, readDeadLetters, SECRET, until, writeForeign } from '../helpers/sinks.js';
+import { BROKERS, delivery, readDeadLetters, SECRET, until, writeForeign, type TestBroker } from '../helpers/sinks.js';
 
 // `webhooks.consume(url, …)`: the handler library's typed handlers run on a sink's stream, in this
-// process, against a real nats-server (JetStream) and a real redis-server.
+// process, against the run's nats-server (JetStream) and redis-server.
 
-const brokers = {} as Record<SinkKind, Broker>;
+/** The run's brokers, with stream names of this file's own. */
+const brokers: Record<SinkKind, TestBroker> = { nats: BROKERS.nats.shared(), redis: BROKERS.redis.shared() };
 let streams = 0;
 const urlOf = (kind: SinkKind) => BROKERS[kind].url(brokers[kind], `c${++streams}`);
-
-beforeAll(async () => {
-  [brokers.nats, brokers.redis] = await Promise.all([BROKERS.nats.start(), BROKERS.redis.start()]);
-}, 60_000);
-afterAll(async () => {
-  await Promise.all(Object.values(brokers).map((b) => b?.remove()));
-});
 
 async function publish(url: string, ...deliveries: SinkDelivery[]): Promise<void> {
   const sink = await openSink(url);

@@ -2,29 +2,26 @@ import { Agent } from 'node:http';
 import { connect } from 'node:net';
 import { createClient } from 'redis';
 import { post, type PostResult } from '../helpers/http.js';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort, type Broker } from '../../scripts/harness.js';
+import { afterAll, describe, expect, it } from 'vitest';
+import { freePort } from '../../scripts/harness.js';
 import { readSink } from '../../src/sinks/index.js';
 import type { SinkKind } from '../../src/sinks/sink-url.js';
 import { spawnCli, tempDir } from '../helpers/cli.js';
 import { startCli, type Running } from '../helpers/process.js';
 import { signed, TEST_SECRET } from '../helpers/receiver.js';
-import { BROKERS } from '../helpers/sinks.js';
+import { BROKERS, type TestBroker } from '../helpers/sinks.js';
 
 // `listen --sink` end to end: the built binary, spawned, publishing to a real nats-server (JetStream)
-// and a real redis-server, each started by the harness in a folder of its own.
+// and a real redis-server: the run's (test/full/global-setup.ts), or, for a test that stops or pauses
+// one, a server of the test's own.
 
-const brokers = {} as Record<SinkKind, Broker>;
+const brokers: Record<SinkKind, TestBroker> = { nats: BROKERS.nats.shared(), redis: BROKERS.redis.shared() };
 let streams = 0;
-const urlOf = (kind: SinkKind) => BROKERS[kind].url(brokers[kind], `l${++streams}`);
+const urlOf = (kind: SinkKind, broker: TestBroker = brokers[kind]) => BROKERS[kind].url(broker, `l${++streams}`);
 const agent = new Agent({ keepAlive: true, maxSockets: 8 });
 
-beforeAll(async () => {
-  [brokers.nats, brokers.redis] = await Promise.all([BROKERS.nats.start(), BROKERS.redis.start()]);
-}, 60_000);
-afterAll(async () => {
+afterAll(() => {
   agent.destroy();
-  await Promise.all(Object.values(brokers).map((b) => b?.remove()));
 });
 
 /** POSTs a signed delivery for `trigger` (signed now, as each of the service's attempts is). */
@@ -90,11 +87,12 @@ describe.each(['nats', 'redis'] as const)('listen --sink %s', (kind) => {
   }, 60_000);
 
   it('the broker stopped: 503 with Retry-After, the claim let go, one line each way; the retry once it is back is published once', async () => {
-    const url = urlOf(kind);
+    const broker = await BROKERS[kind].start(); // of its own: it is stopped
+    const url = urlOf(kind, broker);
     const { proc, url: at } = await startListen([url]);
     try {
       expect((await deliver(at, 'trg_before')).status).toBe(200);
-      await brokers[kind].stop();
+      await broker.stop();
       const away = await deliver(at, 'trg_away');
       expect(away.status).toBe(503);
       expect(away.headers['retry-after']).toBe('5');
@@ -102,9 +100,9 @@ describe.each(['nats', 'redis'] as const)('listen --sink %s', (kind) => {
       const failed = await proc.waitFor<Line & { status: number }>((l) => l.trigger_id === 'trg_away');
       expect(failed).toMatchObject({ outcome: 'sink_failed', status: 503 });
       expect((failed as { message?: string }).message).toContain('not taken by redis://'.replace('redis', kind));
-      expect(away.body).not.toContain(String(brokers[kind].port)); // the sender is not told where the broker is
+      expect(away.body).not.toContain(String(broker.port)); // the sender is not told where the broker is
       await proc.waitFor<Line>((l) => l.event === 'sink_lost');
-      await brokers[kind].start();
+      await broker.start();
       // the service retries at its pace: until the broker is back, each retry is 503 again (never 409: the claim was let go)
       const statuses: number[] = [];
       const deadline = Date.now() + 30_000;
@@ -124,6 +122,7 @@ describe.each(['nats', 'redis'] as const)('listen --sink %s', (kind) => {
       expect((await triggersIn(url)).sort()).toEqual(['trg_away', 'trg_before']);
     } finally {
       await proc.stop();
+      await broker.remove();
     }
   }, 90_000);
 });
@@ -165,8 +164,9 @@ const refusesConnections = (port: string) =>
 
 describe('listen --sink, stopped with a delivery in flight', () => {
   it('redis: Ctrl-C while a publish waits for the broker: the delivery is answered 200 once the broker has it, then the sinks close and listen exits', async () => {
-    const url = urlOf('redis');
-    const admin = createClient({ url: brokers.redis.url });
+    const broker = await BROKERS.redis.start(); // of its own: its writes are paused
+    const url = urlOf('redis', broker);
+    const admin = createClient({ url: broker.url });
     await admin.connect();
     const { proc, url: at } = await startListen([url]);
     try {
@@ -191,6 +191,7 @@ describe('listen --sink, stopped with a delivery in flight', () => {
       await admin.sendCommand(['CLIENT', 'UNPAUSE']).catch(() => undefined);
       await admin.quit();
       await proc.stop();
+      await broker.remove();
     }
   }, 40_000);
 });

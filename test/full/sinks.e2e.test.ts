@@ -1,27 +1,28 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startPostgres, type Broker, type Postgres } from '../../scripts/harness.js';
 import { openSink, type Sink } from '../../src/sinks/index.js';
 import type { SinkKind } from '../../src/sinks/sink-url.js';
-import { BROKERS, delivery, startWorker, until, type Worker } from '../helpers/sinks.js';
+import { sharedPostgres, type SharedPostgres } from '../helpers/services.js';
+import { BROKERS, delivery, startWorker, until, type TestBroker, type Worker } from '../helpers/sinks.js';
 
 // Workers of a consumer group in processes of their own (test/helpers/sink-worker.js, the built module),
 // sharing the PostgreSQL store, against real brokers: the process is the point (several at once, SIGKILL).
 
-const brokers = {} as Record<SinkKind, Broker>;
-let db: Postgres;
+/** The run's brokers, with stream names of this file's own, and a database of its own on the run's PostgreSQL. */
+const brokers: Record<SinkKind, TestBroker> = { nats: BROKERS.nats.shared(), redis: BROKERS.redis.shared() };
+let db: SharedPostgres;
 let admin: pg.Client;
 let streams = 0;
 const urlOf = (kind: SinkKind) => BROKERS[kind].url(brokers[kind], `e${++streams}`);
 
 beforeAll(async () => {
-  [brokers.nats, brokers.redis, db] = await Promise.all([BROKERS.nats.start(), BROKERS.redis.start(), startPostgres()]);
+  db = await sharedPostgres();
   admin = new pg.Client({ connectionString: db.url });
   await admin.connect();
-}, 60_000);
+});
 afterAll(async () => {
   await admin?.end();
-  await Promise.all([...Object.values(brokers).map((b) => b?.remove()), db?.remove()]);
+  await db?.remove();
 });
 
 /** The `done` lines of the workers: how many times each key's handler resolved. */

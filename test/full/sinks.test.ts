@@ -1,27 +1,22 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startNats, type Broker } from '../../scripts/harness.js';
+import { describe, expect, it } from 'vitest';
+import { startNats } from '../../scripts/harness.js';
 import { ExitCode, UnreachableError } from '../../src/errors.js';
 import { MemoryStore } from '../../src/delivery/memory-store.js';
 import { verifyDelivery } from '../../src/signing/index.js';
 import { consume, MessageRefusedError, openSink, readSink, SinkRefusedError, SinkUnavailableError, type ConsumedMessage, type ConsumerEvent, type Sink } from '../../src/sinks/index.js';
 import type { SinkKind } from '../../src/sinks/sink-url.js';
 import { runCli } from '../helpers/cli.js';
-import { BROKERS, delivery, readDeadLetters, SECRET, until, writeForeign } from '../helpers/sinks.js';
+import { BROKERS, delivery, readDeadLetters, SECRET, until, writeForeign, type TestBroker } from '../helpers/sinks.js';
 
-// The sinks (src/sinks/): URLs, the message, and publish and consume against a real nats-server (with
-// JetStream) and a real redis-server, each started by the harness in a folder of its own.
+// The sinks (src/sinks/): publish and consume against a real nats-server (with
+// JetStream) and a real redis-server: the run's (test/full/global-setup.ts), or, for a test that stops or
+// restarts one, a server of the test's own. (Their URLs and message: test/sink-message.test.ts.)
 
-const brokers = {} as Record<SinkKind, Broker>;
+/** The run's brokers, with stream names of this file's own; a test that stops or restarts one starts its own. */
+const brokers: Record<SinkKind, TestBroker> = { nats: BROKERS.nats.shared(), redis: BROKERS.redis.shared() };
 let streams = 0;
-/** A sink URL on a stream of its own. */
-const urlOf = (kind: SinkKind) => BROKERS[kind].url(brokers[kind], `t${++streams}`);
-
-beforeAll(async () => {
-  [brokers.nats, brokers.redis] = await Promise.all([BROKERS.nats.start(), BROKERS.redis.start()]);
-}, 60_000);
-afterAll(async () => {
-  await Promise.all(Object.values(brokers).map((b) => b?.remove()));
-});
+/** A sink URL on a stream of its own (on `broker`: one the test started). */
+const urlOf = (kind: SinkKind, broker: TestBroker = brokers[kind]) => BROKERS[kind].url(broker, `t${++streams}`);
 
 /** Publishes as the service retries a delivery answered 503: again, at its pace, until it is stored. */
 async function retried(sink: Sink, d: ReturnType<typeof delivery>) {
@@ -270,7 +265,8 @@ describe.each(['nats', 'redis'] as const)('%s', (kind) => {
   });
 
   it('the broker restarted mid-load: nothing the publisher was told is stored is lost, and a consumer running through it processes each once', async () => {
-    const url = urlOf(kind);
+    const broker = await BROKERS[kind].start(); // of its own: it is restarted
+    const url = urlOf(kind, broker);
     const states: string[] = [];
     const sink = await openSink(url, { timeoutMs: 2000, onConnection: (s) => states.push(s) });
     const seen = new Map<string, number>();
@@ -292,7 +288,7 @@ describe.each(['nats', 'redis'] as const)('%s', (kind) => {
         Array.from({ length: 16 }, async () => {
           while (next < N) {
             const trigger = `trg_r_${next++}`;
-            if (next === Math.floor(N / 3)) restarted = brokers[kind].restart();
+            if (next === Math.floor(N / 3)) restarted = broker.restart();
             try {
               await sink.publish(delivery(trigger));
               acked.add(trigger);
@@ -322,6 +318,7 @@ describe.each(['nats', 'redis'] as const)('%s', (kind) => {
     } finally {
       await c.stop();
       await sink.close();
+      await broker.remove();
     }
     expect(failed.size === 0 || states.includes('lost')).toBe(true);
   }, 60_000);
@@ -330,7 +327,8 @@ describe.each(['nats', 'redis'] as const)('%s', (kind) => {
 describe('the broker away for 10 s', () => {
   /** Stops the broker; publishes keep failing, fast, for 10 s; then it is back and publishing succeeds. */
   async function outage(kind: SinkKind): Promise<void> {
-    const url = urlOf(kind);
+    const broker = await BROKERS[kind].start(); // of its own: it is stopped
+    const url = urlOf(kind, broker);
     const states: string[] = [];
     const sink: Sink = await openSink(url, { timeoutMs: 2000, onConnection: (s) => states.push(s) });
     const got: string[] = [];
@@ -339,7 +337,7 @@ describe('the broker away for 10 s', () => {
     });
     try {
       await sink.publish(delivery('trg_before'));
-      await brokers[kind].stop();
+      await broker.stop();
       const downUntil = Date.now() + 10_000;
       let failures = 0;
       while (Date.now() < downUntil) {
@@ -352,7 +350,7 @@ describe('the broker away for 10 s', () => {
       }
       expect(states).toEqual(['lost']);
       expect(sink.connected).toBe(false);
-      await brokers[kind].start();
+      await broker.start();
       // the service's retries: one lands once the broker is back
       expect((await retried(sink, delivery('trg_down_0'))).duplicate).toBe(false);
       await until(() => states.length === 2, 'the broker to be said back');
@@ -363,6 +361,7 @@ describe('the broker away for 10 s', () => {
     } finally {
       await c.stop();
       await sink.close();
+      await broker.remove();
     }
   }
 

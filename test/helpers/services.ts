@@ -57,12 +57,19 @@ async function admin(url: string, sql: string): Promise<void> {
   }
 }
 
+/** The run's NATS or Redis server, and a prefix for the names of this file's streams and keys. */
+export interface SharedBroker extends Provided {
+  /** Carries the password; add `/SUBJECT` or `/STREAM` (BROKERS' url in test/helpers/sinks.ts adds the prefix). */
+  url: string;
+  prefix: string;
+}
+
 /**
- * The run's NATS or Redis server, as `startNats`/`startRedis` would give it but without the means to
- * stop it. The names of this file's streams and keys are kept apart by test/helpers/sinks.ts (BROKERS).
+ * The run's NATS or Redis server, as `startNats`/`startRedis` would give it but without the means to stop
+ * it; each call with a prefix of its own, so that no two files (nor two calls) share a stream or a key.
  */
-export function sharedBroker(kind: 'nats' | 'redis'): Provided {
-  return provided(kind);
+export function sharedBroker(kind: 'nats' | 'redis'): SharedBroker {
+  return { ...provided(kind), prefix: `f${randomBytes(3).toString('hex')}_` };
 }
 
 /**

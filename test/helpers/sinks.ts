@@ -5,13 +5,21 @@ import { pairFrom } from '../../src/delivery/pair.js';
 import { sinkDelivery, type SinkDelivery } from '../../src/sinks/message.js';
 import { parseSinkUrl, type SinkKind } from '../../src/sinks/sink-url.js';
 import { signDelivery, verifyDelivery } from '../../src/signing/index.js';
+import { sharedBroker, type SharedBroker } from './services.js';
 
 export const SECRET = `whsec_${Buffer.alloc(32, 9).toString('base64')}`;
 
-/** The broker of a kind, started for a test file, and the sink URL of a stream of its own on it. */
-export const BROKERS: Record<SinkKind, { start: () => Promise<Broker>; url: (b: Broker, name: string) => string }> = {
-  nats: { start: startNats, url: (b, name) => `${b.url}/${name.replace(/[^A-Za-z0-9]/g, '_')}.deliveries` },
-  redis: { start: startRedis, url: (b, name) => `${b.url}/${name}:deliveries` },
+/** A broker as a test uses it: where it is, and (the run's shared one) a prefix that keeps this file's names apart. */
+export type TestBroker = Pick<Broker, 'url' | 'password' | 'port'> & { prefix?: string };
+
+/**
+ * The broker of a kind: `shared()`, the run's (full tier: test/full/global-setup.ts), with names of the
+ * file's own; `start()`, one of the test's own, for a test that stops, restarts, kills, pauses or
+ * reconfigures it; and the sink URL of a stream of its own on either.
+ */
+export const BROKERS: Record<SinkKind, { start: () => Promise<Broker>; shared: () => SharedBroker; url: (b: TestBroker, name: string) => string }> = {
+  nats: { start: startNats, shared: () => sharedBroker('nats'), url: (b, name) => `${b.url}/${`${b.prefix ?? ''}${name}`.replace(/[^A-Za-z0-9]/g, '_')}.deliveries` },
+  redis: { start: startRedis, shared: () => sharedBroker('redis'), url: (b, name) => `${b.url}/${b.prefix ?? ''}${name}:deliveries` },
 };
 
 /** A delivery as `listen` would publish it: signed as the service signs, verified, its pair taken. */
