@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startPostgres, type Postgres } from '../../scripts/harness.js';
 import { verifyDelivery } from '../../src/signing/index.js';
 import { spawnCli, tempDir } from '../helpers/cli.js';
 import { post } from '../helpers/http.js';
 import { startMcp, type McpSession } from '../helpers/mcp.js';
 import { startCli, type Running } from '../helpers/process.js';
+import { sharedPostgres, type SharedPostgres } from '../helpers/services.js';
 import { signed, TEST_SECRET } from '../helpers/receiver.js';
 import { sendJson, startServer, type TestServer } from '../helpers/server.js';
 
@@ -15,7 +15,7 @@ import { sendJson, startServer, type TestServer } from '../helpers/server.js';
 const OTHER = `whsec_${Buffer.alloc(32, 5).toString('base64')}`;
 const SCHEMA = `mcp_${process.pid}`;
 const INIT = '2026-11-23T12:00:00Z';
-let pg: Postgres;
+let pg: SharedPostgres;
 let app: TestServer;
 let listen: Running;
 let listenUrl: string;
@@ -28,7 +28,7 @@ const deliver = async (trigger: string, hour: number, secret = TEST_SECRET, type
 };
 
 beforeAll(async () => {
-  pg = await startPostgres();
+  pg = await sharedPostgres();
   app = await startServer((req, res) => (req.body.includes('"fail"') ? sendJson(res, 422, { error: 'no model' }) : sendJson(res, 200, { ok: true })));
   listen = startCli(['listen', '--port', '0', '--json', '--secret-env', 'S', '--store', pg.url, '--store-schema', SCHEMA, '--history', '100', '--forward-to', `${app.url}/hooks`], { S: TEST_SECRET });
   listenUrl = (await listen.waitFor<{ event?: string; url: string }>((v) => v.event === 'listening', 30_000)).url;

@@ -1,23 +1,25 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort, startPostgres, type Postgres } from '../../scripts/harness.js';
+import { sharedPostgres, type SharedPostgres } from '../helpers/services.js';
 import { ExitCode, UnreachableError, UsageError, type WxError } from '../../src/errors.js';
 import { MIGRATIONS, PgStore, SCHEMA_VERSION, type PgStoreOptions } from '../../src/store/postgres.js';
 import { HISTORY_DEFAULTS } from '../../src/store/history-limits.js';
 import type { StoreNotice } from '../../src/delivery/store.js';
 
-// The PostgreSQL store against a real server (the machine's own binaries; .ci/run installs them when missing).
+// The PostgreSQL store against a real server: a database of this file's own on the run's server, and, for
+// the test that stops it, a server of the test's own (the machine's own binaries; .ci/run installs them
+// when missing).
 
-let server: Postgres;
+let server: SharedPostgres;
 let admin: pg.Client;
 let schemas = 0;
 
 beforeAll(async () => {
-  server = await startPostgres();
+  server = await sharedPostgres();
   admin = new pg.Client({ connectionString: server.url });
-  admin.on('error', () => undefined); // the fault tests stop the server under it
   await admin.connect();
-}, 60_000);
+});
 
 afterAll(async () => {
   await admin?.end();
@@ -315,6 +317,7 @@ describe('PgStore: faults', () => {
   });
 
   it('the database away: claims reject; a processed pair whose completion failed is kept claimed, and committed once it is back (at its retry, or in the background, said in one notice)', async () => {
+    const server: Postgres = await startPostgres(); // of its own: it is stopped
     const schema = `t${++schemas}_${process.pid}`;
     const states: string[] = [];
     const notices: StoreNotice[] = [];
@@ -352,6 +355,7 @@ describe('PgStore: faults', () => {
       ]);
     } finally {
       await fresh.end();
+      await server.remove();
     }
-  }, 30_000);
+  }, 60_000);
 });

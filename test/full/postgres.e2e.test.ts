@@ -1,27 +1,36 @@
 import { Agent } from 'node:http';
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { startPostgres, type Postgres } from '../../scripts/harness.js';
 import { runCli } from '../helpers/cli.js';
+import { sharedPostgres, type SharedPostgres } from '../helpers/services.js';
 import { deliverSigned } from '../helpers/deliver.js';
 import { startCli, type Running } from '../helpers/process.js';
 import { sendJson, startServer, type TestServer } from '../helpers/server.js';
 
-// Several `listen` processes sharing one PostgreSQL store, against a real server that this file starts
-// and removes (the machine's own binaries; .ci/run installs Debian's when there are none).
+// Several `listen` processes sharing one PostgreSQL store: a database of this file's own on the run's
+// server, and, for a test that restarts the server, one of the test's own (the machine's own binaries;
+// .ci/run installs Debian's when there are none).
 
 const SECRET = 'whsec_' + Buffer.alloc(32, 9).toString('base64');
-let server: Postgres;
+let server: SharedPostgres;
 let schemas = 0;
 const schema = () => `e${++schemas}_${process.pid}`;
 
 beforeAll(async () => {
-  server = await startPostgres();
-}, 60_000);
+  server = await sharedPostgres();
+});
 
 afterAll(async () => {
   await server?.remove();
 });
+
+/** A server of the test's own, for a test that restarts it; removed when the test ends. */
+async function ownServer(): Promise<Postgres> {
+  const own = await startPostgres();
+  onTestFinished(() => own.remove());
+  return own;
+}
 
 const deliver = (url: string, agent: Agent, trigger: string) => deliverSigned(url, agent, SECRET, trigger, { model: 'wm-6', initialization_time: '2026-11-22T00:00:00Z', forecast_hour: 0 });
 
@@ -141,6 +150,7 @@ describe('listen --store postgres://: several receivers, one memory', () => {
   }, 60_000);
 
   it('the database stopped and started again under load: 503s while it is away, one line each way, nothing acknowledged without its pair stored, the count at the app exact', async () => {
+    const server = await ownServer();
     const { app, processed } = await countingApp();
     const s = schema();
     const flags = ['--claim-timeout', '6s', '--forward-timeout', '2s', '--forward-to', `${app.url}/hooks`];
@@ -203,6 +213,7 @@ describe('listen --store postgres://: several receivers, one memory', () => {
   }, 120_000);
 
   it('#32.2: the database restarted under load, one instance with --inspect and its stream open, one with --history: neither exits, each delivery processed exactly once, none lost, and the stream goes on', async () => {
+    const server = await ownServer();
     const { app, processed } = await countingApp();
     const s = schema();
     const flags = ['--claim-timeout', '6s', '--forward-timeout', '2s', '--forward-to', `${app.url}/hooks`];

@@ -1,10 +1,10 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startPostgres, type Postgres } from '../../scripts/harness.js';
 import { DELIVERED_OUTCOMES } from '../../src/delivery/outcomes.js';
 import { verified, type ReceiverEvent } from '../../src/delivery/report.js';
 import { RunTracker, runView, type RunView } from '../../src/delivery/runs.js';
 import { PgStore } from '../../src/store/postgres.js';
+import { sharedPostgres, type SharedPostgres } from '../helpers/services.js';
 
 // The model-run rules live in two languages: TypeScript (src/delivery/runs.ts: the history, `runs`,
 // the page, `listen --until-run`) and the SQL of the shared store's history (`historyRuns`). The same
@@ -55,10 +55,10 @@ const sorted = (runs: RunView[]) =>
   [...runs].map((r) => ({ ...r, hours: [...r.hours].sort((a, b) => a - b) })).sort((a, b) => `${a.model} ${a.initialization_time}`.localeCompare(`${b.model} ${b.initialization_time}`));
 
 describe('the model-run rules in SQL and in TypeScript', () => {
-  let db: Postgres;
+  let db: SharedPostgres;
   let store: PgStore;
   beforeAll(async () => {
-    db = await startPostgres();
+    db = await sharedPostgres();
     store = await PgStore.open({ url: db.url, schema: 'runs_rules', ttlMs: 86_400_000, leaseMs: 60_000, history: { rows: 1000, bytes: 1 << 20, refusedRows: 100, partBytes: 4096 } });
     const admin = new pg.Client({ connectionString: db.url });
     await admin.connect();
@@ -74,7 +74,7 @@ describe('the model-run rules in SQL and in TypeScript', () => {
     } finally {
       await admin.end();
     }
-  }, 60_000);
+  });
   afterAll(async () => {
     await store?.close();
     await db?.remove();

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { Agent, request } from 'node:http';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort, startPostgres, type Postgres } from '../../../scripts/harness.js';
+import { freePort } from '../../../scripts/harness.js';
 import type { ReceiverEvent } from '../../../src/receiver/event.js';
 import { PgHistory } from '../../../src/receiver/history.js';
 import { signDelivery } from '../../../src/signing/index.js';
@@ -12,20 +12,21 @@ import { PgStore } from '../../../src/store/postgres.js';
 import { startCli } from '../../helpers/process.js';
 import { signed, TEST_SECRET } from '../../helpers/receiver.js';
 import { sendJson, startServer } from '../../helpers/server.js';
+import { sharedPostgres, type SharedPostgres } from '../../helpers/services.js';
 
 // What an anonymous sender (and a delivery with odd ids) can do to the history kept in PostgreSQL (#32.11):
 // one row the database cannot take must never take the others of its batch with it.
 
-let db: Postgres;
+let db: SharedPostgres;
 let admin: pg.Client;
 let schemas = 0;
 const schema = () => `h${++schemas}_${process.pid}`;
 
 beforeAll(async () => {
-  db = await startPostgres();
+  db = await sharedPostgres();
   admin = new pg.Client({ connectionString: db.url });
   await admin.connect();
-}, 60_000);
+});
 
 afterAll(async () => {
   await admin?.end();
