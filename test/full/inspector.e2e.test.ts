@@ -7,11 +7,12 @@ import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { clickToDetail, freePort } from '../../scripts/harness.js';
 import { verifyDelivery } from '../../src/signing/index.js';
-import { artifact, launchBrowser } from '../helpers/browser.js';
+import { artifact } from '../helpers/browser.js';
+import { sharedBrowser } from '../helpers/services.js';
 import { runCli, tempDir } from '../helpers/cli.js';
 import { deliverSigned } from '../helpers/deliver.js';
 import { post } from '../helpers/http.js';
-import { startCli, type Running } from '../helpers/process.js';
+import { startCliInProcess, type Cli } from '../helpers/process.js';
 import { signed } from '../helpers/receiver.js';
 
 // The inspector page in a real headless Chromium, against a real `listen --inspect` and the emulator, as a
@@ -21,8 +22,8 @@ import { signed } from '../helpers/receiver.js';
 const run = promisify(execFile);
 let browser: Browser;
 let page: Page;
-let emu: Running;
-let listen: Running;
+let emu: Cli;
+let listen: Cli;
 let env: Record<string, string>;
 let inspectorUrl: string;
 let listenUrl: string;
@@ -74,8 +75,8 @@ async function deliver(trigger: string, data: Record<string, unknown>, type = 'f
   return (await post(listenUrl, d.headers, d.body)).status;
 }
 
-function startListen(): Running {
-  return startCli(
+function startListen(): Cli {
+  return startCliInProcess(
     [
       'listen',
       '--port',
@@ -105,11 +106,11 @@ async function open(text: string): Promise<void> {
 }
 
 beforeAll(async () => {
-  browser = await launchBrowser();
+  browser = await sharedBrowser();
   appPort = await freePort();
   saveDir = tempDir();
   const dir = tempDir();
-  emu = startCli(['emulator', '--port', '0', '--json', '--retry-delays', '1100ms'], { WXHOOKS_CONFIG_DIR: dir }); // a retry a second later: a new timestamp, so a new signature
+  emu = startCliInProcess(['emulator', '--port', '0', '--json', '--retry-delays', '1100ms'], { WXHOOKS_CONFIG_DIR: dir }); // a retry a second later: a new timestamp, so a new signature
   const info = await emu.waitFor<{ base_url: string; api_key: string }>((v) => typeof v.base_url === 'string');
   env = { WX_BASE_URL: info.base_url, WX_API_KEY: info.api_key, WXHOOKS_CONFIG_DIR: dir };
   listenPort = await freePort();

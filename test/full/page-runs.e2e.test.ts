@@ -1,7 +1,7 @@
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { freePort } from '../../scripts/harness.js';
-import { launchBrowser } from '../helpers/browser.js';
+import { sharedBrowser } from '../helpers/services.js';
 import { startInProcess, type InProcessRun } from '../helpers/context.js';
 import { post } from '../helpers/http.js';
 import { signed, TEST_SECRET } from '../helpers/receiver.js';
@@ -12,8 +12,8 @@ import { signed, TEST_SECRET } from '../helpers/receiver.js';
 let browser: Browser;
 let listen: InProcessRun;
 beforeAll(async () => {
-  browser = await launchBrowser();
-}, 60_000);
+  browser = await sharedBrowser();
+});
 afterAll(async () => {
   await listen?.stop();
   await browser?.close();

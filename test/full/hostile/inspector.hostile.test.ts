@@ -2,7 +2,8 @@ import { Agent, request } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import { StringDecoder } from 'node:string_decoder';
 import { describe, expect, it } from 'vitest';
-import { freePort, launchBrowser } from '../../../scripts/harness.js';
+import { freePort } from '../../../scripts/harness.js';
+import { sharedBrowser } from '../../helpers/services.js';
 import { History } from '../../../src/receiver/history.js';
 import { startInspector } from '../../../src/receiver/inspector.js';
 import { CLAIM_KEPT } from '../../../src/store/history-limits.js';
@@ -157,7 +158,7 @@ describe('#32.5 in a real browser: a frozen tab', () => {
   it("a page frozen (Chromium's page lifecycle) while 30 MB of rows go by: listen ends its stream, and once the page runs again it reconnects and fills in, up to the newest", async () => {
     const history = new History({ rows: 500 });
     const inspector = await startInspector({ host: '127.0.0.1', port: 0, history, about: { keep: 500 } });
-    const browser = await launchBrowser();
+    const browser = await sharedBrowser();
     try {
       const page = await browser.newPage();
       let streams = 0;
