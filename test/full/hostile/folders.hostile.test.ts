@@ -1,7 +1,7 @@
 import { execFileSync, spawn } from 'node:child_process';
-import { chmodSync, chownSync, mkdirSync, mkdtempSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, copyFileSync, cpSync, mkdirSync, mkdtempSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { signDelivery } from '../../../src/signing/index.js';
 import { freePort } from '../../../scripts/harness.js';
@@ -198,16 +198,18 @@ describe('#32.10 every file read from the store folder: the inspector token, set
 
 describe("as a user who is not root: their own files and root's are trusted, another user's are not", () => {
   let base: string;
+  let cli: { node: string; bin: string };
   beforeAll(() => {
     base = mkdtempSync(join(tmpdir(), 'wxhooks-nobody-')); // outside the run's 0700 folder, which nobody cannot enter
     chmodSync(base, 0o711);
+    cli = reachableCli(base);
   });
   afterAll(() => rmSync(base, { recursive: true, force: true }));
 
-  /** The built CLI, run as nobody. */
+  /** The built CLI, run as nobody (from a copy nobody can reach). */
   function asNobody(args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
     return new Promise((resolve, reject) => {
-      const child = spawn(process.execPath, [BIN, ...args], { uid: NOBODY, gid: NOBODY, env: cleanEnv({ HOME: base, ...env }), stdio: ['ignore', 'pipe', 'pipe'] });
+      const child = spawn(cli.node, [cli.bin, ...args], { uid: NOBODY, gid: NOBODY, env: cleanEnv({ HOME: base, ...env }), stdio: ['ignore', 'pipe', 'pipe'] });
       let stdout = '';
       let stderr = '';
       child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
@@ -246,7 +248,7 @@ describe("as a user who is not root: their own files and root's are trusted, ano
     const own = join(base, 'own', 'store');
     folder(join(base, 'own'), 0o700, NOBODY);
     const set = await new Promise<number | null>((resolve) => {
-      const child = spawn(process.execPath, [BIN, 'secret', 'set', '7', '-'], {
+      const child = spawn(cli.node, [cli.bin, 'secret', 'set', '7', '-'], {
         uid: NOBODY,
         gid: NOBODY,
         env: cleanEnv({ HOME: base, WXHOOKS_CONFIG_DIR: own, WX_BASE_URL: BASE }),
@@ -263,3 +265,25 @@ describe("as a user who is not root: their own files and root's are trusted, ano
     expect(shown.stderr).toBe('');
   });
 });
+
+/**
+ * A copy of the built CLI that another user can run: the clone may be in a folder only its owner can
+ * enter (a home folder of mode 0700, `mktemp -d`), and so may Node itself. The CLI's bundle (dist/bin,
+ * with package.json for its module type) is copied into `base`; Node too, when a folder above it is
+ * closed to others.
+ */
+function reachableCli(base: string): { node: string; bin: string } {
+  const root = join(dirname(BIN), '..');
+  const copy = join(base, 'wxhooks');
+  for (const part of ['package.json', 'bin', join('dist', 'bin')]) cpSync(join(root, part), join(copy, part), { recursive: true });
+  // readable by all, folders enterable: the copy is the user's own files, as an install would be
+  execFileSync('chmod', ['-R', 'a+rX', copy]);
+  const closed = (dir: string): boolean => dir !== dirname(dir) && ((statSync(dir).mode & 0o001) === 0 || closed(dirname(dir)));
+  let node = process.execPath;
+  if (closed(dirname(node))) {
+    node = join(base, 'node');
+    copyFileSync(process.execPath, node);
+    chmodSync(node, 0o755);
+  }
+  return { node, bin: join(copy, 'bin', 'wxhooks.js') };
+}
