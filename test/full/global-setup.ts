@@ -47,6 +47,12 @@ export const COMPONENTS: Component[] = [
     how: 'apt-get install postgresql, or set PG_BIN',
     found: (env) => pgBin(env) !== undefined,
   },
+  {
+    name: 'GNU time (/usr/bin/time)',
+    why: "a save-dir test measures the CLI's peak memory with it",
+    how: 'apt-get install time',
+    found: () => existsSync('/usr/bin/time'),
+  },
   command('nats-server', "the sinks' tests start a NATS server with JetStream"),
   command('redis-server', "the sinks' tests start a Redis server", 'redis-server'),
   fromNpm('deno', 'deno/package.json', "the handler library's tests run its examples in Deno"),
