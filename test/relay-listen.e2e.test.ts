@@ -1,0 +1,181 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runCli, tempDir } from './helpers/cli.js';
+import { startCliInProcess, type Cli } from './helpers/process.js';
+import { nodeFileRelay, send, type RelayUnderTest } from './helpers/relay.js';
+import { sendJson, startServer, type TestServer } from './helpers/server.js';
+
+// `listen --relay`, end to end, all in this process: the emulator (the service) → the relay (its Node
+// host) → `listen --relay` → an app (a server in this test), counted at the app by trigger id. (Killed
+// while draining, the built binary, and the Worker in workerd: test/full/relay-listen.e2e.test.ts; its
+// flags and refusals: test/relay-cli.test.ts.)
+
+const TOKEN = `relay-listen-token-${process.pid}-0123456789`;
+const INIT = '2026-11-24T00:00:00Z';
+
+interface World {
+  emu: Cli;
+  env: Record<string, string>;
+  relay: RelayUnderTest;
+  app: TestServer;
+  /** Each trigger id the app was given, in the order it was given them. */
+  got: string[];
+  hours: number[];
+}
+
+async function world(makeRelay: () => Promise<RelayUnderTest>): Promise<World> {
+  const dir = tempDir();
+  const emu = startCliInProcess(['emulator', '--port', '0', '--json', '--retry-delays', '100ms'], { WXHOOKS_CONFIG_DIR: dir });
+  const info = await emu.waitFor<{ base_url: string; api_key: string }>((v) => typeof v.base_url === 'string');
+  const relay = await makeRelay();
+  const got: string[] = [];
+  const hours: number[] = [];
+  const app = await startServer((req, res) => {
+    const b = req.json as { trigger_id: string; type: string; data: { forecast_hour?: number } };
+    got.push(b.trigger_id);
+    if (b.type === 'forecast_hour.available') hours.push(b.data.forecast_hour!);
+    sendJson(res, 200, { ok: true });
+  });
+  return { emu, relay, app, got, hours, env: { WX_BASE_URL: info.base_url, WX_API_KEY: info.api_key, WXHOOKS_CONFIG_DIR: dir, WXHOOKS_RELAY_TOKEN: TOKEN } };
+}
+
+const listen = (w: World, args: string[]) => startCliInProcess(['listen', '--relay', w.relay.url, '--json', '--forward-to', `${w.app.url}/hooks`, ...args], w.env);
+
+const relayStatus = async (w: World) =>
+  JSON.parse((await send(`${w.relay.url}/status`, 'GET', { authorization: `Bearer ${TOKEN}` })).body) as { channels: { channel: string; queued: number; connected: boolean }[] };
+
+/** Waits, by polling what the app got (no fixed sleep: each turn waits on the app's next request or 20 ms). */
+async function until(what: () => boolean | Promise<boolean>, label: string, limitMs = 60_000): Promise<void> {
+  const deadline = Date.now() + limitMs;
+  while (!(await what())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${label}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+async function createWebhook(w: World, url: string): Promise<string> {
+  const created = await runCli(['webhook', 'create', '--url', url, '--subscribe', 'forecast_hour.available', '--subscribe', 'initialization_time.available', '--json'], { env: w.env });
+  expect(created.code).toBe(0);
+  return (JSON.parse(created.stdout) as { id: string }).id;
+}
+
+describe('listen --relay, end to end (the Node relay)', () => {
+  let w: World;
+  beforeAll(async () => {
+    w = await world(() => nodeFileRelay({ token: TOKEN, maxBytes: 256 * 1024 * 1024 }));
+  }, 60_000);
+  afterAll(async () => {
+    await w?.app.close();
+    await w?.relay.close();
+    await w?.emu.stop();
+  });
+
+  it('the one-command loop: a temporary webhook whose URL is a fresh channel; live deliveries reach the app; webhook and channel deleted on exit', async () => {
+    w.got.length = 0;
+    const l = listen(w, ['--subscribe', 'forecast_hour.available']);
+    const created = await l.waitFor<{ event?: string; webhook_id: string; url: string }>((v) => v.event === 'webhook_created');
+    const ready = await l.waitFor<{ event?: string; url: string; channel: string; port: number }>((v) => v.event === 'listening');
+    expect(ready.url).toBe(`${w.relay.url}/in/${ready.channel}`);
+    expect(created.url).toBe(ready.url);
+    expect(ready.channel).toMatch(/^tmp-[0-9a-f]{20}$/);
+    expect((await relayStatus(w)).channels.find((c) => c.channel === ready.channel)).toMatchObject({ connected: true, queued: 0 });
+    const t = await runCli(['trigger', 'forecast_hour.available', '--model', 'wm-6', '--init-time', INIT, '--forecast-hour', '6', '--json'], { env: w.env });
+    expect(t.code).toBe(0);
+    const accepted = await l.waitFor<{ outcome?: string; forward?: { status: number } }>((v) => v.outcome === 'accepted');
+    expect(accepted.forward?.status).toBe(200);
+    expect(w.got).toHaveLength(1);
+    expect(await l.stop('SIGINT')).toBe(130);
+    expect(l.lines.map((x) => JSON.parse(x) as { event?: string }).some((e) => e.event === 'webhook_deleted')).toBe(true);
+    expect((await relayStatus(w)).channels.find((c) => c.channel === ready.channel)).toBeUndefined();
+    const list = await runCli(['webhook', 'list', '--json'], { env: w.env });
+    expect(list.stdout).not.toContain(created.webhook_id === '' ? 'x' : ready.channel);
+    expect(l.stderr() + l.lines.join('\n')).not.toContain(TOKEN);
+  });
+
+  it('--webhook ID: a lasting channel; a run sent while listen is off waits in the relay and arrives in order when it starts; one sent while it runs arrives live', async () => {
+    const id = await createWebhook(w, 'http://127.0.0.1:9/placeholder');
+    // the first listen opens the channel (gives the relay the stored secret) and says the URL to give the webhook
+    const first = listen(w, ['--webhook', id]);
+    const ready = await first.waitFor<{ event?: string; url: string; channel: string }>((v) => v.event === 'listening');
+    expect(ready.channel).toMatch(new RegExp(`^wh-${id}-[0-9a-f]{8}$`));
+    expect(await first.stop('SIGINT')).toBe(130);
+    expect((await runCli(['webhook', 'update', id, '--url', ready.url], { env: w.env })).code).toBe(0);
+
+    // listen is off: the run is kept by the relay (the emulator's attempts answered 200 by it)
+    w.got.length = 0;
+    w.hours.length = 0;
+    const run = await runCli(['trigger', 'run', '--model', 'wm-6', '--init-time', INIT, '--hours', '0-48/6', '--shuffle', '--json'], { env: w.env });
+    expect(run.code).toBe(0);
+    const order = (JSON.parse(run.stdout) as { hours: number[] }).hours;
+    expect((await relayStatus(w)).channels.find((c) => c.channel === ready.channel)?.queued).toBe(order.length + 1);
+    expect(w.got).toHaveLength(0);
+
+    const second = listen(w, ['--webhook', id]);
+    try {
+      await second.waitFor<{ event?: string; queued: number }>((v) => v.event === 'relay_connected' && v.queued === order.length + 1);
+      await until(() => w.got.length === order.length + 1, 'the backlog');
+      expect(w.hours).toEqual(order); // in the order the relay received them: the order published
+      // live
+      const live = await runCli(['trigger', 'forecast_hour.available', '--model', 'wm-6', '--init-time', INIT, '--forecast-hour', '54'], { env: w.env });
+      expect(live.code).toBe(0);
+      await until(() => w.hours.at(-1) === 54, 'the live delivery');
+      expect(new Set(w.got).size).toBe(w.got.length);
+      expect((await relayStatus(w)).channels.find((c) => c.channel === ready.channel)).toMatchObject({ connected: true, queued: 0 });
+    } finally {
+      await second.stop('SIGINT');
+    }
+    // a lasting channel stays
+    expect((await relayStatus(w)).channels.find((c) => c.channel === ready.channel)).toMatchObject({ connected: false, queued: 0 });
+  }, 120_000);
+
+  it('says when the relay is unreachable and when it is back (--json lines), and delivers what came meanwhile', async () => {
+    const id = await createWebhook(w, 'http://127.0.0.1:9/placeholder');
+    const l = listen(w, ['--webhook', id]);
+    try {
+      const ready = await l.waitFor<{ event?: string; url: string }>((v) => v.event === 'listening');
+      await runCli(['webhook', 'update', id, '--url', ready.url], { env: w.env });
+      await w.relay.crash();
+      await l.waitFor<{ event?: string }>((v) => v.event === 'relay_lost');
+      await l.waitFor<{ event?: string; reason: string }>((v) => v.event === 'relay_unreachable');
+      await w.relay.start();
+      const back = await l.waitFor<{ event?: string; down_ms: number }>((v) => v.event === 'relay_back', 60_000);
+      expect(back.down_ms).toBeGreaterThan(0);
+      const before = w.got.length;
+      await runCli(['trigger', 'forecast_hour.available', '--model', 'wm-6', '--init-time', INIT, '--forecast-hour', '60'], { env: w.env });
+      await until(() => w.got.length === before + 1, 'a delivery after the relay came back');
+    } finally {
+      await l.stop('SIGINT');
+    }
+  }, 90_000);
+});
+
+describe('doctor --relay', () => {
+  let w: World;
+  beforeAll(async () => {
+    w = await world(() => nodeFileRelay({ token: TOKEN, maxBytes: 1024 * 1024 }));
+  }, 60_000);
+  afterAll(async () => {
+    await w?.app.close();
+    await w?.relay.close();
+    await w?.emu.stop();
+  });
+
+  it("checks the relay answers, takes the token, and knows the webhook's channel; a wrong token and an unknown channel are failed checks with the fix", async () => {
+    const id = await createWebhook(w, 'http://127.0.0.1:9/placeholder');
+    const before = await runCli(['doctor', '--relay', w.relay.url, '--webhook', id, '--json'], { env: w.env });
+    expect(before.code).toBe(7);
+    const b = JSON.parse(before.stdout) as { checks: { name: string; ok: boolean; hint?: string }[] };
+    expect(b.checks.find((c) => c.name === 'relay')).toMatchObject({ ok: true });
+    expect(b.checks.find((c) => c.name === 'relay channel')).toMatchObject({ ok: false, hint: expect.stringContaining(`listen --relay ${w.relay.url} --webhook ${id}`) });
+    const l = listen(w, ['--webhook', id]);
+    const ready = await l.waitFor<{ event?: string; url: string }>((v) => v.event === 'listening');
+    await l.stop('SIGINT');
+    await runCli(['webhook', 'update', id, '--url', ready.url], { env: w.env });
+    const after = await runCli(['doctor', '--webhook', id, '--json'], { env: { ...w.env, WXHOOKS_RELAY_URL: w.relay.url } });
+    const a = JSON.parse(after.stdout) as { checks: { name: string; ok: boolean }[] };
+    expect(a.checks.filter((c) => c.name.startsWith('relay'))).toEqual([expect.objectContaining({ name: 'relay', ok: true }), expect.objectContaining({ name: 'relay channel', ok: true })]);
+    const wrong = await runCli(['doctor', '--relay', w.relay.url, '--json'], { env: { ...w.env, WXHOOKS_RELAY_TOKEN: 'not-the-token-at-all' } });
+    expect(wrong.code).toBe(7);
+    expect((JSON.parse(wrong.stdout) as { checks: { name: string; ok: boolean }[] }).checks.find((c) => c.name === 'relay')).toMatchObject({ ok: false });
+    expect(wrong.stdout + wrong.stderr + after.stdout + after.stderr).not.toContain(TOKEN);
+  });
+});
