@@ -15,7 +15,7 @@ const FULL_ONLY: [RegExp, string][] = [
   [/\b(launchBrowser|sharedBrowser)\(/, 'Chromium'],
   [/\b(startNats|startRedis|sharedBroker)\(|\bBROKERS\b/, 'a broker server'],
   [/\brunInTerminal\(|terminal\.py/, 'a pseudo-terminal (python3)'],
-  [/\bexecFile(Sync)?\(\s*'(bash|zsh|fish|python3|npm|npx)'|\bspawn(Sync)?\(\s*'(bash|zsh|fish|python3|npm|npx)'/, 'a shell or npm'],
+  [/\bexecFile(Sync)?\(\s*'(bash|zsh|fish|python3|sqlite3|npm|npx)'|\bspawn(Sync)?\(\s*'(bash|zsh|fish|python3|sqlite3|npm|npx)'/, 'a shell, sqlite3 or npm'],
   [/\blimits:\s*'/, 'bash and ulimit'],
   [/\bsmallDisk\(|\bchownSync\(|\buid:\s/, 'root (a mount, another user)'],
   [/\bmemoryOf\(/, "a process's memory"],

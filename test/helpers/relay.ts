@@ -47,9 +47,20 @@ export interface RelayConfig {
   maxBytes: number;
 }
 
+/**
+ * Runs SQL on a SQLite file (the Durable Object's storage) and returns what it printed: through Bun's
+ * built-in SQLite, since Bun comes from npm (the sqlite3 program would be one more to install, and Node 20
+ * has no SQLite of its own). Each row's columns joined by `|`, one row a line, as sqlite3 prints them.
+ */
+function sqlite(file: string, query: string): string {
+  const script =
+    "import { Database } from 'bun:sqlite'; const db = new Database(process.argv[1]); const out = []; for (const q of process.argv[2].split(';').map((x) => x.trim()).filter(Boolean)) out.push(...db.query(q).values().map((r) => r.join('|'))); db.close(); console.log(out.join('\\n'));";
+  return execFileSync(join(import.meta.dirname, '../../node_modules/.bin/bun'), ['-e', script, file, query], { encoding: 'utf8' }).trim();
+}
+
 export async function workerdRelay(config: RelayConfig): Promise<RelayUnderTest & { workerd: WorkerdRelay }> {
   const w = await startWorkerdRelay({ token: config.token, vars: { RELAY_MAX_BYTES: String(config.maxBytes) } });
-  const sql = (query: string) => execFileSync('sqlite3', [w.database(), query], { encoding: 'utf8' }).trim();
+  const sql = (query: string) => sqlite(w.database(), query);
   return {
     name: 'the Worker (workerd, Durable Object on disk)',
     workerd: w,
