@@ -63,7 +63,7 @@ async function createWebhook(w: World, url: string): Promise<string> {
 /**
  * SIGKILL while draining 2,000 queued deliveries, then a restart: none is lost, and at the app each comes
  * once, but for at most the one being forwarded at the kill (forwarded, its pair not yet stored: the
- * rule of every door, test/durability.e2e.test.ts: what was acknowledged is never forwarded twice).
+ * rule of every door, test/full/durability.e2e.test.ts: what was acknowledged is never forwarded twice).
  */
 function drainTest(name: string, makeRelay: () => Promise<RelayUnderTest>) {
   describe(`listen --relay killed while draining (${name})`, () => {

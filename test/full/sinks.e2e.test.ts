@@ -50,7 +50,7 @@ describe.each(['nats', 'redis'] as const)('%s', (kind) => {
   it('20,000 deliveries, three workers (processes): each delivery processed exactly once', async () => {
     const url = urlOf(kind);
     const schema = `sinks_${kind}_${process.pid}`;
-    // one publisher (two publishers of the same deliveries are test/sinks.test.ts's): the load is the consumers'
+    // one publisher (two publishers of the same deliveries are test/full/sinks.test.ts's): the load is the consumers'
     const sinks = [await openSink(url)];
     const workers: Worker[] = [];
     try {

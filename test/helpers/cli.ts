@@ -23,7 +23,7 @@ export interface CliOptions {
   retryBaseMs?: number;
 }
 
-/** A new folder under the run's temporary root (removed when the run ends; see global-setup.ts). */
+/** A new folder under the run's temporary root (removed when the run ends; see run-folder.ts). */
 export function tempDir(prefix = 'wxhooks-test-'): string {
   return mkdtempSync(join(process.env.WXHOOKS_TEST_TMP ?? tmpdir(), prefix));
 }

@@ -138,7 +138,7 @@ describe('hostile input: listen', () => {
     expect(text.endsWith('\n')).toBe(true);
     for (const line of text.trim().split('\n')) expect(() => JSON.parse(line) as unknown).not.toThrow();
     // within the time allowed to recover, it serves on (that time, and exit 10 after it, are in
-    // test/processed-once.test.ts, on a clock of the test's own)
+    // test/full/processed-once.test.ts, on a clock of the test's own)
     expect(alive(l.pid)).toBe(true);
     await l.proc.stop();
   }, 30_000);
