@@ -82,7 +82,7 @@ describe('acknowledged means stored: listen answers 2xx only after the pair is w
     } finally {
       await app.close();
     }
-  }, 60_000);
+  }, 120_000); // 8 s here; 29 s beside four CPU hogs
 });
 
 describe('compaction never drops a live pair, even when the process dies in the middle of it', () => {
@@ -171,7 +171,7 @@ describe('compaction never drops a live pair, even when the process dies in the 
         await proc.stop();
       }
     },
-    60_000,
+    180_000, // 6-10 s each here; 34-60 s and more beside four CPU hogs
   );
 });
 

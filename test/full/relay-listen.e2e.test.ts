@@ -2,7 +2,7 @@ import { Agent } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli, tempDir } from '../helpers/cli.js';
 import { deliverSigned } from '../helpers/deliver.js';
-import { startCli, type Running } from '../helpers/process.js';
+import { startCli, startCliInProcess, type Cli } from '../helpers/process.js';
 import { nodeFileRelay, send, workerdRelay, type RelayUnderTest } from '../helpers/relay.js';
 import { sendJson, startServer, type TestServer } from '../helpers/server.js';
 
@@ -15,7 +15,7 @@ const TOKEN = `relay-listen-token-${process.pid}-0123456789`;
 const _INIT = '2026-11-24T00:00:00Z';
 
 interface World {
-  emu: Running;
+  emu: Cli;
   env: Record<string, string>;
   relay: RelayUnderTest;
   app: TestServer;
@@ -26,7 +26,7 @@ interface World {
 
 async function world(makeRelay: () => Promise<RelayUnderTest>): Promise<World> {
   const dir = tempDir();
-  const emu = startCli(['emulator', '--port', '0', '--json', '--retry-delays', '100ms'], { WXHOOKS_CONFIG_DIR: dir });
+  const emu = startCliInProcess(['emulator', '--port', '0', '--json', '--retry-delays', '100ms'], { WXHOOKS_CONFIG_DIR: dir });
   const info = await emu.waitFor<{ base_url: string; api_key: string }>((v) => typeof v.base_url === 'string');
   const relay = await makeRelay();
   const got: string[] = [];
