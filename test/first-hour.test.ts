@@ -350,13 +350,13 @@ describe('4. fit the terminal', () => {
 });
 
 describe('the README', () => {
-  it('its first screen says: install, try it offline, then the real service; Install leads with the tarball', () => {
+  it('its first two screens say: install, try it offline, then the real service; Install leads with the tarball, made before it is installed', () => {
     const readme = readFileSync(resolve(import.meta.dirname, '../README.md'), 'utf8');
-    const screen = readme.split('\n').slice(0, 24).join('\n');
-    const steps = ['npm install -g ./wxhooks-', 'wxhooks emulator', 'wxhooks auth status'].map((s) => screen.indexOf(s));
+    const screens = readme.split('\n').slice(0, 100).join('\n');
+    const steps = ['npm install -g ./wxhooks-', 'npm run demo', 'wxhooks emulator', 'wxhooks auth status', 'examples/express.js'].map((s) => screens.indexOf(s));
     expect(
       steps.every((i) => i > -1),
-      screen,
+      screens,
     ).toBe(true);
     expect(steps).toEqual([...steps].sort((a, b) => a - b));
     const install = /## Install\n[\s\S]*?```sh\n([\s\S]*?)```/.exec(readme)![1]!;

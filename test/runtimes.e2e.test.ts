@@ -8,7 +8,7 @@ import { signDelivery } from '../src/signing/index.js';
 import { tempDir } from './helpers/cli.js';
 import { post } from './helpers/http.js';
 
-// The handler library in each runtime, for real: the README's examples (examples/), unchanged, run by
+// The handler library in each runtime, for real: the examples docs/library.md shows (examples/), unchanged, run by
 // Node (Express, Fastify), Deno (Deno.serve), Bun (Bun.serve), Hono on Deno and on Bun, and workerd (a Worker),
 // each on 127.0.0.1, sent deliveries signed by signDelivery. A runtime that is missing fails the test:
 // the deno, bun and workerd npm packages (devDependencies) bring them.
@@ -170,7 +170,9 @@ describe.each(runtimes)('$name', (rt) => {
   }, 60_000);
 });
 
-it("the README's handler examples are these files, word for word", () => {
-  const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
-  for (const file of ['express.js', 'fastify.js', 'hono.js', 'worker.js', 'consumer.js']) expect(readme).toContain(readFileSync(example(file), 'utf8').trim());
+it("the library's page (docs/library.md) shows every handler example word for word, and the README the Express one", () => {
+  const guide = readFileSync(join(ROOT, 'docs/library.md'), 'utf8');
+  for (const file of ['express.js', 'fastify.js', 'hono.js', 'worker.js', 'deno.js', 'bun.js', 'consumer.js'])
+    expect(guide, file).toContain(`\`\`\`js\n${readFileSync(example(file), 'utf8').trim()}\n\`\`\``);
+  expect(readFileSync(join(ROOT, 'README.md'), 'utf8')).toContain(`\`\`\`js\n${readFileSync(example('express.js'), 'utf8').trim()}\n\`\`\``);
 });
