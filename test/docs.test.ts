@@ -86,7 +86,7 @@ describe('every shell block is run by a test, or says why none can', () => {
 const WRITTEN_ELSEWHERE = new Set(['docs/relay.md', 'docs/streams.md', 'docs/agent.md', 'docs/nothing-missed.md', 'docs/testing.md', 'docs/production.md', 'docs/architecture.md']);
 
 describe('every link leads somewhere', () => {
-  for (const file of ['README.md', ...GUIDES]) {
+  for (const file of ['README.md', ...GUIDES, 'DECISIONS.md', 'BENCHMARKS.md']) {
     it(file, () => {
       const text = doc(file);
       const prose = text.replace(/^```[\s\S]*?^```/gm, '');
@@ -119,5 +119,23 @@ describe('docs/library.md: one heading per exported name of wxhooks and wxhooks/
 
   it('and no heading names something neither entry exports', () => {
     expect([...headings].filter((h) => !names.has(h)).sort()).toEqual([]);
+  });
+});
+
+describe('DECISIONS.md and BENCHMARKS.md are references, by topic and by measure', () => {
+  for (const file of ['DECISIONS.md', 'BENCHMARKS.md']) {
+    it(`${file} speaks of the project, not of working sessions`, () => {
+      // (a verifier's session, listen's session id, a client's session are words of the code, and stay)
+      expect(doc(file)).not.toMatch(/\bSession\b/);
+      expect(doc(file)).not.toMatch(/\bsession \d|\bphase \d|\bas built\b|this round/i);
+    });
+  }
+
+  it('each measure of BENCHMARKS.md dates its figures', () => {
+    const sections = doc('BENCHMARKS.md')
+      .split(/\n## /)
+      .slice(1)
+      .filter((s) => !/^(How to run it|The last full table)/.test(s));
+    for (const section of sections) expect(section, section.split('\n')[0]).toMatch(/\| 2026-\d\d-\d\d/);
   });
 });
