@@ -149,7 +149,7 @@ export async function buildProgram(argv: string[], io: Io, act: Act = actFor(io)
   const wanted = requestedGroup(argv.slice(2));
   const [{ Command, Help, Option }, { valued }, { timeLimit }, ...loaded] = await Promise.all([
     import('commander'),
-    import('./commands/options.js'),
+    import('./flags/options.js'),
     import('./util/parse.js'),
     ...GROUPS.map(([name, , load]) => (wanted === '*' || wanted === name ? load() : undefined)),
   ]);

@@ -6,7 +6,7 @@ import { printJson } from '../output/render.js';
 import { withSpinner } from '../output/spinner.js';
 import { styleFor } from '../output/style.js';
 import type { Credentials } from '../api/credentials.js';
-import { serviceFor } from './shared.js';
+import { serviceFor } from '../tasks/service.js';
 
 export function register(auth: Command, act: Act): void {
   auth

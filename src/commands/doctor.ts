@@ -20,8 +20,9 @@ import { configDir } from '../store/paths.js';
 import { BindError, isLoopback } from '../util/net.js';
 import { identifier, port, url } from '../util/parse.js';
 import { describeScheme } from './auth.js';
-import { valued } from './options.js';
-import { baseUrlFor, secretStoreFor, serviceFor } from './shared.js';
+import { valued } from '../flags/options.js';
+import { baseUrlFor, serviceFor } from '../tasks/service.js';
+import { secretStoreFor } from '../tasks/secrets.js';
 
 export function register(cmd: Command, act: Act): void {
   cmd
@@ -54,7 +55,7 @@ export interface DoctorOptions {
   relay?: string;
 }
 
-import type { Check } from './doctor-check.js';
+import type { Check } from '../tasks/doctor.js';
 
 export type { Check };
 

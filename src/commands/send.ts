@@ -15,8 +15,9 @@ import { readStdinBytes } from '../util/input.js';
 import { networkReason, readStart } from '../util/net.js';
 import { unixSeconds, url } from '../util/parse.js';
 import { latestCycle } from '../vocabulary.js';
-import { valued } from './options.js';
-import { resolveSecrets, secretSourceOptions } from './shared.js';
+import { valued } from '../flags/options.js';
+import { resolveSecrets } from '../tasks/secrets.js';
+import { secretSourceOptions } from '../flags/sources.js';
 
 /** What a generated body is, and how it is signed, unless told otherwise (`send`, and the MCP server's send tool). */
 export const SEND_DEFAULTS = { type: 'forecast_hour.available', webhookId: '1', subscriptionId: '1', model: 'wm-6', layout: 'standard' } as const satisfies Record<string, string> & {

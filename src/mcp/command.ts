@@ -6,8 +6,10 @@ import { InterruptedError, UsageError } from '../errors.js';
 import { url } from '../util/parse.js';
 import { describeRoutes, forwardsAnywhere } from '../receiver/routes.js';
 import { addSensitive, redact } from '../util/redact.js';
-import { valued } from '../commands/options.js';
-import { baseUrlFor, resolveSecrets, secretSourceOptions, secretStoreFor } from '../commands/shared.js';
+import { valued } from '../flags/options.js';
+import { baseUrlFor } from '../tasks/service.js';
+import { resolveSecrets, secretStoreFor } from '../tasks/secrets.js';
+import { secretSourceOptions } from '../flags/sources.js';
 
 export function register(cmd: Command, act: Act): void {
   cmd

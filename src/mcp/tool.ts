@@ -2,7 +2,7 @@ import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import type { ServerNotification, ServerRequest, ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
 import type { z } from 'zod';
-import { resolveSecrets } from '../commands/shared.js';
+import { resolveSecrets } from '../tasks/secrets.js';
 import type { Context } from '../context.js';
 import { UsageError } from '../errors.js';
 import { addSensitive } from '../util/redact.js';

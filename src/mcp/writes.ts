@@ -5,7 +5,8 @@ import { HttpClient, type HttpResponse, type Method, type RequestOptions } from 
 import type { Subscription, Webhook } from '../api/normalize.js';
 import { addSubscriptionBody, createWebhookBody, updateSubscriptionBody, type SubscriptionFlags } from '../api/requests.js';
 import { Service, type WebhookPatch } from '../api/service.js';
-import { secretStoreFor, serviceFor } from '../commands/shared.js';
+import { secretStoreFor } from '../tasks/secrets.js';
+import { serviceFor } from '../tasks/service.js';
 import { NotFoundError, StorageError, UsageError } from '../errors.js';
 import { identifier, url } from '../util/parse.js';
 import { hourOfDayProblem, isKnownType, RESPONSE_TYPES, SUBSCRIPTION_TYPES, suggestion } from '../vocabulary.js';
