@@ -2,15 +2,15 @@ import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { z } from 'zod';
 import { withoutSecret, type Webhook } from '../api/normalize.js';
 import { temporaryOf } from '../api/temporary.js';
-import { describeScheme } from '../commands/auth.js';
-import { diagnose } from '../commands/doctor.js';
-import { generatedBody, postSigned, SEND_DEFAULTS } from '../commands/send.js';
-import { secretStoreFor } from '../tasks/secrets.js';
-import { serviceFor } from '../tasks/service.js';
+import { DEFAULTS } from '../delivery/defaults.js';
 import { UsageError } from '../errors.js';
 import { LAYOUT_NAMES } from '../signing/layouts.js';
 import { identifier, port, unixSeconds, url } from '../util/parse.js';
 import { newTriggerId } from '../signing/sign.js';
+import { diagnose } from '../tasks/doctor.js';
+import { secretStoreFor } from '../tasks/secrets.js';
+import { generatedBody, postSigned } from '../tasks/send.js';
+import { describeScheme, serviceFor } from '../tasks/service.js';
 import { PAGE } from './answers.js';
 import { defineTool, secretsFor, type McpContext } from './tool.js';
 
@@ -132,6 +132,7 @@ export function registerServiceTools(server: McpServer, m: McpContext): void {
         webhook: a.webhook_id === undefined ? undefined : identifier(a.webhook_id, 'webhook_id'),
         publicUrl: a.public_url === undefined ? undefined : url(a.public_url, 'public_url'),
         port: a.port === undefined ? undefined : port(String(a.port), 'port'),
+        relayChecks: m.relayChecks,
       });
       return {
         ok: checks.every((c) => c.ok),
@@ -160,15 +161,15 @@ export function registerServiceTools(server: McpServer, m: McpContext): void {
         to: z.string().describe('the receiver (an absolute http or https URL)'),
         body: z.string().optional().describe('the body to send, as text (default: one made for `type`)'),
         body_base64: z.string().optional().describe('or the body in base64'),
-        type: z.string().min(1).optional().describe(`for a body made here: its type (default ${SEND_DEFAULTS.type})`),
-        model: z.string().min(1).optional().describe(`for a body made here: data.model (default ${SEND_DEFAULTS.model})`),
-        webhook_id: z.string().min(1).optional().describe(`for a body made here: webhook_id in it (default ${SEND_DEFAULTS.webhookId})`),
-        subscription_id: z.string().min(1).optional().describe(`for a body made here: subscription_id in it (default ${SEND_DEFAULTS.subscriptionId})`),
+        type: z.string().min(1).optional().describe(`for a body made here: its type (default ${DEFAULTS.sendType})`),
+        model: z.string().min(1).optional().describe(`for a body made here: data.model (default ${DEFAULTS.sendModel})`),
+        webhook_id: z.string().min(1).optional().describe(`for a body made here: webhook_id in it (default ${DEFAULTS.sendWebhookId})`),
+        subscription_id: z.string().min(1).optional().describe(`for a body made here: subscription_id in it (default ${DEFAULTS.sendSubscriptionId})`),
         trigger_id: z.string().min(1).optional().describe('the Trigger-Id (default: a new one)'),
         layout: z
           .enum(LAYOUT_NAMES as [string, ...string[]])
           .optional()
-          .describe(`how to sign (default ${SEND_DEFAULTS.layout})`),
+          .describe(`how to sign (default ${DEFAULTS.sendLayout})`),
         timestamp: z.number().int().min(0).optional().describe('sign with this Unix time instead of now (to test a stale-timestamp check)'),
         secret_webhook_id: z.string().min(1).optional().describe('sign with the stored secret of this webhook'),
         secret_env: z.string().min(1).optional().describe("or with the secret in this variable of the server's environment"),
@@ -188,14 +189,14 @@ export function registerServiceTools(server: McpServer, m: McpContext): void {
           : a.body_base64 !== undefined
             ? Buffer.from(a.body_base64, 'base64')
             : generatedBody({
-                type: a.type ?? SEND_DEFAULTS.type,
-                model: a.model ?? SEND_DEFAULTS.model,
-                webhookId: a.webhook_id ?? SEND_DEFAULTS.webhookId,
-                subscriptionId: a.subscription_id ?? SEND_DEFAULTS.subscriptionId,
+                type: a.type ?? DEFAULTS.sendType,
+                model: a.model ?? DEFAULTS.sendModel,
+                webhookId: a.webhook_id ?? DEFAULTS.sendWebhookId,
+                subscriptionId: a.subscription_id ?? DEFAULTS.sendSubscriptionId,
                 triggerId,
               });
       const [secret] = await secretsFor(m, a, 'send');
-      const layout = (a.layout ?? SEND_DEFAULTS.layout) as (typeof LAYOUT_NAMES)[number];
+      const layout = (a.layout ?? DEFAULTS.sendLayout) as (typeof LAYOUT_NAMES)[number];
       const sent = await postSigned({
         to,
         body,

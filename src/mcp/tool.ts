@@ -5,6 +5,7 @@ import type { z } from 'zod';
 import { resolveSecrets } from '../tasks/secrets.js';
 import type { Context } from '../context.js';
 import { UsageError } from '../errors.js';
+import type { DiagnoseOptions } from '../tasks/doctor.js';
 import { addSensitive } from '../util/redact.js';
 import { answer, failure } from './answers.js';
 import type { Attachment } from './attachment.js';
@@ -19,6 +20,8 @@ export interface McpContext {
   secrets: { webhook?: string; secretEnv?: string };
   /** A line on stderr, redacted. */
   log(text: string): void;
+  /** doctor's relay link (WXHOOKS_RELAY_URL), given by the command that starts the server (it lives with `listen --relay`). */
+  relayChecks: DiagnoseOptions['relayChecks'];
 }
 
 export type Extra = RequestHandlerExtra<ServerRequest, ServerNotification>;

@@ -27,3 +27,10 @@ export async function serviceFor(ctx: Context): Promise<{ service: Service; base
   });
   return { service: new Service(http), base, credentials };
 }
+
+/** How the key was sent, in words: the scheme, and which variable each part came from. */
+export function describeScheme(c: Credentials): string {
+  if (c.scheme === 'basic') return `Basic (legacy: the client id from ${c.clientIdFrom}, and a token signed with the key from ${c.keyFrom}, new for each request)`;
+  if (c.clientIdFrom === 'the wb_ key') return `Bearer (the current key from ${c.keyFrom}, sent whole)`;
+  return `Bearer (the key from ${c.keyFrom})`;
+}

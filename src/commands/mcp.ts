@@ -68,7 +68,7 @@ export async function runMcp(ctx: Context, o: McpOptions): Promise<void> {
   const tools: Context = { ...ctx, stdout: ctx.stderr, stdin: Object.assign(Readable.from([]), { isTTY: true }), global: { ...ctx.global, json: true } };
   const secrets = { webhook: o.webhook, secretEnv: o.secretEnv };
   const given = o.webhook !== undefined || o.secretEnv !== undefined;
-  const [{ attach }, { startMcpServer }] = await Promise.all([import('./attach.js'), import('./server.js')]);
+  const [{ attach }, { startMcpServer }] = await Promise.all([import('../mcp/attach.js'), import('../mcp/server.js')]);
   const attachment = o.serviceOnly
     ? undefined
     : await attach(tools, {
@@ -92,7 +92,16 @@ export async function runMcp(ctx: Context, o: McpOptions): Promise<void> {
           ? `attached to listen ${about.listen.pid} (inspector ${about.where}, receiving on ${about.listen.receiver}${forwardsAnywhere(about.listen) ? `, forwarding to ${describeRoutes(about.listen).join('; ')}` : ''})`
           : `attached to ${about.kind === 'listen' ? 'the listen at' : about.kind === 'store' ? 'the history of' : 'the folder'} ${about.where}`,
     );
-    const server = await startMcpServer({ ctx: tools, attachment, secrets, log, allowWrite: Boolean(o.allowWrite), input: ctx.stdin, output: ctx.stdout as unknown as Writable });
+    const server = await startMcpServer({
+      ctx: tools,
+      attachment,
+      secrets,
+      log,
+      relayChecks: () => import('./doctor-relay.js'),
+      allowWrite: Boolean(o.allowWrite),
+      input: ctx.stdin,
+      output: ctx.stdout as unknown as Writable,
+    });
     const closed = new Promise<'closed'>((resolve) => {
       ctx.stdin.once('end', () => resolve('closed'));
       ctx.stdin.once('close', () => resolve('closed'));
