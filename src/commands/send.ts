@@ -4,7 +4,7 @@ import { DEFAULTS } from '../delivery/defaults.js';
 import { DeliveryFailedError, NotVerifiedError, UsageError } from '../errors.js';
 import { valued } from '../flags/options.js';
 import { secretSourceOptions } from '../flags/sources.js';
-import { emit } from '../output/render.js';
+import { emit, truncateWords } from '../output/render.js';
 import { styleFor } from '../output/style.js';
 import { provenLayout, readCaptured, readSaveKey, unprovenError, type SavedDelivery } from '../receiver/saved.js';
 import { LAYOUT_NAMES, type LayoutName } from '../signing/layouts.js';
@@ -92,7 +92,7 @@ export async function runSend(ctx: Context, saved: string | undefined, o: SendOp
   });
   // a failure is said once, on stderr, as every error is (with --json the document says it too, on stdout)
   if (!ok && !ctx.global.json) {
-    throw new DeliveryFailedError(`${o.to} answered ${status} in ${ms} ms${text ? `: ${printable(text.slice(0, 200))}` : ''}.`, {
+    throw new DeliveryFailedError(`${o.to} answered ${status} in ${ms} ms${text ? `: ${printable(sentence(text, 240))}` : '.'}`, {
       status,
       serviceMessage: text || undefined,
       hint: `Trigger-Id ${printable(triggerId)}, signed in the ${o.layout} layout, ${body.length} bytes.`,
@@ -105,5 +105,11 @@ export async function runSend(ctx: Context, saved: string | undefined, o: SendOp
       style.dim(`  Trigger-Id ${printable(triggerId)}, signed in the ${o.layout} layout, ${body.length} bytes`)
     );
   });
-  if (!ok) throw new DeliveryFailedError(`The receiver answered ${status}${text ? `: ${text.slice(0, 120)}` : ''}.`, { status, serviceMessage: text || undefined });
+  if (!ok) throw new DeliveryFailedError(`The receiver answered ${status}${text ? `: ${sentence(text, 160)}` : '.'}`, { status, serviceMessage: text || undefined });
 }
+
+/** The receiver's answer as the end of a sentence: its start within `max`, never cut inside a word, and a full stop unless it was cut. */
+const sentence = (text: string, max: number) => {
+  const shown = truncateWords(text, max);
+  return shown.endsWith('…') || /[.!?]$/.test(shown) ? shown : `${shown}.`;
+};
