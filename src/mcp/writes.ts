@@ -12,8 +12,9 @@ import { NotFoundError, StorageError, UsageError } from '../errors.js';
 import { LAYOUT_NAMES } from '../signing/layouts.js';
 import { newTriggerId } from '../signing/sign.js';
 import { generatedBody, postSigned } from '../tasks/send.js';
+import { unknownTypes } from '../tasks/unknown.js';
 import { identifier, unixSeconds, url } from '../util/parse.js';
-import { hourOfDayProblem, isKnownType, RESPONSE_TYPES, SUBSCRIPTION_TYPES, suggestion } from '../vocabulary.js';
+import { hourOfDayProblem } from '../vocabulary.js';
 import { shownWebhook } from './service.js';
 import { defineTool, secretsFor, type McpContext } from './tool.js';
 
@@ -71,16 +72,6 @@ function flagsOf(a: FilterArgs): SubscriptionFlags {
     clearNote: a.note === null ? true : undefined,
     clearFilters: a.clear_filters,
   };
-}
-
-/** What the service does not know of: said in the answer (sent anyway, as the CLI does, since the service may know more). */
-function warnings(types: string[], responses: (string | null | undefined)[]): string[] {
-  return [
-    ...types.filter((t) => !isKnownType(t)).map((t) => `"${t}" is not a subscription type wxhooks knows (${suggestion(t, SUBSCRIPTION_TYPES)}); it is sent anyway.`),
-    ...responses
-      .filter((r): r is string => typeof r === 'string' && !(RESPONSE_TYPES as readonly string[]).includes(r))
-      .map((r) => `"${r}" is not a response type wxhooks knows (${suggestion(r, RESPONSE_TYPES)}); it is sent anyway.`),
-  ];
 }
 
 /** Each field that would change: from what it is, to what it would be. */
@@ -160,7 +151,7 @@ export function registerWriteTools(server: McpServer, m: McpContext): void {
         },
         {},
       );
-      const said = warnings(
+      const said = unknownTypes(
         types,
         (a.subscriptions ?? []).map((s) => s.response),
       );
@@ -280,7 +271,7 @@ export function registerWriteTools(server: McpServer, m: McpContext): void {
     async (a) => {
       const id = identifier(a.webhook_id, 'webhook_id');
       const body = addSubscriptionBody(a.type, flagsOf(a));
-      const said = warnings([a.type], [a.response]);
+      const said = unknownTypes([a.type], [a.response]);
       const { service, real, planned } = await services(a.dry_run);
       if (planned) {
         const current = await real.getWebhook(id);
@@ -325,7 +316,7 @@ export function registerWriteTools(server: McpServer, m: McpContext): void {
       const fields = ['models', 'hours', 'event_types', 'response', 'response_options', 'note', 'clear_filters'] as const;
       if (fields.every((f) => a[f] === undefined)) throw new UsageError(`Nothing to update: give ${fields.slice(0, -1).join(', ')} or ${fields.at(-1)}.`);
       const body = updateSubscriptionBody(flagsOf(a));
-      const said = warnings([], [a.response]);
+      const said = unknownTypes([], [a.response]);
       const { service, real, planned } = await services(a.dry_run);
       if (planned) {
         const current = subscriptionOf(await real.getWebhook(id), sid);
