@@ -33,14 +33,14 @@ edit, model runs), and the service's tools. Stdout is the protocol; logs go to s
 --secret-env: what replays from --store or --save-dir are signed with, and what verify and send use
 unless told otherwise (else the attached listen's webhook's stored secret).
 It stops (exit 0) when its client closes stdin. With no listen running yet (or none answering), it starts
-anyway: its delivery tools say what to start, and it finds the listen by itself once it runs. It exits
-at start only for what waiting cannot mend: bad flags (2), an inspector that refuses its token (3), a
-store it cannot open (6). Content from outside (bodies, headers, your app's answer) reaches the agent
-marked as data; what signs a body the agent wrote needs --allow-write.
+anyway: its delivery tools say what to start, and it finds the listen by itself once it runs. It exits at
+start only for what waiting cannot mend: bad flags (2), the inspector of --listen refusing its token (3),
+a store it cannot open (6). Content from outside (bodies, headers, your app's answer) reaches the agent
+marked as data; what signs a body the agent wrote needs --allow-write (docs/agent.md).
 
 Examples:
   $ wxhooks listen --webhook 7 --forward-to http://localhost:3000/hooks --inspect &
-  $ claude mcp add wxhooks -- wxhooks mcp                 # finds that listen through the store folder (docs/agent.md)
+  $ claude mcp add wxhooks -- wxhooks mcp                 # finds that listen through the store folder
   $ wxhooks mcp --listen http://127.0.0.1:8789/
   $ wxhooks mcp --store "$WXHOOKS_STORE_URL" --forward-to http://localhost:3000/hooks --webhook 7
   $ wxhooks mcp --save-dir ./deliveries --allow-write`,
