@@ -61,7 +61,7 @@ export const GROUPS: [name: string, summary: string, load: () => Promise<{ regis
   ['runs', 'model runs in a folder of saved deliveries: the forecast hours present, and those missing', () => import('./commands/runs.js')],
   ['verify', 'check a captured delivery offline: which signature layout matched, or why none did', () => import('./commands/verify.js')],
   ['send', 'sign and POST one delivery, as the service would, to any receiver (to test your own endpoint)', () => import('./commands/send.js')],
-  ['mcp', 'an MCP server over stdio for a coding agent: the deliveries of a running listen, replay, verify, send, the service', () => import('./mcp/command.js')], // the MCP server is a door above the commands: it reuses them
+  ['mcp', 'an MCP server over stdio for a coding agent: the deliveries of a running listen, replay, verify, send, the service', () => import('./commands/mcp.js')],
   ['secret', 'the local store of webhook secrets (keyed by base URL and webhook id)', () => import('./commands/secret.js')],
   ['relay', 'a relay of your own (a Cloudflare Worker, or a small VM): the service posts to it, listen --relay takes from it', () => import('./commands/relay.js')],
   ['emulator', 'run a local copy of the service: the whole API, signed deliveries, retries', () => import('./commands/emulator.js')],
@@ -149,7 +149,7 @@ export async function buildProgram(argv: string[], io: Io, act: Act = actFor(io)
   const wanted = requestedGroup(argv.slice(2));
   const [{ Command, Help, Option }, { valued }, { timeLimit }, ...loaded] = await Promise.all([
     import('commander'),
-    import('./commands/options.js'),
+    import('./flags/options.js'),
     import('./util/parse.js'),
     ...GROUPS.map(([name, , load]) => (wanted === '*' || wanted === name ? load() : undefined)),
   ]);

@@ -9,8 +9,9 @@ import { skippedLines, unprovenError } from '../receiver/saved.js';
 import { findStored, listStored, sourceOf, unverifiedLine, whereOf } from '../receiver/stored.js';
 import { textOrBase64 } from '../util/bytes.js';
 import { url } from '../util/parse.js';
-import { valued } from './options.js';
-import { deliverySourceOptions, resolveSecrets, secretSourceOptions } from './shared.js';
+import { valued } from '../flags/options.js';
+import { deliverySourceOptions, secretSourceOptions } from '../flags/sources.js';
+import { resolveSecrets } from '../tasks/secrets.js';
 
 interface SourceOptions {
   dir?: string;

@@ -2,7 +2,7 @@ import type { Context } from '../context.js';
 import type { WxError } from '../errors.js';
 import { inboundUrl, relayStatus } from '../relay/client.js';
 import { printable } from '../util/printable.js';
-import type { Check } from './doctor-check.js';
+import type { Check } from '../tasks/doctor.js';
 import { webhookChannel } from './listen-relay.js';
 
 /**

@@ -14,8 +14,8 @@ import { formatDuration } from '../util/duration.js';
 import { ensureWritableDir } from '../util/files.js';
 import { isLoopback } from '../util/net.js';
 import { durations, identifier, integer, timeLimit } from '../util/parse.js';
-import { portOption, valued } from './options.js';
-import { serviceFor } from './shared.js';
+import { portOption, valued } from '../flags/options.js';
+import { serviceFor } from '../tasks/service.js';
 
 export function register(cmd: Command, act: Act): void {
   cmd

@@ -6,7 +6,7 @@ import { UsageError } from '../errors.js';
 import { inboundUrl, newChannelName } from '../relay/client.js';
 import { SUBSCRIPTION_TYPES } from '../vocabulary.js';
 import { url } from '../util/parse.js';
-import { serviceFor } from './shared.js';
+import { serviceFor } from '../tasks/service.js';
 
 /**
  * `listen --relay URL`: the checks of its flags, and which channel it opens. The door itself is

@@ -41,9 +41,11 @@ import { collect, duration, hostPort, hours, integer, isoTime, size, timeLimit, 
 import { printable } from '../util/printable.js';
 import { addSensitive } from '../util/redact.js';
 import { isKnownType, SUBSCRIPTION_TYPES, suggestion } from '../vocabulary.js';
-import { declare, type OptionsOf } from './option-types.js';
-import { accumulated, msDefault, portOption, schemeOption, sinkOption, sizeDefault, toleranceOption, valued } from './options.js';
-import { baseUrlFor, resolveSecrets, secretSourceOptions, secretStoreFor, serviceFor, type SecretSource } from './shared.js';
+import { declare, type OptionsOf } from '../flags/option-types.js';
+import { accumulated, msDefault, portOption, schemeOption, sinkOption, sizeDefault, toleranceOption, valued } from '../flags/options.js';
+import { baseUrlFor, serviceFor } from '../tasks/service.js';
+import { resolveSecrets, secretStoreFor, type SecretSource } from '../tasks/secrets.js';
+import { secretSourceOptions } from '../flags/sources.js';
 
 /**
  * Bodies over this are parsed for their small members only (what the report shows): a 450 KB gridded

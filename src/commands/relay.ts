@@ -16,7 +16,7 @@ import { isLoopback } from '../util/net.js';
 import { size, timeLimit } from '../util/parse.js';
 import { printable } from '../util/printable.js';
 import { addSensitive, redact } from '../util/redact.js';
-import { portOption, valued } from './options.js';
+import { portOption, valued } from '../flags/options.js';
 
 /** The relay token is given by the environment only, never by a flag (it would show in `ps` and the shell's history). */
 export const RELAY_TOKEN_ENV = 'WXHOOKS_RELAY_TOKEN';

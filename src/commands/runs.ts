@@ -6,8 +6,9 @@ import { skippedLines } from '../receiver/saved.js';
 import { listStored, sourceOf, unverifiedLine, whereOf } from '../receiver/stored.js';
 import { compressHours, progressOf, RunTracker, runView } from '../delivery/runs.js';
 import { hours } from '../util/parse.js';
-import { valued } from './options.js';
-import { deliverySourceOptions, resolveSecrets, secretSourceOptions } from './shared.js';
+import { valued } from '../flags/options.js';
+import { deliverySourceOptions, secretSourceOptions } from '../flags/sources.js';
+import { resolveSecrets } from '../tasks/secrets.js';
 
 export function register(cmd: Command, act: Act): void {
   secretSourceOptions(deliverySourceOptions(cmd), 'with --dir, check saved files without the mark with')

@@ -7,8 +7,8 @@ import { emit } from '../output/render.js';
 import { printable } from '../util/printable.js';
 import { duration, hours, integer, isoTime } from '../util/parse.js';
 import { latestCycle } from '../vocabulary.js';
-import { valued } from './options.js';
-import { serviceFor } from './shared.js';
+import { valued } from '../flags/options.js';
+import { serviceFor } from '../tasks/service.js';
 
 export function register(cmd: Command, act: Act): void {
   cmd

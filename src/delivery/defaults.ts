@@ -1,3 +1,4 @@
+import type { LayoutName } from '../signing/layouts.js';
 import { DEFAULT_TOLERANCE } from '../signing/rules.js';
 
 const MiB = 1024 * 1024;
@@ -53,6 +54,12 @@ export const DEFAULTS = {
   consumerMaxDeliveries: 5,
   /** A sink consumer's `claimTimeoutMs`: how long a message may go unanswered before another worker gets it (as `--claim-timeout`). */
   consumerClaimTimeoutMs: 60_000,
+  /** `send`'s generated body (`--type`, `--webhook-id`, `--subscription-id`, `--model`) and how it is signed (`--layout`); the MCP server's send_delivery too. */
+  sendType: 'forecast_hour.available',
+  sendWebhookId: '1',
+  sendSubscriptionId: '1',
+  sendModel: 'wm-6',
+  sendLayout: 'standard' satisfies LayoutName,
 } as const;
 
 /** A whole request (its body included) must arrive within this many read timeouts. */

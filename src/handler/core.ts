@@ -119,7 +119,7 @@ const bytesOf = (body: RawBody): Uint8Array => (typeof body === 'string' ? encod
 export function secretsFrom(options: WebhooksOptions): string[] {
   const secrets = [...(options.secrets ?? []), ...(options.secret !== undefined ? [options.secret] : [])];
   if (!secrets.length || secrets.some((s) => typeof s !== 'string' || s.length === 0)) {
-    throw new TypeError("Webhooks needs the webhook's secret: { secret } or, during a rotation, { secrets: [old, new] }");
+    throw new TypeError("Webhooks needs the webhook's secret: { secret } or, during a rotation, { secrets: [new, old] } (the current one first)");
   }
   return secrets;
 }

@@ -14,6 +14,8 @@ export interface Attached {
   /** A running listen's routes by type (`--forward-to TYPE=URL`): a delivery of such a type is replayed there. */
   replay_routes?: Record<string, string>;
   replay_unavailable?: string;
+  /** What this server waits for, when there is nothing to read yet (no listen started, or none answers): what to start. */
+  waiting?: string;
 }
 
 /** A replay's outcome: the app's answer (with its headers and the start of its body), and the replay's own record, when one is kept. */
@@ -44,5 +46,7 @@ export interface Attachment {
    * caller has seen, so that nothing after it is missed while the watch starts (default: the newest now).
    */
   watch(listener: (record: Listed) => void, after?: number): () => void;
+  /** Looks again for what it reads, when it was not there (a listen started since): before status answers. */
+  lookAgain?(): Promise<void>;
   close(): Promise<void>;
 }

@@ -54,6 +54,11 @@ export class LiveListen implements Attachment {
         cause: err,
       });
     }
+    // it answers: whatever it was waited for is here
+    if (this.about.waiting !== undefined) {
+      const { waiting: _, ...rest } = this.about;
+      this.about = rest;
+    }
     const text = await res.text();
     let data: unknown;
     try {
@@ -80,6 +85,11 @@ export class LiveListen implements Attachment {
     this.base = moved.inspector;
     this.about = moved.about;
     return true;
+  }
+
+  /** Whether the listen answers now, when it did not (status asks before it answers). */
+  async lookAgain(): Promise<void> {
+    if (this.about.waiting !== undefined) await this.check().catch(() => undefined);
   }
 
   /** Checks that the inspector answers, and takes this server's token. */

@@ -6,8 +6,10 @@ import { InterruptedError, UsageError } from '../errors.js';
 import { url } from '../util/parse.js';
 import { describeRoutes, forwardsAnywhere } from '../receiver/routes.js';
 import { addSensitive, redact } from '../util/redact.js';
-import { valued } from '../commands/options.js';
-import { baseUrlFor, resolveSecrets, secretSourceOptions, secretStoreFor } from '../commands/shared.js';
+import { valued } from '../flags/options.js';
+import { baseUrlFor } from '../tasks/service.js';
+import { resolveSecrets, secretStoreFor } from '../tasks/secrets.js';
+import { secretSourceOptions } from '../flags/sources.js';
 
 export function register(cmd: Command, act: Act): void {
   cmd
@@ -17,7 +19,10 @@ export function register(cmd: Command, act: Act): void {
     .option('--save-dir <dir>', 'or the deliveries a `listen --save-dir` wrote to this folder')
     .addOption(valued('--forward-to <url>', 'with --store or --save-dir: where replays go (your app); without it they replay nowhere', url));
   secretSourceOptions(cmd, 'sign and verify with')
-    .option('--allow-write', 'offer the tools that create, change and delete webhooks and subscriptions (each with a dry_run)')
+    .option(
+      '--allow-write',
+      "offer the tools that sign a body the agent wrote with a webhook's secret (send_delivery, replay_delivery with an edited body) and those that create, change and delete webhooks and subscriptions (each with a dry_run)",
+    )
     .option('--service-only', "attach to no deliveries: the service's tools, verify and send only")
     .addHelpText(
       'after',
@@ -27,8 +32,11 @@ An MCP server over stdio, for a coding agent (Claude Code, Claude Desktop, VS Co
 edit, model runs), and the service's tools. Stdout is the protocol; logs go to stderr. --webhook or
 --secret-env: what replays from --store or --save-dir are signed with, and what verify and send use
 unless told otherwise (else the attached listen's webhook's stored secret).
-It stops (exit 0) when its client closes stdin. When there is nothing to attach to, it says why and
-exits 4 (a listen that does not answer: 6; its token refused: 3; bad flags: 2).
+It stops (exit 0) when its client closes stdin. With no listen running yet (or none answering), it starts
+anyway: its delivery tools say what to start, and it finds the listen by itself once it runs. It exits at
+start only for what waiting cannot mend: bad flags (2), the inspector of --listen refusing its token (3),
+a store it cannot open (6). Content from outside (bodies, headers, your app's answer) reaches the agent
+marked as data; what signs a body the agent wrote needs --allow-write (docs/agent.md).
 
 Examples:
   $ wxhooks listen --webhook 7 --forward-to http://localhost:3000/hooks --inspect &
@@ -66,31 +74,42 @@ export async function runMcp(ctx: Context, o: McpOptions): Promise<void> {
   const tools: Context = { ...ctx, stdout: ctx.stderr, stdin: Object.assign(Readable.from([]), { isTTY: true }), global: { ...ctx.global, json: true } };
   const secrets = { webhook: o.webhook, secretEnv: o.secretEnv };
   const given = o.webhook !== undefined || o.secretEnv !== undefined;
-  const [{ attach }, { startMcpServer }] = await Promise.all([import('./attach.js'), import('./server.js')]);
-  const attachment = o.serviceOnly
-    ? undefined
-    : await attach(tools, {
-        ...o,
-        secrets: given
-          ? async () => {
-              const found = (await resolveSecrets(tools, { ...secrets, command: 'mcp' })).secrets;
-              found.forEach(addSensitive);
-              return found;
-            }
-          : undefined,
-      });
+  const resolved = async () => {
+    const found = (await resolveSecrets(tools, { ...secrets, command: 'mcp' })).secrets;
+    found.forEach(addSensitive);
+    return found;
+  };
+  // what an answer could echo (a body, your app's answer) is redacted of these from the start: the secrets
+  // given (a tool that needs them says so if they cannot be had), the API key, and the stored secret of the
+  // webhook of each listen attached (found now, or later)
+  if (given) await resolved().catch(() => undefined);
+  const known = async (webhook: string | null | undefined) => {
+    for (const secret of await knownSecrets(tools, webhook ?? undefined)) addSensitive(secret);
+  };
+  const [{ attach }, { startMcpServer }] = await Promise.all([import('../mcp/attach.js'), import('../mcp/server.js')]);
+  const attachment = o.serviceOnly ? undefined : await attach(tools, { ...o, secrets: given ? resolved : undefined, onListen: (about) => known(about.listen?.webhook_id) });
   try {
-    // what an answer could echo (a body, your app's answer) is redacted of these too, from the start
-    for (const secret of await knownSecrets(tools, attachment?.about.listen?.webhook_id ?? undefined)) addSensitive(secret);
+    await known(attachment?.about.listen?.webhook_id);
     const about = attachment?.about;
     log(
       !about
         ? 'attached to no deliveries (--service-only)'
-        : about.listen
-          ? `attached to listen ${about.listen.pid} (inspector ${about.where}, receiving on ${about.listen.receiver}${forwardsAnywhere(about.listen) ? `, forwarding to ${describeRoutes(about.listen).join('; ')}` : ''})`
-          : `attached to ${about.kind === 'listen' ? 'the listen at' : about.kind === 'store' ? 'the history of' : 'the folder'} ${about.where}`,
+        : about.waiting !== undefined
+          ? `attached to nothing yet: ${about.where}. ${about.waiting}`
+          : about.listen
+            ? `attached to listen ${about.listen.pid} (inspector ${about.where}, receiving on ${about.listen.receiver}${forwardsAnywhere(about.listen) ? `, forwarding to ${describeRoutes(about.listen).join('; ')}` : ''})`
+            : `attached to ${about.kind === 'listen' ? 'the listen at' : about.kind === 'store' ? 'the history of' : 'the folder'} ${about.where}`,
     );
-    const server = await startMcpServer({ ctx: tools, attachment, secrets, log, allowWrite: Boolean(o.allowWrite), input: ctx.stdin, output: ctx.stdout as unknown as Writable });
+    const server = await startMcpServer({
+      ctx: tools,
+      attachment,
+      secrets,
+      log,
+      relayChecks: () => import('./doctor-relay.js'),
+      allowWrite: Boolean(o.allowWrite),
+      input: ctx.stdin,
+      output: ctx.stdout as unknown as Writable,
+    });
     const closed = new Promise<'closed'>((resolve) => {
       ctx.stdin.once('end', () => resolve('closed'));
       ctx.stdin.once('close', () => resolve('closed'));
