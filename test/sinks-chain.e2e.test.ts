@@ -175,7 +175,7 @@ describe.each(['nats', 'redis'] as const)('%s', (kind) => {
           return startListen(['--webhook', webhook, '--sink', url], { ...emu.env, WXHOOKS_CONFIG_DIR: dir });
         }),
       );
-      workers.push(...(await Promise.all([1, 2, 3].map(() => startWorker({ url, group: 'chain', concurrency: 16, store: { url: db.url, schema, leaseMs: 60_000 } })))));
+      workers.push(...(await Promise.all([1, 2, 3].map(() => startWorker({ url, group: 'chain', secret: TEST_SECRET, concurrency: 16, store: { url: db.url, schema, leaseMs: 60_000 } })))));
 
       const triggers = await publishRun(emu, N);
       expect(new Set(triggers).size).toBe(N);
@@ -204,7 +204,7 @@ describe.each(['nats', 'redis'] as const)('%s', (kind) => {
       expect(done.size).toBe(N);
       expect([...done.values()].filter((n) => n !== 1)).toEqual([]);
       expect([...done.keys()].map((k) => decodeURIComponent(k.split('/')[1]!)).sort()).toEqual([...triggers].sort());
-      expect(workers.flatMap((w) => w.lines.filter((l) => ['handler_failed', 'dead_lettered', 'refused'].includes(l.outcome as string)))).toEqual([]);
+      expect(workers.flatMap((w) => w.lines.filter((l) => ['handler_failed', 'handler_timed_out', 'dead_lettered'].includes(l.outcome as string)))).toEqual([]);
       // the emulator never had to retry: each first attempt was answered 2xx
       expect(attempts(emu).filter((a) => a.outcome !== 'delivered')).toEqual([]);
     } finally {

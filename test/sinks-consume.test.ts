@@ -52,7 +52,7 @@ describe.each(['nats', 'redis'] as const)('webhooks.consume on %s', (kind) => {
     const events: ConsumerEvent[] = [];
     const c = await webhooks.consume(url, { group: 'app', onEvent: (e) => events.push(e) });
     try {
-      await until(() => events.filter((e) => e.outcome === 'processed').length === 2, 'both messages processed');
+      await until(() => events.filter((e) => e.outcome === 'accepted').length === 2, 'both messages processed');
       const first = seen.find((e) => e.id === 'trg_c1')!;
       expect(first).toMatchObject({ type: 'forecast_hour.available', id: 'trg_c1', subscriptionId: '7', signature: { layout: 'standard', triggerId: 'trg_c1', secretIndex: 0 } });
       expect(first.payload.data.forecast_hour).toBe(6);
@@ -80,7 +80,7 @@ describe.each(['nats', 'redis'] as const)('webhooks.consume on %s', (kind) => {
     const c = await webhooks.consume(url, { group: 'app', concurrency: 1, onEvent: (e) => events.push(e) });
     try {
       await until(() => events.length === 2, 'both copies handled');
-      expect(events.map((e) => e.outcome)).toEqual(['processed', 'duplicate']);
+      expect(events.map((e) => e.outcome)).toEqual(['accepted', 'duplicate']);
       expect(runs).toBe(1);
     } finally {
       await c.stop();
@@ -97,7 +97,7 @@ describe.each(['nats', 'redis'] as const)('webhooks.consume on %s', (kind) => {
     const events: ConsumerEvent[] = [];
     const c = await webhooks.consume(url, { group: 'app', onEvent: (e) => events.push(e) });
     try {
-      await until(() => events.filter((e) => e.outcome === 'refused').length === 2 && events.some((e) => e.outcome === 'processed'), 'two refused, one processed');
+      await until(() => events.filter((e) => e.outcome === 'dead_lettered').length === 2 && events.some((e) => e.outcome === 'accepted'), 'two refused, one processed');
       expect(handled).toEqual(['trg_ok']);
       const dead = await readDeadLetters(url);
       const reasons = Object.fromEntries(dead.map((d) => [d.fields.key, d.fields.dead_reason]));
@@ -121,10 +121,10 @@ describe.each(['nats', 'redis'] as const)('webhooks.consume on %s', (kind) => {
     const events: ConsumerEvent[] = [];
     const c = await webhooks.consume(url, { group: 'app', retryDelayMs: 100, onEvent: (e) => events.push(e) });
     try {
-      await until(() => events.some((e) => e.outcome === 'processed'), 'the retry processed');
+      await until(() => events.some((e) => e.outcome === 'accepted'), 'the retry processed');
       expect(events.map((e) => [e.outcome, e.deliveries])).toEqual([
         ['handler_failed', 1],
-        ['processed', 2],
+        ['accepted', 2],
       ]);
       expect(calls).toBe(2);
       expect(errors).toHaveLength(1);
@@ -145,8 +145,8 @@ describe.each(['nats', 'redis'] as const)('webhooks.consume on %s', (kind) => {
     const events: ConsumerEvent[] = [];
     const c = await webhooks.consume(url, { group: 'app', onEvent: (e) => events.push(e) });
     try {
-      await until(() => events.some((e) => e.outcome === 'refused'), 'the refusal');
-      expect(events.map((e) => [e.outcome, e.reason])).toEqual([['refused', 'this app does not take wm-6']]);
+      await until(() => events.some((e) => e.outcome === 'dead_lettered'), 'the refusal');
+      expect(events.map((e) => [e.outcome, e.reason])).toEqual([['dead_lettered', 'this app does not take wm-6']]);
     } finally {
       await c.stop();
     }
