@@ -104,10 +104,8 @@ export interface ConsumerSettings {
   claimTimeoutMs: number;
   handlerTimeoutMs: number;
   timers: Timers;
-  /** Aborted when the consumer stops: no message is taken, and one waiting for the store is given back at once. */
-  stopping: AbortSignal;
-  /** Aborted when the stop's time is up: the handlers still running are given up on, their messages given back. */
-  abandon: AbortSignal;
+  /** The consumer's stop: once it began, no message is taken, and one waiting for the store is given back at once; past its time, the handlers still running are given up on. */
+  stop: Stopper;
   report: (event: ConsumerEvent) => void;
 }
 
@@ -127,17 +125,17 @@ export class WorkerStoppedError extends Error {
 
 const reasonOf = (error: unknown) => (error instanceof Error ? error.message : String(error));
 
-/** Resolves after `ms`, or at once when `signal` aborts. */
-function pause(ms: number, signal: AbortSignal, timers: Timers): Promise<void> {
-  if (signal.aborted) return Promise.resolve();
+/** Resolves after `ms`, or at once when the consumer stops. */
+function pause(ms: number, stop: Stopper, timers: Timers): Promise<void> {
+  if (stop.stopping) return Promise.resolve();
   return new Promise((resolve) => {
     const done = () => {
       timers.clear(timer);
-      signal.removeEventListener('abort', done);
+      unlisten();
       resolve();
     };
     const timer = timers.set(done, ms);
-    signal.addEventListener('abort', done);
+    const unlisten = stop.onStop(done);
   });
 }
 
@@ -226,9 +224,7 @@ export async function handleInbound(inbound: Inbound, s: ConsumerSettings): Prom
   try {
     for (;;) {
       const givenUp = new AbortController();
-      const abandon = () => givenUp.abort(new WorkerStoppedError('the worker stopped before the handler finished'));
-      if (s.abandon.aborted) abandon();
-      else s.abandon.addEventListener('abort', abandon, { once: true });
+      const unrun = s.stop.running(givenUp);
       const stopped = new Promise<never>((_, reject) => givenUp.signal.addEventListener('abort', () => reject(givenUp.signal.reason), { once: true }));
       stopped.catch(() => undefined);
       const started = performance.now();
@@ -239,7 +235,7 @@ export async function handleInbound(inbound: Inbound, s: ConsumerSettings): Prom
         timeoutMs: s.handlerTimeoutMs,
         timers: s.timers,
       });
-      s.abandon.removeEventListener('abort', abandon);
+      unrun();
       const ms = Math.round(performance.now() - started);
       const outcome = settled.answer.outcome;
       const error = settled.claimFailed ?? (settled.handled && !settled.handled.ok ? settled.handled.error : undefined) ?? (settled.stored && !settled.stored.ok ? settled.stored.error : undefined);
@@ -252,9 +248,9 @@ export async function handleInbound(inbound: Inbound, s: ConsumerSettings): Prom
         case 'in_progress':
         case 'store_failed':
           // not the handler's failure, so not counted against it: the message is kept (and touched) and tried again here
-          if (s.stopping.aborted) return await settle({ ...about, outcome, error, retryInMs: 0 }, () => inbound.retry(0));
+          if (s.stop.stopping) return await settle({ ...about, outcome, error, retryInMs: 0 }, () => inbound.retry(0));
           s.report({ ...about, outcome, error, retryInMs: s.retryDelayMs });
-          await pause(s.retryDelayMs, s.stopping, s.timers);
+          await pause(s.retryDelayMs, s.stop, s.timers);
           continue;
         default: {
           // handler_failed, handler_timed_out (or `error`, a handler that threw before it returned a promise)
@@ -327,23 +323,48 @@ export function runSettings(
       claimTimeoutMs: limits.claimTimeoutMs,
       handlerTimeoutMs: limits.handlerTimeoutMs,
       timers: o.timers ?? systemTimers,
-      stopping: stopper.stopping.signal,
-      abandon: stopper.abandon.signal,
+      stop: stopper,
       report: (e) => o.onEvent?.(e),
     },
   };
 }
 
-/** A consumer's stop: no more messages; the handlers under way waited for, for at most `timeoutMs` when given, then given up on. */
+/**
+ * A consumer's stop: no more messages are taken (`stopping`), those waiting are woken, and the handlers
+ * under way are waited for, for at most `timeoutMs` when given; then given up on, each handler's signal
+ * aborted with a WorkerStoppedError (one registry, not a listener a message on a shared signal).
+ */
 export class Stopper {
-  readonly stopping = new AbortController();
-  readonly abandon = new AbortController();
+  stopping = false;
+  private readonly waiting = new Set<() => void>();
+  private readonly handlers = new Set<AbortController>();
+  private abandoned = false;
 
   constructor(private readonly timers: Timers) {}
 
+  /** Calls `wake` once the stop begins; undoes that when the returned function is called. */
+  onStop(wake: () => void): () => void {
+    this.waiting.add(wake);
+    return () => this.waiting.delete(wake);
+  }
+
+  /** A handler under way, given up on (its controller aborted) if the stop's time runs out; undone when the returned function is called. */
+  running(handler: AbortController): () => void {
+    if (this.abandoned) handler.abort(new WorkerStoppedError('the worker stopped before the handler finished'));
+    this.handlers.add(handler);
+    return () => this.handlers.delete(handler);
+  }
+
+  /** No more messages: those waiting for the store are woken (and given back). */
+  begin(): void {
+    if (this.stopping) return;
+    this.stopping = true;
+    for (const wake of [...this.waiting]) wake();
+  }
+
   /** Resolves once every handler under way has ended, or was given up on after `timeoutMs`. */
   async drain(inflight: ReadonlySet<Promise<void>>, timeoutMs?: number): Promise<void> {
-    this.stopping.abort();
+    this.begin();
     if (timeoutMs === undefined) return void (await Promise.all(inflight));
     let timer: unknown;
     const cut = new Promise<void>((resolve) => {
@@ -351,7 +372,8 @@ export class Stopper {
     });
     await Promise.race([Promise.all(inflight), cut]);
     this.timers.clear(timer);
-    this.abandon.abort();
+    this.abandoned = true;
+    for (const h of this.handlers) h.abort(new WorkerStoppedError('the worker stopped before the handler finished'));
     await Promise.all(inflight);
   }
 }

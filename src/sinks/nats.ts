@@ -274,18 +274,22 @@ class Acks {
 }
 
 /**
- * Watches a stream for what it drops that a group had not read: its first sequence passing a message a
- * group had not been handed (or, with no group yet, any message), and a configuration changed to drop.
- * Each is said once, as it is found. Stops when the returned function is called.
+ * Watches a stream for what it drops that a group had not read, and for a configuration changed to drop,
+ * each said as it is found. A group's unread messages that went are counted two ways: those between the
+ * last it was handed and the stream's first (seen while the group has not read on), and, on a stream of
+ * the one subject, the messages it had waiting, plus those published, less those it was handed and those
+ * still waiting (a lower bound: a redelivery counts as handed). With no group, whatever left the stream
+ * went unread. Stops when the returned function is called.
  */
 function watchStream(jsm: JetStreamManager, start: StreamInfo, subject: string, every: number, say: (what: string) => void): () => void {
   const name = start.config.name;
   const risky = new Set(streamDrops(start.config).map((r) => r.what));
-  /** Per group, the messages it had not been handed that were gone when last looked at. */
-  const unread = new Map<string, number>();
-  let lastGone = start.state.first_seq - 1;
+  /** Each group as last looked at: its deliveries so far, its messages waiting, and its gap below the stream's first. */
+  const groups = new Map<string, { handed: number; waiting: number; gap: number }>();
+  let last = { first: start.state.first_seq, last: start.state.last_seq };
   let stopped = false;
   let timer: NodeJS.Timeout | undefined;
+  const count = (n: number) => `${n} message${n === 1 ? '' : 's'}`;
   const look = async () => {
     const info = await jsm.streams.info(name);
     for (const r of streamDrops(info.config)) {
@@ -293,20 +297,24 @@ function watchStream(jsm: JetStreamManager, start: StreamInfo, subject: string, 
       risky.add(r.what);
       say(`${r.what} (changed since the sink opened). To stop it: ${r.fix}`);
     }
-    const gone = info.state.first_seq - 1;
     const limits = [...limitsOf(info.config), ...(info.config.max_age ? [`max_age ${Math.round(ms(info.config.max_age) / 1000)}s`] : [])].join(', ') || 'none';
-    let groups = 0;
+    const gone = info.state.first_seq - 1;
+    const published = info.state.last_seq - last.last;
+    const oneSubject = info.config.subjects?.length === 1 && info.config.subjects[0] === subject;
+    let seen = 0;
     for await (const c of jsm.consumers.list(name)) {
       if (c.config.filter_subject && c.config.filter_subject !== subject) continue;
-      groups++;
-      // what the group was never handed, and is gone: between its last delivered message and the stream's first
-      const lost = Math.max(0, gone - c.delivered.stream_seq);
-      const before = unread.get(c.name);
-      unread.set(c.name, lost);
-      if (before !== undefined && lost > before) say(`stream ${name} dropped ${lost - before} message${lost - before === 1 ? '' : 's'} that group ${c.name} had not read (its limits: ${limits})`);
+      seen++;
+      const now = { handed: c.delivered.consumer_seq, waiting: c.num_pending, gap: Math.max(0, gone - c.delivered.stream_seq) };
+      const before = groups.get(c.name);
+      groups.set(c.name, now);
+      if (!before || now.handed < before.handed) continue; // first seen (or made again): what went before is not this watch's to say
+      const counted = oneSubject ? before.waiting + published - now.waiting - (now.handed - before.handed) : 0;
+      const lost = Math.max(counted, now.gap - before.gap, 0);
+      if (lost) say(`stream ${name} dropped ${count(lost)} that group ${c.name} had not read (its limits: ${limits})`);
     }
-    if (!groups && gone > lastGone) say(`stream ${name} dropped ${gone - lastGone} message${gone - lastGone === 1 ? '' : 's'} before any consumer group read them (its limits: ${limits})`);
-    lastGone = gone;
+    if (!seen && info.state.first_seq > last.first) say(`stream ${name} dropped ${count(info.state.first_seq - last.first)} before any consumer group read them (its limits: ${limits})`);
+    last = { first: info.state.first_seq, last: info.state.last_seq };
   };
   const tick = () => {
     if (stopped) return;
@@ -411,7 +419,6 @@ export async function openNatsConsumer(t: Target, o: ConsumeOptions): Promise<Si
   const { headers } = await natsClient();
   const state = new BrokerState(o.onConnection);
   const nc = await connectTo(t, { lost: (reason) => state.client(true, reason), back: () => state.client(false) });
-  const stopping = stopper.stopping;
   try {
     const jsm = await managerOf(nc, t);
     const { stream } = await streamFor(jsm, t, t.name, t.settings.stream ?? streamNameFor(t.name));
@@ -486,12 +493,12 @@ export async function openNatsConsumer(t: Target, o: ConsumeOptions): Promise<Si
     let slotFreed: (() => void) | undefined;
     const reading = (async () => {
       for await (const m of messages) {
-        if (stopping.signal.aborted) {
+        if (stopper.stopping) {
           m.nak();
           continue;
         }
-        while (inflight.size >= settings.concurrency && !stopping.signal.aborted) await new Promise<void>((r) => (slotFreed = r));
-        if (stopping.signal.aborted) {
+        while (inflight.size >= settings.concurrency && !stopper.stopping) await new Promise<void>((r) => (slotFreed = r));
+        if (stopper.stopping) {
           m.nak();
           continue;
         }
@@ -508,7 +515,7 @@ export async function openNatsConsumer(t: Target, o: ConsumeOptions): Promise<Si
       where: t.shown,
       deadLetters: deadSubject,
       async stop(options = {}) {
-        stopping.abort();
+        stopper.begin();
         await messages.close();
         slotFreed?.();
         await reading.catch(() => undefined);

@@ -397,7 +397,6 @@ export async function openRedisConsumer(t: Target, o: ConsumeOptions): Promise<S
     reader.destroy();
     throw err;
   }
-  const stopping = stopper.stopping;
   const inflight = new Set<Promise<void>>();
   let slotFreed: (() => void) | undefined;
   // The turn's acknowledgements in one XACK: one a message was a command and a socket write each
@@ -458,11 +457,11 @@ export async function openRedisConsumer(t: Target, o: ConsumeOptions): Promise<S
   const reading = (async () => {
     let cursor = '0-0';
     let claimedAt = 0;
-    while (!stopping.signal.aborted) {
+    while (!stopper.stopping) {
       // read when half the slots (at least one) are free: a read of many costs about what a read of one does
       const free = Math.max(1, Math.floor(settings.concurrency / 2));
-      while (settings.concurrency - inflight.size < free && !stopping.signal.aborted) await new Promise<void>((r) => (slotFreed = r));
-      if (stopping.signal.aborted) break;
+      while (settings.concurrency - inflight.size < free && !stopper.stopping) await new Promise<void>((r) => (slotFreed = r));
+      if (stopper.stopping) break;
       const op = state.begin();
       try {
         if (performance.now() - claimedAt >= claimEvery) {
@@ -479,7 +478,7 @@ export async function openRedisConsumer(t: Target, o: ConsumeOptions): Promise<S
         state.ok(op);
         for (const [id, flat] of (r?.[0]?.[1] as Reply[][] | undefined) ?? []) start(inbound(text(id), flat!, 1));
       } catch (err) {
-        if (stopping.signal.aborted) break;
+        if (stopper.stopping) break;
         // the stream (and its group) deleted under us: made again; else the broker is away: wait, and try again
         if (/NOGROUP/.test((err as Error).message)) await createGroup().catch(() => undefined);
         else state.failed(op, `the Redis server at ${where(t)} failed: ${(err as Error).message}`);
@@ -493,7 +492,7 @@ export async function openRedisConsumer(t: Target, o: ConsumeOptions): Promise<S
     where: t.shown,
     deadLetters: dead,
     async stop(options = {}) {
-      stopping.abort();
+      stopper.begin();
       slotFreed?.();
       reader.destroy();
       await reading;
