@@ -205,7 +205,7 @@ describe('a handler that never resolves (#41.16)', () => {
     expect(m.done).toEqual([{ dead: 'the handler failed 2 times (the limit); the last time: it ran past its time (1000 ms)' }]);
   });
 
-  it("stop({ timeoutMs }) ends: the handler still running then is given up on, its message given back at once, its claim let go", async () => {
+  it('stop({ timeoutMs }) ends: the handler still running then is given up on, its message given back at once, its claim let go', async () => {
     const timers = manualTimers();
     const store = new MemoryStore();
     const c = consumer({ store, verify: verifyWith(), timers, handler: () => new Promise(() => undefined) });
