@@ -109,10 +109,13 @@ async function startEmulator(retryDelays: string): Promise<Emulator> {
 }
 
 /** A webhook on the emulator that delivers to `url`, subscribed to the forecast hours; its id. */
-async function createWebhook(emu: Emulator, url: string): Promise<string> {
+/** A webhook of the emulator's that delivers to `url`: its id, and its secret (shown once), which the workers verify with. */
+async function createWebhook(emu: Emulator, url: string): Promise<{ id: string; secret: string }> {
   const created = await runCli(['webhook', 'create', '--url', url, '--json', '--subscribe', 'forecast_hour.available'], { env: emu.env });
   expect(created.code).toBe(0);
-  return (JSON.parse(created.stdout) as { id: string }).id;
+  const { id, secret } = JSON.parse(created.stdout) as { id: string; secret: string };
+  expect(secret).toMatch(/^whsec_/);
+  return { id, secret };
 }
 
 async function startListen(args: string[], env: Record<string, string>): Promise<{ proc: Running; url: string }> {
@@ -166,7 +169,7 @@ describe.each(['nats', 'redis'] as const)('%s', (kind) => {
     const emu = await startEmulator('200ms,500ms,1s');
     const workers: Worker[] = [];
     try {
-      const webhook = await createWebhook(emu, proxy.url);
+      const { id: webhook, secret } = await createWebhook(emu, proxy.url);
       // two receivers, each with a store folder of its own (a copy holding the webhook's stored secret)
       listens = await Promise.all(
         [1, 2].map(() => {
@@ -175,7 +178,7 @@ describe.each(['nats', 'redis'] as const)('%s', (kind) => {
           return startListen(['--webhook', webhook, '--sink', url], { ...emu.env, WXHOOKS_CONFIG_DIR: dir });
         }),
       );
-      workers.push(...(await Promise.all([1, 2, 3].map(() => startWorker({ url, group: 'chain', secret: TEST_SECRET, concurrency: 16, store: { url: db.url, schema, leaseMs: 60_000 } })))));
+      workers.push(...(await Promise.all([1, 2, 3].map(() => startWorker({ url, group: 'chain', secret, concurrency: 16, store: { url: db.url, schema, leaseMs: 60_000 } })))));
 
       const triggers = await publishRun(emu, N);
       expect(new Set(triggers).size).toBe(N);
@@ -273,7 +276,7 @@ describe.each(['nats', 'redis'] as const)('%s', (kind) => {
     const emu = await startEmulator('1s,5s,15s');
     let brokerDown = false;
     try {
-      const webhook = await createWebhook(emu, proxy.url);
+      const { id: webhook } = await createWebhook(emu, proxy.url);
       listen = await startListen(['--webhook', webhook, '--sink', url], emu.env);
       expect(await emu.publish(1000)).toBeTruthy(); // the stream exists, and the chain works, before the broker goes
       await until(() => attempts(emu).some((a) => a.outcome === 'delivered'), 'the first delivery', 30_000);
