@@ -170,7 +170,8 @@ describe.each(runtimes)('$name', (rt) => {
   }, 60_000);
 });
 
-it("the README's handler examples are these files, word for word", () => {
+it("the README's handler examples are these files, word for word (and the streams guide's consumer)", () => {
   const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
-  for (const file of ['express.js', 'fastify.js', 'hono.js', 'worker.js', 'consumer.js']) expect(readme).toContain(readFileSync(example(file), 'utf8').trim());
+  for (const file of ['express.js', 'fastify.js', 'hono.js', 'worker.js']) expect(readme).toContain(readFileSync(example(file), 'utf8').trim());
+  expect(readFileSync(join(ROOT, 'docs/streams.md'), 'utf8')).toContain(readFileSync(example('consumer.js'), 'utf8').trim());
 });

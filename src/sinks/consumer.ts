@@ -41,11 +41,13 @@ export interface VerifiedMessage {
   timestamp: number;
 }
 
-/** The outcomes a consumer reports: the core's names. */
-export type ConsumerOutcome = Extract<Outcome, 'accepted' | 'duplicate' | 'in_progress' | 'store_failed' | 'handler_failed' | 'handler_timed_out' | 'dead_lettered'>;
+/** The outcomes a consumer reports: the core's names (src/delivery/outcomes.ts). */
+export const CONSUMER_OUTCOMES = ['accepted', 'duplicate', 'in_progress', 'store_failed', 'handler_failed', 'handler_timed_out', 'dead_lettered'] as const satisfies readonly Outcome[];
+export type ConsumerOutcome = (typeof CONSUMER_OUTCOMES)[number];
 
 /** Why a message went to the dead letters. */
-export type DeadLetterCause = 'not_ours' | 'unverified' | 'envelope_mismatch' | 'refused_by_handler' | 'delivery_limit';
+export const DEAD_LETTER_CAUSES = ['not_ours', 'unverified', 'envelope_mismatch', 'refused_by_handler', 'delivery_limit'] as const;
+export type DeadLetterCause = (typeof DEAD_LETTER_CAUSES)[number];
 
 /** One thing a consumer did, for its caller to show or count (a consumer never prints). */
 export interface ConsumerEvent {
