@@ -269,7 +269,7 @@ describe.each(['nats', 'redis'] as const)('%s', (kind) => {
     expect(away.code, away.stderr).toBe(ExitCode.UNREACHABLE);
     expect(away.stderr).toContain('127.0.0.1:1');
     expect(away.stderr).not.toContain(brokers[kind].password);
-    const bad = await runCli(['deliveries', 'list', '--sink', 'kafka://h/t']);
+    const bad = await runCli(['deliveries', 'list', '--sink', 'ftp://h/t']);
     expect(bad.code).toBe(ExitCode.USAGE);
   });
 
