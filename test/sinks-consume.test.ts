@@ -2,11 +2,11 @@ import { afterAll, beforeAll, describe, expect, expectTypeOf, it } from 'vitest'
 import type { Broker } from '../scripts/harness.js';
 import { MemoryStore, MessageRefusedError, Webhooks, WebhookHandlerError, type ConsumerEvent, type WebhookEvent, type WebhookEventOf } from '../src/index.js';
 import { signDelivery } from '../src/signing/index.js';
-import { openSink, readSink } from '../src/sinks/index.js';
+import { readSink } from '../src/sinks/index.js';
 import type { SinkDelivery } from '../src/sinks/message.js';
 import type { SinkKind } from '../src/sinks/sink-url.js';
 import { encodeMessage } from '../src/sinks/message.js';
-import { BROKERS, delivery, readDeadLetters, SECRET, until, writeForeign } from './helpers/sinks.js';
+import { BROKERS, delivery, publish, readDeadLetters, SECRET, until, writeForeign } from './helpers/sinks.js';
 
 // `webhooks.consume(url, …)`: the handler library's typed handlers run on a sink's stream, in this
 // process, against a real nats-server (JetStream) and a real redis-server.
@@ -21,15 +21,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await Promise.all(Object.values(brokers).map((b) => b?.remove()));
 });
-
-async function publish(url: string, ...deliveries: SinkDelivery[]): Promise<void> {
-  const sink = await openSink(url);
-  try {
-    for (const d of deliveries) await sink.publish(d);
-  } finally {
-    await sink.close();
-  }
-}
 
 /** A delivery signed as the service signs, whose body is `body` (not a JSON object). */
 function signedText(trigger: string, body: string): SinkDelivery {

@@ -3,12 +3,11 @@ import { MemoryStore } from '../src/delivery/memory-store.js';
 import { systemTimers } from '../src/delivery/runner.js';
 import type { PairStore } from '../src/delivery/store.js';
 import { openStore } from '../src/handler/node.js';
-import { signDelivery } from '../src/signing/index.js';
 import { handleInbound, MessageRefusedError, runSettings, type ConsumedMessage, type ConsumerEvent, type Inbound, type VerifiedMessage } from '../src/sinks/consumer.js';
 import { decodeMessage, encodeMessage, type SinkDelivery } from '../src/sinks/message.js';
 import { tempDir } from './helpers/cli.js';
 import { manualTimers } from './helpers/clock.js';
-import { delivery, SECRET, verifyWith } from './helpers/sinks.js';
+import { delivery, signedAgo, verifyWith } from './helpers/sinks.js';
 
 // A consumer's decisions for one message, whichever the broker (src/sinks/consumer.ts), against the real
 // stores (memory, file) and the real verifier, with no broker: each message is handed over by a small
@@ -52,14 +51,6 @@ function consumer(o: Partial<Parameters<typeof runSettings>[0]> & { handler?: Pa
 /** Resolves once the handler's timer is set (the message verified and its pair claimed): then moving the timers means something. */
 async function timing(timers: { pending(): number }): Promise<void> {
   while (timers.pending() === 0) await new Promise((r) => setImmediate(r));
-}
-
-/** A delivery signed `secondsAgo` before now, as the service would have sent it then. */
-function signedAgo(trigger: string, secondsAgo: number): SinkDelivery {
-  const d = delivery(trigger);
-  const timestamp = Math.floor(Date.now() / 1000) - secondsAgo;
-  const headers = Object.fromEntries(Object.entries(signDelivery({ secret: SECRET, body: Buffer.from(d.body), triggerId: trigger, timestamp })).map(([k, v]) => [k.toLowerCase(), v as string]));
-  return { ...d, headers: { ...d.headers, ...headers }, timestamp, receivedAt: new Date(timestamp * 1000).toISOString() };
 }
 
 describe.each<[string, () => Promise<PairStore>]>([

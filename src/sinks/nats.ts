@@ -10,6 +10,7 @@ import {
   BrokerState,
   checkGroup,
   defineSink,
+  watchEvery,
   SinkRefusedError,
   SinkUnavailableError,
   type ConsumeOptions,
@@ -287,8 +288,6 @@ function watchStream(jsm: JetStreamManager, start: StreamInfo, subject: string, 
   /** Each group as last looked at: its deliveries so far, its messages waiting, and its gap below the stream's first. */
   const groups = new Map<string, { handed: number; waiting: number; gap: number }>();
   let last = { first: start.state.first_seq, last: start.state.last_seq };
-  let stopped = false;
-  let timer: NodeJS.Timeout | undefined;
   const count = (n: number) => `${n} message${n === 1 ? '' : 's'}`;
   const look = async () => {
     const info = await jsm.streams.info(name);
@@ -316,18 +315,7 @@ function watchStream(jsm: JetStreamManager, start: StreamInfo, subject: string, 
     if (!seen && info.state.first_seq > last.first) say(`stream ${name} dropped ${count(info.state.first_seq - last.first)} before any consumer group read them (its limits: ${limits})`);
     last = { first: info.state.first_seq, last: info.state.last_seq };
   };
-  const tick = () => {
-    if (stopped) return;
-    timer = setTimeout(() => {
-      look().then(tick, tick);
-    }, every);
-    timer.unref();
-  };
-  tick();
-  return () => {
-    stopped = true;
-    clearTimeout(timer);
-  };
+  return watchEvery(every, look);
 }
 
 export async function openNatsSink(t: Target, options: SinkOptions = {}): Promise<Sink> {

@@ -6,7 +6,7 @@ import { NotFoundError, UnreachableError, UsageError } from '../errors.js';
 import { printable } from '../util/printable.js';
 import { handleInbound, runSettings, type Inbound } from './consumer.js';
 import { BODY_FIELD, decodeMessage, encodeMessage, type FieldName } from './message.js';
-import { BrokerState, checkGroup, defineSink, SinkUnavailableError, type ConsumeOptions, type DropRisk, type Sink, type SinkConsumer, type SinkOptions, type SinkTarget } from './sink.js';
+import { BrokerState, checkGroup, defineSink, SinkUnavailableError, watchEvery, type ConsumeOptions, type DropRisk, type Sink, type SinkConsumer, type SinkOptions, type SinkTarget } from './sink.js';
 import { entryOf, type SinkView } from './view.js';
 
 /**
@@ -205,8 +205,6 @@ export function memoryDrops(m: { max: number; policy: string }, stream: string):
 function watchMemory(client: Client, stream: string, start: { max: number; policy: string }, startEvicted: number, every: number, say: (what: string) => void): () => void {
   let evicted = startEvicted;
   const risky = new Set(memoryDrops(start, stream).map((r) => r.what));
-  let stopped = false;
-  let timer: NodeJS.Timeout | undefined;
   const look = async () => {
     const m = await memoryOf(client);
     for (const r of memoryDrops(m, stream)) {
@@ -222,18 +220,7 @@ function watchMemory(client: Client, stream: string, start: { max: number; polic
     }
     evicted = now;
   };
-  const tick = () => {
-    if (stopped) return;
-    timer = setTimeout(() => {
-      look().then(tick, tick);
-    }, every);
-    timer.unref();
-  };
-  tick();
-  return () => {
-    stopped = true;
-    clearTimeout(timer);
-  };
+  return watchEvery(every, look);
 }
 
 /** The server's answer to a write when it is full (maxmemory, noeviction). */

@@ -242,3 +242,22 @@ export class BrokerState {
     this.listener?.(lost ? 'lost' : 'restored', reason);
   }
 }
+
+/**
+ * Runs `look` every `ms` (each run after the last one ended, whatever it came to) until the returned
+ * function is called: a sink's watch of its broker. The timer keeps no process alive.
+ */
+export function watchEvery(ms: number, look: () => Promise<void>): () => void {
+  let stopped = false;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const next = () => {
+    if (stopped) return;
+    timer = setTimeout(() => void look().then(next, next), ms);
+    timer.unref?.();
+  };
+  next();
+  return () => {
+    stopped = true;
+    clearTimeout(timer);
+  };
+}

@@ -4,14 +4,13 @@ import type { Broker } from '../../scripts/harness.js';
 import { ExitCode } from '../../src/errors.js';
 import { manualTimers } from '../helpers/clock.js';
 import { MemoryStore, Webhooks, type ConsumerEvent, type WebhookEvent } from '../../src/index.js';
-import { signDelivery } from '../../src/signing/index.js';
 import { encodeMessage, openSink, SinkUnavailableError, type Sink, type SinkDelivery } from '../../src/sinks/index.js';
 import type { SinkKind } from '../../src/sinks/kinds.js';
 import { spawnCli, tempDir } from '../helpers/cli.js';
 import { post } from '../helpers/http.js';
 import { startCli } from '../helpers/process.js';
 import { signed, TEST_SECRET } from '../helpers/receiver.js';
-import { BROKERS, delivery, readDeadLetters, SECRET, until, writeForeign } from '../helpers/sinks.js';
+import { BROKERS, delivery, publish, readDeadLetters, SECRET, signedAgo, until, writeForeign } from '../helpers/sinks.js';
 
 // The hand-offs of #41 at a sink, against real brokers: the pair a worker claims is the signed one, not
 // the envelope's, and a message is judged at the time its broker stored it (41.2); a broker set to drop
@@ -29,23 +28,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await Promise.all(Object.values(brokers).map((b) => b?.remove()));
 });
-
-async function publish(url: string, ...deliveries: SinkDelivery[]): Promise<void> {
-  const sink = await openSink(url);
-  try {
-    for (const d of deliveries) await sink.publish(d);
-  } finally {
-    await sink.close();
-  }
-}
-
-/** A delivery signed `secondsAgo` before now, its envelope's received_at set to that time too. */
-function signedAgo(trigger: string, secondsAgo: number): SinkDelivery {
-  const d = delivery(trigger);
-  const timestamp = Math.floor(Date.now() / 1000) - secondsAgo;
-  const headers = Object.fromEntries(Object.entries(signDelivery({ secret: SECRET, body: Buffer.from(d.body), triggerId: trigger, timestamp })).map(([k, v]) => [k.toLowerCase(), v as string]));
-  return { ...d, headers: { ...d.headers, ...headers }, timestamp, receivedAt: new Date(timestamp * 1000).toISOString() };
-}
 
 /** Writes a message behind the sink's back, as someone with access to the broker could: a delivery's fields, changed by `change`. */
 async function writeChanged(url: string, d: SinkDelivery, change: (fields: Record<string, string>) => void = () => undefined): Promise<void> {

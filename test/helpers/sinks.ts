@@ -49,6 +49,25 @@ export function delivery(trigger: string, data: Record<string, unknown> = { mode
   return sinkDelivery(v, pair, headers, body, Date.now());
 }
 
+/** A delivery signed `secondsAgo` before now, as the service would have sent it then (its received_at that time too). */
+export function signedAgo(trigger: string, secondsAgo: number): SinkDelivery {
+  const d = delivery(trigger);
+  const timestamp = Math.floor(Date.now() / 1000) - secondsAgo;
+  const headers = Object.fromEntries(Object.entries(signDelivery({ secret: SECRET, body: Buffer.from(d.body), triggerId: trigger, timestamp })).map(([k, v]) => [k.toLowerCase(), v as string]));
+  return { ...d, headers: { ...d.headers, ...headers }, timestamp, receivedAt: new Date(timestamp * 1000).toISOString() };
+}
+
+/** Publishes the deliveries through a sink of its own, one after another, and closes it. */
+export async function publish(url: string, ...deliveries: SinkDelivery[]): Promise<void> {
+  const { openSink } = await import('../../src/sinks/index.js');
+  const sink = await openSink(url);
+  try {
+    for (const d of deliveries) await sink.publish(d);
+  } finally {
+    await sink.close();
+  }
+}
+
 export interface Worker {
   lines: Record<string, unknown>[];
   /** Resolves with the first line (from the start) that matches. */
