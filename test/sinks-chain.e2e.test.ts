@@ -189,13 +189,21 @@ describe.each(['nats', 'redis'] as const)('%s', (kind) => {
             .map((a) => a.trigger_id),
         );
       await until(() => triggers.every((t) => delivered().has(t)), `the emulator to deliver all ${N}`, 120_000);
-      // both receivers got each delivery and answered it 2xx: one published it, the broker told the other it had it
-      await until(() => listens.every((l) => linesOf(l.proc).filter((x) => x.outcome === 'accepted').length >= N), 'both receivers to accept all', 60_000);
+      // both receivers got each delivery; each answered it 2xx (one published it, the broker told the other it
+      // had it) or, on a machine so loaded that the broker's answer took past the publish timeout, 503 (not
+      // acknowledged: the proxy had the other's 2xx for the service). At most one publish of each was new.
+      const answered = (l: Running) =>
+        new Set(
+          linesOf(l)
+            .filter((x) => x.outcome === 'accepted' || x.outcome === 'sink_failed')
+            .map((x) => x.trigger_id),
+        );
+      await until(() => listens.every((l) => triggers.every((t) => answered(l.proc).has(t))), 'both receivers to answer all', 60_000);
       const publishedBy = new Map<string, boolean[]>();
       for (const l of listens)
         for (const x of linesOf(l.proc)) if (x.outcome === 'accepted') publishedBy.set(x.trigger_id!, [...(publishedBy.get(x.trigger_id!) ?? []), ...x.published!.map((p) => !p.duplicate)]);
       expect(publishedBy.size).toBe(N);
-      expect([...publishedBy.entries()].filter(([, fresh]) => fresh.length !== 2 || fresh.filter(Boolean).length !== 1)).toEqual([]);
+      expect([...publishedBy.entries()].filter(([, fresh]) => fresh.filter(Boolean).length > 1)).toEqual([]);
 
       const inStream = await streamCounts(url);
       expect([...inStream.keys()].sort()).toEqual([...triggers].sort());
@@ -208,7 +216,7 @@ describe.each(['nats', 'redis'] as const)('%s', (kind) => {
       expect([...done.values()].filter((n) => n !== 1)).toEqual([]);
       expect([...done.keys()].map((k) => decodeURIComponent(k.split('/')[1]!)).sort()).toEqual([...triggers].sort());
       expect(workers.flatMap((w) => w.lines.filter((l) => ['handler_failed', 'handler_timed_out', 'dead_lettered'].includes(l.outcome as string)))).toEqual([]);
-      // the emulator never had to retry: each first attempt was answered 2xx
+      // the emulator never had to retry: each first attempt was answered 2xx (by one receiver at least)
       expect(attempts(emu).filter((a) => a.outcome !== 'delivered')).toEqual([]);
     } finally {
       await Promise.all(workers.map((w) => w.stop('SIGKILL')));

@@ -93,7 +93,7 @@ export interface SinkOptions {
   onConnection?: ConnectionListener;
   /**
    * Told, while the sink is open, when the broker is found to have dropped what no worker had read (Redis
-   * evicted keys; a NATS stream's first message passed one a group had not acknowledged), or to be set to.
+   * evicted keys; a NATS stream's first message passed one a group had not read), or to be set to.
    */
   onDrops?: (what: string) => void;
   /** How often the broker is asked about it (default DEFAULTS.sinkWatchMs). */

@@ -141,7 +141,7 @@ describe.each(['nats', 'redis'] as const)('webhooks.consume on %s: a handler tha
     const second = new Webhooks({ secret: SECRET }).onAny((e) => void ran.push(e.id));
     const d = await second.consume(url, { group: 'app', claimTimeoutMs: 2000, retryDelayMs: 500, onEvent: (e) => events.push(e) });
     try {
-      await until(() => ran.length === 1, 'the next worker to run it', 20_000);
+      await until(() => events.length === 1, 'the next worker to run it, and acknowledge it', 20_000);
       expect(ran).toEqual(['trg_stuck']);
       // (its count of deliveries is the broker's: JetStream takes back a count it could not hand to the stopped worker)
       expect(events.map((e) => e.outcome)).toEqual(['accepted']);
