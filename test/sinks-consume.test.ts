@@ -2,11 +2,11 @@ import { afterAll, beforeAll, describe, expect, expectTypeOf, it } from 'vitest'
 import type { Broker } from '../scripts/harness.js';
 import { MemoryStore, MessageRefusedError, Webhooks, WebhookHandlerError, type ConsumerEvent, type WebhookEvent, type WebhookEventOf } from '../src/index.js';
 import { signDelivery } from '../src/signing/index.js';
-import { openSink, readSink } from '../src/sinks/index.js';
+import { readSink } from '../src/sinks/index.js';
 import type { SinkDelivery } from '../src/sinks/message.js';
 import type { SinkKind } from '../src/sinks/sink-url.js';
 import { encodeMessage } from '../src/sinks/message.js';
-import { BROKERS, delivery, readDeadLetters, SECRET, until, writeForeign } from './helpers/sinks.js';
+import { BROKERS, delivery, publish, readDeadLetters, SECRET, until, writeForeign } from './helpers/sinks.js';
 
 // `webhooks.consume(url, …)`: the handler library's typed handlers run on a sink's stream, in this
 // process, against a real nats-server (JetStream) and a real redis-server.
@@ -21,15 +21,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await Promise.all(Object.values(brokers).map((b) => b?.remove()));
 });
-
-async function publish(url: string, ...deliveries: SinkDelivery[]): Promise<void> {
-  const sink = await openSink(url);
-  try {
-    for (const d of deliveries) await sink.publish(d);
-  } finally {
-    await sink.close();
-  }
-}
 
 /** A delivery signed as the service signs, whose body is `body` (not a JSON object). */
 function signedText(trigger: string, body: string): SinkDelivery {
@@ -52,7 +43,7 @@ describe.each(['nats', 'redis'] as const)('webhooks.consume on %s', (kind) => {
     const events: ConsumerEvent[] = [];
     const c = await webhooks.consume(url, { group: 'app', onEvent: (e) => events.push(e) });
     try {
-      await until(() => events.filter((e) => e.outcome === 'processed').length === 2, 'both messages processed');
+      await until(() => events.filter((e) => e.outcome === 'accepted').length === 2, 'both messages processed');
       const first = seen.find((e) => e.id === 'trg_c1')!;
       expect(first).toMatchObject({ type: 'forecast_hour.available', id: 'trg_c1', subscriptionId: '7', signature: { layout: 'standard', triggerId: 'trg_c1', secretIndex: 0 } });
       expect(first.payload.data.forecast_hour).toBe(6);
@@ -80,7 +71,7 @@ describe.each(['nats', 'redis'] as const)('webhooks.consume on %s', (kind) => {
     const c = await webhooks.consume(url, { group: 'app', concurrency: 1, onEvent: (e) => events.push(e) });
     try {
       await until(() => events.length === 2, 'both copies handled');
-      expect(events.map((e) => e.outcome)).toEqual(['processed', 'duplicate']);
+      expect(events.map((e) => e.outcome)).toEqual(['accepted', 'duplicate']);
       expect(runs).toBe(1);
     } finally {
       await c.stop();
@@ -97,7 +88,7 @@ describe.each(['nats', 'redis'] as const)('webhooks.consume on %s', (kind) => {
     const events: ConsumerEvent[] = [];
     const c = await webhooks.consume(url, { group: 'app', onEvent: (e) => events.push(e) });
     try {
-      await until(() => events.filter((e) => e.outcome === 'refused').length === 2 && events.some((e) => e.outcome === 'processed'), 'two refused, one processed');
+      await until(() => events.filter((e) => e.outcome === 'dead_lettered').length === 2 && events.some((e) => e.outcome === 'accepted'), 'two refused, one processed');
       expect(handled).toEqual(['trg_ok']);
       const dead = await readDeadLetters(url);
       const reasons = Object.fromEntries(dead.map((d) => [d.fields.key, d.fields.dead_reason]));
@@ -121,10 +112,10 @@ describe.each(['nats', 'redis'] as const)('webhooks.consume on %s', (kind) => {
     const events: ConsumerEvent[] = [];
     const c = await webhooks.consume(url, { group: 'app', retryDelayMs: 100, onEvent: (e) => events.push(e) });
     try {
-      await until(() => events.some((e) => e.outcome === 'processed'), 'the retry processed');
+      await until(() => events.some((e) => e.outcome === 'accepted'), 'the retry processed');
       expect(events.map((e) => [e.outcome, e.deliveries])).toEqual([
         ['handler_failed', 1],
-        ['processed', 2],
+        ['accepted', 2],
       ]);
       expect(calls).toBe(2);
       expect(errors).toHaveLength(1);
@@ -145,8 +136,8 @@ describe.each(['nats', 'redis'] as const)('webhooks.consume on %s', (kind) => {
     const events: ConsumerEvent[] = [];
     const c = await webhooks.consume(url, { group: 'app', onEvent: (e) => events.push(e) });
     try {
-      await until(() => events.some((e) => e.outcome === 'refused'), 'the refusal');
-      expect(events.map((e) => [e.outcome, e.reason])).toEqual([['refused', 'this app does not take wm-6']]);
+      await until(() => events.some((e) => e.outcome === 'dead_lettered'), 'the refusal');
+      expect(events.map((e) => [e.outcome, e.reason])).toEqual([['dead_lettered', 'this app does not take wm-6']]);
     } finally {
       await c.stop();
     }

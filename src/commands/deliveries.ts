@@ -1,11 +1,14 @@
 import type { Command } from 'commander';
 import { line, type Act, type Context } from '../context.js';
-import { DeliveryFailedError, NotVerifiedError, UnreachableError } from '../errors.js';
+import { DEFAULTS } from '../delivery/defaults.js';
+import { DeliveryFailedError, NotVerifiedError, UnreachableError, UsageError } from '../errors.js';
 import { printable } from '../util/printable.js';
 import { emit, table } from '../output/render.js';
+import { sinkViewText } from '../output/sink-view.js';
 import { styleFor } from '../output/style.js';
 import { replayDelivery } from '../receiver/replay.js';
 import { skippedLines, unprovenError } from '../receiver/saved.js';
+import { sinkExamples } from '../sinks/kinds.js';
 import { findStored, listStored, sourceOf, unverifiedLine, whereOf } from '../receiver/stored.js';
 import { textOrBase64 } from '../util/bytes.js';
 import { url } from '../util/parse.js';
@@ -39,7 +42,7 @@ export function register(cmd: Command, act: Act): void {
       '--outcome <outcome>',
       'only this outcome: "verified", "test" (a test ping), "unverified" (a saved file that shows no verification), and from a store\'s history also what was refused ("duplicate", ...)',
     )
-    .option('--sink <url>', "or what a sink's stream holds (nats://host:4222/SUBJECT, redis://host:6379/STREAM): its newest 100 messages, what each consumer group has pending, the dead letters");
+    .option('--sink <url>', `or what a sink's stream holds (${sinkExamples(', ')}): its newest ${DEFAULTS.sinkListLimit} messages, what each consumer group has pending, the dead letters`);
   secretSourceOptions(deliverySourceOptions(list), 'with --dir, check saved files without the mark with')
     .addHelpText(
       'after',
@@ -66,8 +69,19 @@ export function register(cmd: Command, act: Act): void {
     .action(act(runDeliveriesReplay));
 }
 
+/** `deliveries list --sink URL`: what a sink's stream holds, read by src/sinks/ and rendered by src/output/sink-view.ts. */
+async function listSink(ctx: Context, url: string, o: SourceOptions & CheckOptions & { type?: string; outcome?: string }): Promise<void> {
+  if (o.dir !== undefined || o.store !== undefined || o.outcome !== undefined || o.webhook !== undefined || o.secretEnv !== undefined) {
+    throw new UsageError('--sink reads a stream; --dir, --store, --outcome, --webhook and --secret-env are about saved deliveries: give one or the other.');
+  }
+  const { readSink } = await import('../sinks/index.js');
+  const view = await readSink(url);
+  if (o.type !== undefined) view.deliveries = view.deliveries.filter((e) => e.type === o.type);
+  emit(ctx, view, () => sinkViewText(ctx, view, o.type));
+}
+
 export async function runDeliveriesList(ctx: Context, o: SourceOptions & CheckOptions & { type?: string; outcome?: string; sink?: string }): Promise<void> {
-  if (o.sink !== undefined) return (await import('./deliveries-sink.js')).runDeliveriesSink(ctx, o.sink, o);
+  if (o.sink !== undefined) return listSink(ctx, o.sink, o);
   const source = sourceOf(o, ctx.env, await checkSecrets(ctx, o, 'deliveries list'));
   const where = whereOf(source);
   const { entries: all, skipped } = await listStored(source);

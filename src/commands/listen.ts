@@ -21,7 +21,9 @@ import { openSaveDir, readProvenBody, readSavedDir, saveKeyOf, savedAsEvent, sav
 import { compressHours, parseRunName, RunTracker } from '../delivery/runs.js';
 import { startReceiver, type RawDelivery, type RunningReceiver } from '../receiver/server.js';
 import { closeSinks, openSinks } from '../receiver/sinks-step.js';
+import { sinkFlagHelp } from '../sinks/kinds.js';
 import type { Sink } from '../sinks/sink.js';
+import { sinkUrls } from '../sinks/sink-url.js';
 import { startRelayDoor } from '../receiver/relay-door.js';
 import { describeRelayLink, relayLinkEvent } from '../output/listen-relay.js';
 import { checkRelayOptions, relayTemporary, webhookChannel, type RelayTarget } from './listen-relay.js';
@@ -42,7 +44,7 @@ import { printable } from '../util/printable.js';
 import { addSensitive } from '../util/redact.js';
 import { isKnownType, SUBSCRIPTION_TYPES, suggestion } from '../vocabulary.js';
 import { declare, type OptionsOf } from '../flags/option-types.js';
-import { accumulated, msDefault, portOption, schemeOption, sinkOption, sizeDefault, toleranceOption, valued } from '../flags/options.js';
+import { accumulated, msDefault, portOption, schemeOption, sizeDefault, toleranceOption, valued } from '../flags/options.js';
 import { baseUrlFor, serviceFor } from '../tasks/service.js';
 import { resolveSecrets, secretStoreFor, type SecretSource } from '../tasks/secrets.js';
 import { secretSourceOptions } from '../flags/sources.js';
@@ -76,7 +78,7 @@ function declareListen(cmd: Command) {
       accumulated('--forward-to <url|type=url>', 'POST each verified delivery (exact bytes and headers) to your app: TYPE=URL for a type (repeatable), a URL alone for every other type', forwardRoute),
     )
     .addOption(valued('--forward-timeout <duration>', 'how long your app may take', timeLimit, msDefault(DEFAULTS.forwardTimeoutMs)))
-    .addOption(sinkOption())
+    .addOption(accumulated('--sink <url>', sinkFlagHelp(), sinkUrls))
     .option('--save-dir <dir>', 'write each verified delivery to a file that `verify` and `send` read back')
     .addOption(valued('--respond-status <code>', 'answer verified deliveries with this status (e.g. 500, to watch the retries)', integer(200, 599)))
     .optionsGroup('Processed once (the processed pairs):')
@@ -427,24 +429,29 @@ export async function runListen(ctx: Context, o: ListenOptions): Promise<void> {
 }
 
 /**
- * `--sink`: every sink opened before the port is (exit 6 naming the broker, never its password); a line
- * when a broker goes and when it is back; a warning when a broker forgets a pair sooner than the store.
+ * `--sink`: every sink opened before the port is (exit 6 naming the broker, never its password; exit 2
+ * for a broker set to drop what no worker has read, unless its URL says ?drops=accept); a line when a
+ * broker goes and when it is back, and when it is found to have dropped what no worker read; a warning
+ * for each drop accepted, and when a broker forgets a pair sooner than the store.
  */
 async function startSinks(ctx: Context, o: ListenOptions, say: (event: Record<string, unknown>, text: string) => void, style: Style): Promise<Sink[]> {
-  const sinks = await openSinks(o.sink!, (sink, state, reason) => {
-    if (state === 'lost') say({ event: 'sink_lost', sink, reason }, style.red(`The sink ${sink} is unreachable (${printable(reason ?? '?')}): deliveries are answered 503 until it is back.`));
-    else say({ event: 'sink_restored', sink }, style.green(`The sink ${sink} is back.`));
+  const sinks = await openSinks(o.sink!, {
+    connection(sink, state, reason) {
+      if (state === 'lost') say({ event: 'sink_lost', sink, reason }, style.red(`The sink ${sink} is unreachable (${printable(reason ?? '?')}): deliveries are answered 503 until it is back.`));
+      else say({ event: 'sink_restored', sink }, style.green(`The sink ${sink} is back.`));
+    },
+    drops: (sink, what) => say({ event: 'sink_dropped', sink, reason: what }, style.red(`The sink ${sink}: ${printable(what)}.`)),
   });
   for (const s of sinks) {
     say(
       { event: 'sink', sink: s.where, stream: s.stream.name, created: s.stream.created, dedupe_ms: s.stream.dedupeMs },
       `Publishing verified deliveries to ${s.where} (stream ${s.stream.name}${s.stream.created ? ', created now' : ''})`,
     );
+    for (const d of s.stream.drops) line(ctx.stderr, `warning: the sink ${s.where} may drop what no worker has read (accepted with ?drops=accept): ${d.what}. To stop it: ${d.fix}.`);
     if (s.stream.dedupeMs < o.dedupeTtl) {
-      const fix = s.kind === 'nats' && !s.stream.created ? `raise stream ${s.stream.name}'s duplicate window (it is yours: wxhooks did not create it)` : 'raise its ?dedupe=';
       line(
         ctx.stderr,
-        `warning: the sink ${s.where} drops a second copy of a pair for ${formatDuration(s.stream.dedupeMs)} only, less than --dedupe-ttl (${formatDuration(o.dedupeTtl)}): the same delivery given to two receivers further apart than that is in the stream twice. To match, ${fix}.`,
+        `warning: the sink ${s.where} drops a second copy of a pair for ${formatDuration(s.stream.dedupeMs)} only, less than --dedupe-ttl (${formatDuration(o.dedupeTtl)}): the same delivery given to two receivers further apart than that is in the stream twice. To match, ${s.stream.dedupeFix}.`,
       );
     }
   }

@@ -46,6 +46,12 @@ export const DEFAULTS = {
   sinkKeepMs: 7 * 86_400_000,
   /** How long a publish waits for the broker's acknowledgement before the delivery is answered 503. */
   sinkPublishTimeoutMs: 5_000,
+  /** How long a sink or a consumer waits for its broker to answer at start before it gives up (exit 6). */
+  sinkConnectTimeoutMs: 5_000,
+  /** How often an open sink asks its broker whether it dropped what no worker had read (Redis evictions, a NATS stream's limits). */
+  sinkWatchMs: 5_000,
+  /** How many of a stream's newest messages `deliveries list --sink` shows. */
+  sinkListLimit: 100,
   /** A sink consumer's `concurrency`: messages handled at once by one worker. */
   consumerConcurrency: 16,
   /** A sink consumer's `retryDelayMs`: how long a failed message waits before it is delivered again. */

@@ -6,16 +6,18 @@
 
 /** Every outcome, each with what it means. */
 export const OUTCOMES = {
-  accepted: 'verified, new, handled, and its pair stored: answered 2xx',
+  accepted: "verified, new, handled, and its pair stored: answered 2xx (a stream's message: acknowledged)",
   duplicate: 'verified, and processed before: answered 200, nothing handled again',
   in_progress: 'verified, and being handled right now (a live claim, here or in another instance): 409',
   forward_failed: 'verified, and your app was down, slow or answered non-2xx: 502, not marked processed',
   refused_by_flag: 'verified, and answered as --respond-status asked (not 2xx): not marked processed',
-  handler_failed: 'verified, and a handler threw: 500, not marked processed, so the retry runs it again',
-  handler_timed_out: 'verified, and a handler ran past its time: 500, its claim let go, so the retry runs it again',
+  handler_failed: "verified, and a handler threw: 500 (a stream's message: given back), not marked processed, so the retry runs it again",
+  handler_timed_out: "verified, and a handler ran past its time: 500 (a stream's message: given back), its claim let go, so the retry runs it again",
   replayed: 'a delivery sent again to your app from the history (the inspector): never counted as processed',
   sink_failed: 'verified, and a sink (NATS JetStream, Redis) did not take it: 503 with Retry-After while the broker is away, 502 when it refused it for good; not marked processed',
   store_failed: 'the processed pairs could not be read or written (a full disk, a database away): 503',
+  dead_lettered:
+    "a stream's message its consumer will not process: not ours, not verified, its envelope disagreeing with its signed content, refused by its handler, or past its deliveries; moved to the dead letters with why, and acknowledged",
   overloaded: 'the bodies in flight would pass the in-flight limit: 503 before the body was read',
   unverified: 'no signature matched, a signature header missing, or a timestamp out of its window: 401',
   bad_request: 'not a delivery: a Trigger-Id or Webhook-Timestamp header missing, a body that is not a JSON object, malformed HTTP: 400',

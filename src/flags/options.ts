@@ -5,7 +5,6 @@ import type { Scheme } from '../signing/layouts.js';
 import { formatDuration } from '../util/duration.js';
 import { collect, identifier, port, toleranceSeconds, type Parser } from '../util/parse.js';
 import type { TypedOption } from './option-types.js';
-import { parseSinkUrl, type SinkTarget } from '../sinks/sink-url.js';
 
 /**
  * An option whose value goes through `parse` (src/util/parse.ts) when commander reads it, so the
@@ -66,11 +65,3 @@ export const toleranceOption = (description: string) => valued('--tolerance <sec
 
 /** An identifier argument (a webhook or subscription id), checked as it is read: safe in a URL path. */
 export const idArgument = (name: string, description: string) => new Argument(name, description).argParser((text: string) => identifier(text, `The ${description.replace(/^the /, '')}`));
-
-/** `--sink URL`, repeatable: each value parsed (and its password registered with redact) as it is read. */
-export function sinkOption(): TypedOption<'--sink <url>', SinkTarget[] | undefined> {
-  return new Option(
-    '--sink <url>',
-    'publish each verified delivery to NATS JetStream (nats://host:4222/SUBJECT) or a Redis stream (redis://host:6379/STREAM), answered 2xx only once the broker has it (repeatable)',
-  ).argParser((text: string, previous: SinkTarget[] = []) => [...previous, parseSinkUrl(text, '--sink')]);
-}

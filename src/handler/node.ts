@@ -7,9 +7,13 @@ import type { PairStore } from '../delivery/store.js';
 import { Verifier } from '../signing/verify.js';
 import { InflightBudget, readBody } from '../util/read-body.js';
 import type { OpenStoreOptions } from '../store/open.js';
-import { MessageRefusedError, type ConsumedMessage } from '../sinks/consumer.js';
+import type { Pair } from '../delivery/pair.js';
+import type { Timers } from '../delivery/runner.js';
+import { MessageRefusedError, WorkerStoppedError, type ConsumedMessage } from '../sinks/consumer.js';
 import type { ConsumeOptions, SinkConsumer } from '../sinks/sink.js';
-import { WebhooksCore, WebhookHandlerError, WebhookSetupError, secretsFrom, type Receipt, type WebhooksOptions } from './core.js';
+import { isoMillis } from '../util/clock.js';
+import { WebhooksCore, WebhookHandlerError, WebhookSetupError, WebhookTimeoutError, secretsFrom, type Receipt, type WebhooksOptions } from './core.js';
+import type { WebhookEvent } from './types.js';
 
 export type { OpenStoreOptions } from '../store/open.js';
 
@@ -22,6 +26,9 @@ export type { OpenStoreOptions } from '../store/open.js';
  */
 
 export class Webhooks extends WebhooksCore {
+  /** What `consume` times its handlers with: the instance's own limit and timers, as `verifyAndReceive`'s. */
+  private readonly handlerTiming: { timeoutMs: number; timers?: Timers };
+
   constructor(options: WebhooksOptions) {
     // every call verified on its own (a handler serves whoever is configured to send to it: nothing is pinned)
     const verifier = new Verifier({ secret: secretsFrom(options), scheme: options.scheme, tolerance: options.tolerance, pin: false });
@@ -32,29 +39,51 @@ export class Webhooks extends WebhooksCore {
       },
       options,
     );
+    this.handlerTiming = { timeoutMs: options.handlerTimeoutMs ?? DEFAULTS.handlerTimeoutMs, timers: options.timers };
   }
 
   /**
    * Starts a worker of a consumer group on the stream a sink URL names (`listen --sink` writes it):
-   * each message is verified again with this instance's secrets (as of when `listen` received it) and
-   * given to the handlers of `on(...)` as a `WebhookEvent`, exactly as a delivery is; it is acknowledged
+   * each message is verified again with this instance's secrets, as of when the broker stored it (the
+   * stream entry's own id or timestamp, which no one with access to the broker can write into the
+   * message), and its pair is taken from what is signed (the Trigger-Id, the verified body), never from
+   * the message's envelope: a message whose envelope says otherwise goes to the dead letters with why. It
+   * is given to the handlers of `on(...)` as a `WebhookEvent`, exactly as a delivery is, and acknowledged
    * only once they resolved, with its pair claimed and completed in this instance's store, so that a
-   * handler runs once per pair even when the broker delivers a message twice. A handler that throws goes
-   * to `onError`, and its message is delivered again after `retryDelayMs`, up to `maxDeliveries`, then
-   * to the dead letters; a message whose body is not a JSON object, or that does not verify, goes there at
-   * once, with why (as does one whose handler throws a `MessageRefusedError`). Resolves once it reads;
-   * `stop()` lets the handlers under way finish.
+   * handler runs once per pair even when the broker delivers a message twice. A handler that throws, or
+   * runs past `handlerTimeoutMs`, goes to `onError`, and its message is delivered again after
+   * `retryDelayMs`, up to `maxDeliveries`, then to the dead letters; a message whose body is not a JSON
+   * object, or that does not verify, goes there at once, with why (as does one whose handler throws a
+   * `MessageRefusedError`). Resolves once it reads; `stop()` lets the handlers under way finish.
    */
   async consume(url: string, options: WebhooksConsumeOptions): Promise<SinkConsumer> {
     const { consume } = await import('../sinks/index.js'); // the brokers' clients only when asked for
-    return consume(url, { ...options, store: this.pairStore, handler: (m) => this.consumeOne(m) });
+    const timeoutMs = options.handlerTimeoutMs ?? this.handlerTiming.timeoutMs;
+    return consume<Opened>(url, {
+      ...options,
+      store: this.pairStore,
+      handlerTimeoutMs: timeoutMs,
+      timers: this.handlerTiming.timers,
+      verify: (m) => this.openMessage(m),
+      handler: (_m, opened, signal) => this.runMessage(opened!.event, signal, timeoutMs),
+    });
   }
 
-  private async consumeOne(m: ConsumedMessage): Promise<void> {
-    const received = Date.parse(m.receivedAt);
-    const v = await this.verifyAt(m.headers, m.body, received);
-    if (!v.ok) throw new MessageRefusedError(`it does not verify with this webhook's secret as of when it was received (${m.receivedAt}): ${v.message}`);
-    const { event } = await this.eventOf(v, m.body);
+  /** A message verified as of when the broker stored it, and its pair, type and timestamp as its signed content gives them. */
+  private async openMessage(m: ConsumedMessage): Promise<Opened> {
+    const v = await this.verifyAt(m.headers, m.body, m.storedAt);
+    if (!v.ok) throw new MessageRefusedError(`it does not verify with this webhook's secret as of when the broker stored it (${isoMillis(m.storedAt)}): ${v.message}`);
+    const { event, stored } = await this.eventOf(v, m.body);
+    return { pair: stored, type: typeof v.payload.type === 'string' ? v.payload.type : undefined, timestamp: v.timestamp, event };
+  }
+
+  private async runMessage(event: WebhookEvent, signal: AbortSignal, timeoutMs: number): Promise<void> {
+    // given up on (its time is up, or the worker stopped first): onError is told, as the middleware tells it
+    const givenUp = () => {
+      const error = signal.reason instanceof WorkerStoppedError ? new WebhookHandlerError([signal.reason], event) : new WebhookTimeoutError(event, timeoutMs);
+      void this.tell(error, () => `wxhooks: ${error.message}; the message will be delivered again (give webhooks.onError a handler to see these yourself)`);
+    };
+    signal.addEventListener('abort', givenUp, { once: true });
     try {
       await this.receiveOrTell(event);
     } catch (error) {
@@ -65,8 +94,16 @@ export class Webhooks extends WebhooksCore {
   }
 }
 
-/** What `webhooks.consume(url, …)` takes: the group and the consumer's limits (the handlers are `on(...)`'s, the store the instance's). */
-export type WebhooksConsumeOptions = Omit<ConsumeOptions, 'handler' | 'store'>;
+/** What `consume`'s check of a message gives its handler: the verified event, besides the pair from its signed content. */
+interface Opened {
+  pair: Pair;
+  type?: string;
+  timestamp: number;
+  event: WebhookEvent;
+}
+
+/** What `webhooks.consume(url, …)` takes: the group and the consumer's limits (the handlers are `on(...)`'s, the store, the check and the timers the instance's). */
+export type WebhooksConsumeOptions = Omit<ConsumeOptions, 'handler' | 'store' | 'verify' | 'timers'>;
 
 export interface NodeMiddlewareOptions {
   /** The path it answers (default `/webhooks`); other paths go to `next()`, or are answered 404. */

@@ -1,18 +1,42 @@
 import { spawn } from 'node:child_process';
 import { resolve } from 'node:path';
-import { eachLine, startNats, startRedis, type Broker } from '../../scripts/harness.js';
+import * as harness from '../../scripts/harness.js';
+import { eachLine, type Broker } from '../../scripts/harness.js';
 import { pairFrom } from '../../src/delivery/pair.js';
+import { MessageRefusedError, type ConsumedMessage, type VerifiedMessage } from '../../src/sinks/consumer.js';
+import { SINKS, type SinkKind } from '../../src/sinks/kinds.js';
 import { sinkDelivery, type SinkDelivery } from '../../src/sinks/message.js';
-import { parseSinkUrl, type SinkKind } from '../../src/sinks/sink-url.js';
+import { parseSinkUrl } from '../../src/sinks/sink-url.js';
 import { signDelivery, verifyDelivery } from '../../src/signing/index.js';
 
 export const SECRET = `whsec_${Buffer.alloc(32, 9).toString('base64')}`;
 
-/** The broker of a kind, started for a test file, and the sink URL of a stream of its own on it. */
-export const BROKERS: Record<SinkKind, { start: () => Promise<Broker>; url: (b: Broker, name: string) => string }> = {
-  nats: { start: startNats, url: (b, name) => `${b.url}/${name.replace(/[^A-Za-z0-9]/g, '_')}.deliveries` },
-  redis: { start: startRedis, url: (b, name) => `${b.url}/${name}:deliveries` },
-};
+/**
+ * The tests' broker table, read from the registry of sinks: each kind's server, started for a test file by
+ * the harness's `start<Kind>` (startNats, startRedis), and the sink URL of a stream of its own on it.
+ */
+export const BROKERS = Object.fromEntries(
+  SINKS.map((kind) => {
+    const name = `start${kind.kind[0]!.toUpperCase()}${kind.kind.slice(1)}`;
+    const start = (harness as unknown as Record<string, (() => Promise<Broker>) | undefined>)[name];
+    if (!start) throw new Error(`scripts/harness.js has no ${name}() for the ${kind.kind} sink's test server`);
+    return [kind.kind, { start, url: (b: Broker, label: string) => `${b.url}/${kind.pathFor(label)}` }];
+  }),
+) as Record<SinkKind, { start: () => Promise<Broker>; url: (b: Broker, label: string) => string }>;
+
+/**
+ * A consumer's `verify` with SECRET, as a worker's own code would write it with the library's signing
+ * functions: verified as of when the broker stored the message, the pair from what is signed.
+ */
+export function verifyWith(secret = SECRET): (m: ConsumedMessage) => VerifiedMessage {
+  return (m) => {
+    const v = verifyDelivery({ secret, headers: m.headers, body: m.body, now: m.storedAt });
+    if (!v.ok) throw new MessageRefusedError(`it does not verify: ${v.message}`);
+    const pair = pairFrom(v);
+    if (!('trigger' in pair)) throw new MessageRefusedError('its pair needs a hash (a layout that does not sign the Trigger-Id)');
+    return { pair, type: typeof v.payload.type === 'string' ? v.payload.type : undefined, timestamp: v.timestamp };
+  };
+}
 
 /** A delivery as `listen` would publish it: signed as the service signs, verified, its pair taken. */
 export function delivery(trigger: string, data: Record<string, unknown> = { model: 'wm-6', forecast_hour: 6 }): SinkDelivery {
@@ -25,6 +49,25 @@ export function delivery(trigger: string, data: Record<string, unknown> = { mode
   return sinkDelivery(v, pair, headers, body, Date.now());
 }
 
+/** A delivery signed `secondsAgo` before now, as the service would have sent it then (its received_at that time too). */
+export function signedAgo(trigger: string, secondsAgo: number): SinkDelivery {
+  const d = delivery(trigger);
+  const timestamp = Math.floor(Date.now() / 1000) - secondsAgo;
+  const headers = Object.fromEntries(Object.entries(signDelivery({ secret: SECRET, body: Buffer.from(d.body), triggerId: trigger, timestamp })).map(([k, v]) => [k.toLowerCase(), v as string]));
+  return { ...d, headers: { ...d.headers, ...headers }, timestamp, receivedAt: new Date(timestamp * 1000).toISOString() };
+}
+
+/** Publishes the deliveries through a sink of its own, one after another, and closes it. */
+export async function publish(url: string, ...deliveries: SinkDelivery[]): Promise<void> {
+  const { openSink } = await import('../../src/sinks/index.js');
+  const sink = await openSink(url);
+  try {
+    for (const d of deliveries) await sink.publish(d);
+  } finally {
+    await sink.close();
+  }
+}
+
 export interface Worker {
   lines: Record<string, unknown>[];
   /** Resolves with the first line (from the start) that matches. */
@@ -34,9 +77,9 @@ export interface Worker {
   stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
 
-/** Starts test/helpers/sink-worker.js (a consumer in a process of its own); resolves once it reads. */
+/** Starts test/helpers/sink-worker.js (a consumer in a process of its own, verifying with SECRET unless told); resolves once it reads. */
 export async function startWorker(options: Record<string, unknown>): Promise<Worker> {
-  const child = spawn(process.execPath, [resolve(import.meta.dirname, 'sink-worker.js'), JSON.stringify(options)], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [resolve(import.meta.dirname, 'sink-worker.js'), JSON.stringify({ secret: SECRET, ...options })], { stdio: ['ignore', 'pipe', 'pipe'] });
   const lines: Record<string, unknown>[] = [];
   let err = '';
   const wake: (() => void)[] = [];
