@@ -141,6 +141,8 @@ describe('listen --relay, end to end (the Node relay)', () => {
       expect(live.code).toBe(0);
       await until(() => w.hours.at(-1) === 54, 'the live delivery');
       expect(new Set(w.got).size).toBe(w.got.length);
+      // acknowledged a moment after the app answered: the relay deletes it then
+      await until(async () => (await relayStatus(w)).channels.find((c) => c.channel === ready.channel)?.queued === 0, 'the relay to be empty');
       expect((await relayStatus(w)).channels.find((c) => c.channel === ready.channel)).toMatchObject({ connected: true, queued: 0 });
     } finally {
       await second.stop('SIGINT');

@@ -110,8 +110,8 @@ export async function diagnose(ctx: Context, o: DoctorOptions): Promise<{ checks
   /** The inbound URLs of the relay start so: a webhook delivering there is checked by the relay's checks, not by a receiver of doctor's. */
   let relayInbound: string | undefined;
   if (relay !== undefined) {
-    const { relayChecks } = await import('./doctor-relay.js');
-    relayInbound = (await import('../relay/client.js')).inboundUrl(relay, 'x').slice(0, -1);
+    const { relayChecks } = await import('../relay/doctor-checks.js');
+    relayInbound = (await import('../relay/status-client.js')).inboundUrl(relay, 'x').slice(0, -1);
     const hook = o.webhook === undefined ? undefined : await service.getWebhook(o.webhook).catch(() => undefined);
     checks.push(...(await relayChecks(ctx, relay, o.webhook === undefined ? undefined : { id: o.webhook, url: hook?.url, base: base.url })));
   }

@@ -24,7 +24,8 @@ import { closeSinks, openSinks } from '../receiver/sinks-step.js';
 import type { Sink } from '../sinks/sink.js';
 import { startRelayDoor } from '../receiver/relay-door.js';
 import { describeRelayLink, relayLinkEvent } from '../output/listen-relay.js';
-import { checkRelayOptions, relayTemporary, webhookChannel, type RelayTarget } from './listen-relay.js';
+import { checkRelayOptions, relayTemporary, type RelayTarget } from '../receiver/relay-target.js';
+import { webhookChannel } from '../relay/channels.js';
 import { BODY_READS, DEFAULTS } from '../delivery/defaults.js';
 import { DIAGNOSES_PER_MINUTE } from '../signing/rules.js';
 import { Verifier } from '../signing/verify.js';
@@ -510,7 +511,8 @@ async function startPage(
 /** The secret to verify with: the temporary webhook's (created now), or the one given; and the webhook, looked up when it can be. */
 async function listeningFor(ctx: Context, o: ListenOptions, say: (event: Record<string, unknown>, text: string) => void, style: Style): Promise<Listening> {
   if (o.relay !== undefined && o.webhook === undefined) {
-    const { temporary, target, base } = await relayTemporary(ctx, { relay: o.relay, subscribe: o.subscribe, clean: o.clean }, (event) => say(event, describeTemporary(event, style)));
+    const { service } = await serviceFor(ctx);
+    const { temporary, target, base } = await relayTemporary(ctx, service, { relay: o.relay, subscribe: o.subscribe, clean: o.clean }, (event) => say(event, describeTemporary(event, style)));
     return { secrets: [temporary.hook.secret!], from: `the secret of temporary webhook ${temporary.hook.id} (in memory, and in the relay)`, temporary, base, relay: target };
   }
   if (o.publicUrl !== undefined) {

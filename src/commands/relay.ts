@@ -10,33 +10,37 @@ import { emit, table } from '../output/render.js';
 import { styleFor } from '../output/style.js';
 import type { RelayEvent } from '../relay/relay.js';
 import type { RelayStorage } from '../relay/storage.js';
+import { BODY_READS, DEFAULTS } from '../delivery/defaults.js';
 import { formatDuration } from '../util/duration.js';
 import { fsReason } from '../util/files.js';
 import { isLoopback } from '../util/net.js';
 import { size, timeLimit } from '../util/parse.js';
 import { printable } from '../util/printable.js';
 import { addSensitive, redact } from '../util/redact.js';
-import { portOption, valued } from './options.js';
+import { msDefault, portOption, sizeDefault, valued } from './options.js';
 
 /** The relay token is given by the environment only, never by a flag (it would show in `ps` and the shell's history). */
 export const RELAY_TOKEN_ENV = 'WXHOOKS_RELAY_TOKEN';
 /** Shorter than this, a token could be guessed: the relay refuses to start with it. */
 const MIN_TOKEN = 16;
 
+/** How long deliveries are kept, as --keep is written: whole days as days (`7d`, not `168h`). */
+const keptFor = (ms: number) => (ms >= 86_400_000 && ms % 86_400_000 === 0 ? `${ms / 86_400_000}d` : formatDuration(ms));
+
 export function register(relay: Command, act: Act): void {
   relay
     .command('serve')
     .description('run a relay on this machine (a small VM): the service posts to it, listen --relay takes from it')
-    .addOption(portOption(8790))
-    .option('--host <host>', 'address to bind (behind a TLS proxy, keep 127.0.0.1)', '127.0.0.1')
-    .option('--store <store>', 'where deliveries wait: file (a folder, see --dir) or a postgres:// URL', 'file')
+    .addOption(portOption(DEFAULTS.relayPort))
+    .option('--host <host>', 'address to bind (behind a TLS proxy, keep 127.0.0.1)', DEFAULTS.relayHost)
+    .option('--store <store>', 'where deliveries wait: file (a folder, see --dir) or a postgres:// URL', DEFAULTS.relayStore)
     .option('--dir <dir>', 'the folder of --store file (default: relay/ in the store folder)')
-    .option('--schema <name>', 'the PostgreSQL schema of --store postgres://', 'wxhooks_relay')
-    .addOption(valued('--keep <duration>', 'how long a delivery is kept for listen, and a channel unused', timeLimit, [7 * 24 * 3600_000, '7d']))
-    .addOption(valued('--max-bytes <size>', 'the bytes of deliveries kept at most; past it new ones are answered 503 with Retry-After', size, [256 * 1024 * 1024, '256MiB']))
-    .addOption(valued('--max-body <size>', 'the largest delivery accepted (413 past it)', size, [25 * 1024 * 1024, '25MiB']))
-    .addOption(valued('--max-inflight <size>', 'body bytes read at once across every request (503 past it)', size, [100 * 1024 * 1024, '100MiB']))
-    .addOption(valued('--read-timeout <duration>', 'headers must arrive within this, the whole request within six times it', timeLimit, [10_000, '10s']))
+    .option('--schema <name>', 'the PostgreSQL schema of --store postgres://', DEFAULTS.relaySchema)
+    .addOption(valued('--keep <duration>', 'how long a delivery is kept for listen, and a channel unused', timeLimit, [DEFAULTS.relayKeepMs, keptFor(DEFAULTS.relayKeepMs)]))
+    .addOption(valued('--max-bytes <size>', 'the bytes of deliveries kept at most; past it new ones are answered 503 with Retry-After', size, sizeDefault(DEFAULTS.relayMaxBytes)))
+    .addOption(valued('--max-body <size>', 'the largest delivery accepted (413 past it)', size, sizeDefault(DEFAULTS.maxBodyBytes)))
+    .addOption(valued('--max-inflight <size>', 'body bytes read at once across every request (503 past it)', size, sizeDefault(DEFAULTS.relayMaxInflightBytes)))
+    .addOption(valued('--read-timeout <duration>', `headers must arrive within this, the whole request within ${BODY_READS} times it`, timeLimit, msDefault(DEFAULTS.readTimeoutMs)))
     .option('--fsync', 'with --store file: sync each delivery to the disk before answering (survives a power loss; slower)')
     .addHelpText(
       'after',
@@ -87,9 +91,6 @@ export interface RelayServeOptions {
   readTimeout: number;
   fsync?: boolean;
 }
-
-/** How long deliveries are kept, as --keep is written: whole days as days (`7d`, not `168h`). */
-const keptFor = (ms: number) => (ms >= 86_400_000 && ms % 86_400_000 === 0 ? `${ms / 86_400_000}d` : formatDuration(ms));
 
 /** The relay token from the environment, checked. */
 function relayToken(ctx: Context): string {
@@ -182,7 +183,7 @@ export async function runRelayServe(ctx: Context, opts: RelayServeOptions): Prom
 }
 
 export async function runRelayStatus(ctx: Context, url: string): Promise<void> {
-  const { relayStatus } = await import('../relay/client.js');
+  const { relayStatus } = await import('../relay/status-client.js');
   const body = await relayStatus(url, relayToken(ctx), ctx.global.timeoutMs);
   const channels = body.channels;
   emit(ctx, body, () => {

@@ -28,8 +28,8 @@ export interface RelayDoorOptions extends Omit<ReceiveOptions, 'monotonic'> {
   maxInflight?: number;
   /**
    * How many deliveries are handled at once. Default: 1 with --forward-to (the app is given them in the
-   * order the relay received them), else UNORDERED_CONCURRENCY (nothing is sent on, so nothing depends on
-   * their order but the report lines, which a direct listen under load has out of order too).
+   * order the relay received them), else DEFAULTS.relayConcurrency (nothing is sent on, so nothing depends
+   * on their order but the report lines, which a direct listen under load has out of order too).
    */
   concurrency?: number;
   clock?: Clock;
@@ -37,9 +37,6 @@ export interface RelayDoorOptions extends Omit<ReceiveOptions, 'monotonic'> {
   /** What happens to the link: connected, lost, unreachable, back. */
   onLink: (event: RelayClientEvent) => void;
 }
-
-/** Measured (BENCHMARKS.md, relay): a backlog of 2,000 drained at 0.36× a direct listen handled 1 at a time (window 8), 0.43-0.93× at 16 (window 64): this machine is noisy. */
-export const UNORDERED_CONCURRENCY = 16;
 
 export interface RunningRelayDoor extends RunningReceiver {
   ready: RelayReady;
@@ -104,7 +101,7 @@ export async function startRelayDoor(o: RelayDoorOptions): Promise<RunningRelayD
     temporary: o.temporary,
     window: MAX_WINDOW,
     windowBytes: Math.max(1, Math.floor(maxInflight / copies)),
-    concurrency: o.concurrency ?? (o.forwardTo ? 1 : UNORDERED_CONCURRENCY),
+    concurrency: o.concurrency ?? (o.forwardTo ? 1 : DEFAULTS.relayConcurrency),
     clock,
     onDelivery,
     onEvent: o.onLink,

@@ -23,9 +23,6 @@ export interface Answer {
 /** What an answer says, in words (its body's `error`), for the relay's log. */
 export const said = (a: Answer): string => (JSON.parse(a.body) as { error?: string }).error ?? '';
 
-/** Seconds the service is asked to wait before it tries again, when the relay keeps no more for now. */
-export const FULL_RETRY_AFTER = 60;
-
 const json = (status: number, outcome: Outcome, body: string, extra: Partial<Answer> = {}): Answer => ({ status, outcome, body, ...extra });
 const errorBody = (error: string) => refusalBody(error);
 /** A core answer, its connection closed after it (its body was not read to the end). */
@@ -40,7 +37,7 @@ export const answers = {
   /** The relay's byte budget is spent: the service keeps the delivery and tries again later. */
   full: (): Answer =>
     json(503, 'overloaded', errorBody('the relay keeps no more deliveries for now (its byte budget is spent); try again later'), {
-      headers: { 'retry-after': String(FULL_RETRY_AFTER) },
+      headers: { 'retry-after': String(DEFAULTS.relayFullRetryAfterSeconds) },
       close: true,
     }),
   busy: (): Answer => closing(ANSWERS.overloaded),

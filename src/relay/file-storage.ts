@@ -1,34 +1,35 @@
-import { mkdir, open, readFile, readdir, rename, rm, unlink } from 'node:fs/promises';
+import { mkdir, readFile, readdir, rm, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
+import { DEFAULTS } from '../delivery/defaults.js';
 import { StorageError } from '../errors.js';
-import { fsReason } from '../util/files.js';
+import { fsReason, writeFileAtomic, writeFilesAtomic } from '../util/files.js';
 import type { ChannelRecord, ChannelUsage, RelayStorage, Removed, StoredDelivery } from './storage.js';
 
 /**
  * The relay's storage in a folder (`relay serve --store file`): one folder per channel, holding its
  * record (`channel.json`, with the webhook's secret: mode 0600, the folders 0700) and one file per
  * delivery waiting, named by its seq, arrival time and size, so that starting needs no file read but
- * the records. A delivery is written to a temporary name and renamed: a crash leaves it whole or absent.
- * With `fsync`, each file and its folder are synced before the delivery is answered (a power loss loses
+ * the records. A delivery is written to a temporary name and renamed (src/util/files.ts): a crash leaves
+ * it whole or absent. With `fsync`, each file and its folder are synced before the delivery is answered (a power loss loses
  * nothing acknowledged); without, the relay survives the death of its process, as `listen` does. The
- * newest deliveries are also kept in memory (DEFAULT_MEMORY_BYTES), so that handing them over reads no file.
+ * newest deliveries are also kept in memory (DEFAULTS.relayMemoryBytes), so that handing them over reads no file.
  */
 
 export interface FileRelayStorageOptions {
   dir: string;
   fsync?: boolean;
-  /** The bytes of deliveries (their `size`) kept in memory besides their files, so that handing them over reads no file (default 32 MiB). */
+  /** The bytes of deliveries (their `size`) kept in memory besides their files, so that handing them over reads no file. */
   memoryBytes?: number;
 }
 
-/**
- * A copy in memory of the newest deliveries written, up to `memoryBytes`: a backlog within it is handed
- * over without a file read (open, fstat, read, close: four trips to the thread pool each). The files stay
- * the truth; a delivery not copied (past the budget, or written before a restart) is read from its file.
- * Measured (BENCHMARKS.md, relay): `relay serve`'s CPU a delivery in the drain of a 10,000 backlog, 77-119 µs
- * with it against 305-595 µs without in the same hour; the storage alone (bench/relay-storage.js) 39-44 µs against 164-280 µs.
+/*
+ * The copy in memory of the newest deliveries written, up to `memoryBytes` (DEFAULTS.relayMemoryBytes): a
+ * backlog within it is handed over without a file read (open, fstat, read, close: four trips to the thread
+ * pool each). The files stay the truth; a delivery not copied (past the budget, or written before a
+ * restart) is read from its file. Measured (BENCHMARKS.md, relay): `relay serve`'s CPU a delivery in the
+ * drain of a 10,000 backlog, 77-119 µs with it against 305-595 µs without in the same hour; the storage
+ * alone (bench/relay-storage.js) 39-44 µs against 164-280 µs.
  */
-export const DEFAULT_MEMORY_BYTES = 32 * 1024 * 1024;
 
 interface Item {
   receivedAt: number;
@@ -69,7 +70,7 @@ export class FileRelayStorage implements RelayStorage {
 
   private constructor(private readonly options: FileRelayStorageOptions) {
     this.where = options.dir;
-    this.memoryBytes = options.memoryBytes ?? DEFAULT_MEMORY_BYTES;
+    this.memoryBytes = options.memoryBytes ?? DEFAULTS.relayMemoryBytes;
   }
 
   /** Forgets a delivery's copy in memory, if it had one. */
@@ -137,12 +138,9 @@ export class FileRelayStorage implements RelayStorage {
 
   async saveChannel(channel: ChannelRecord): Promise<void> {
     const dir = join(this.root, channel.name);
-    const tmp = join(dir, `${RECORD}.${process.pid}.tmp`);
     try {
       await mkdir(dir, { recursive: true, mode: 0o700 });
-      await writeWhole(tmp, Buffer.from(JSON.stringify(channel)), Boolean(this.options.fsync));
-      await rename(tmp, join(dir, RECORD));
-      if (this.options.fsync) await syncDir(dir);
+      await writeFileAtomic(join(dir, RECORD), JSON.stringify(channel), { mode: 0o600, sync: Boolean(this.options.fsync) });
     } catch (err) {
       throw this.failed(`the channel ${channel.name} could not be written`, err);
     }
@@ -167,22 +165,14 @@ export class FileRelayStorage implements RelayStorage {
   async append(channel: string, deliveries: StoredDelivery[], nextSeq: number): Promise<void> {
     const h = this.held.get(channel);
     if (!h) throw new StorageError(`The relay has no channel ${channel}.`);
-    const dir = join(this.root, channel);
-    const written: string[] = [];
     try {
-      await Promise.all(
-        deliveries.map(async (d) => {
-          const file = fileName(d.seq, d.receivedAt, d.size);
-          const tmp = join(dir, `${file}.tmp`);
-          await writeWhole(tmp, encode(d), Boolean(this.options.fsync));
-          await rename(tmp, join(dir, file));
-          written.push(file);
-        }),
+      // all or none: what is not answered 2xx must not stay, or it would be handed on besides the service's retry
+      await writeFilesAtomic(
+        join(this.root, channel),
+        deliveries.map((d) => [fileName(d.seq, d.receivedAt, d.size), encode(d)] as const),
+        { mode: 0o600, sync: Boolean(this.options.fsync) },
       );
-      if (this.options.fsync) await syncDir(dir);
     } catch (err) {
-      // not answered 2xx: what was written of the batch goes, or it would be handed on besides the service's retry
-      await Promise.all(written.map((f) => unlink(join(dir, f)).catch(() => undefined)));
       throw this.failed('a delivery could not be written', err);
     }
     for (const d of deliveries) {
@@ -265,25 +255,5 @@ export class FileRelayStorage implements RelayStorage {
 
   async close(): Promise<void> {
     // every write is finished before it resolves: nothing is pending
-  }
-}
-
-/** Writes a file whole (mode 0600), synced to the disk when asked. */
-async function writeWhole(file: string, data: Buffer, fsync: boolean): Promise<void> {
-  const fh = await open(file, 'w', 0o600);
-  try {
-    await fh.writeFile(data);
-    if (fsync) await fh.sync();
-  } finally {
-    await fh.close();
-  }
-}
-
-async function syncDir(dir: string): Promise<void> {
-  const fh = await open(dir, 'r');
-  try {
-    await fh.sync();
-  } finally {
-    await fh.close();
   }
 }

@@ -1,11 +1,12 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer, type WebSocket } from 'ws';
+import { BODY_READS, DEFAULTS } from '../delivery/defaults.js';
 import { systemClock, type Clock } from '../util/clock.js';
 import { listenOn } from '../util/net.js';
 import type { Answer } from './answers.js';
 import { CLOSE, MAX_CLIENT_MESSAGE } from './protocol.js';
-import { Relay, SWEEP_EVERY_MS, type RelayEvent, type RelayOptions, type RelayRequest, type RelaySocket, type Session } from './relay.js';
+import { Relay, type RelayEvent, type RelayOptions, type RelayRequest, type RelaySocket, type Session } from './relay.js';
 
 /**
  * The relay's Node host (`wxhooks relay serve`): node:http for deliveries and the status, `ws` for the
@@ -18,7 +19,7 @@ export interface RelayServerOptions extends Omit<RelayOptions, 'now' | 'onEvent'
   port: number;
   clock?: Clock;
   onEvent?: (event: RelayEvent) => void;
-  /** Headers must arrive within this, the whole request within six times it (default 10 s, as `listen`). */
+  /** Headers must arrive within this, the whole request within BODY_READS times it (as `listen`'s --read-timeout). */
   readTimeoutMs?: number;
 }
 
@@ -86,8 +87,8 @@ export async function startRelayServer(options: RelayServerOptions): Promise<Run
   const relay = new Relay({ ...options, now: () => clock.now() }, { sockets: (channel) => [...(byChannel.get(channel) ?? [])] });
   await relay.load();
 
-  const readTimeout = options.readTimeoutMs ?? 10_000;
-  const server = createServer({ headersTimeout: readTimeout, requestTimeout: 6 * readTimeout });
+  const readTimeout = options.readTimeoutMs ?? DEFAULTS.readTimeoutMs;
+  const server = createServer({ headersTimeout: readTimeout, requestTimeout: BODY_READS * readTimeout });
   const wss = new WebSocketServer({ noServer: true, maxPayload: MAX_CLIENT_MESSAGE });
   const working = new Set<Promise<void>>();
 
@@ -134,7 +135,7 @@ export async function startRelayServer(options: RelayServerOptions): Promise<Run
   let closing = false;
   void (async () => {
     while (!closing) {
-      await clock.after(SWEEP_EVERY_MS);
+      await clock.after(DEFAULTS.relaySweepIntervalMs);
       if (!closing) await relay.sweep().catch(() => undefined);
     }
   })();

@@ -1,4 +1,5 @@
 import type { Pool, PoolClient } from 'pg';
+import { DEFAULTS } from '../delivery/defaults.js';
 import { StorageError, UnreachableError, UsageError } from '../errors.js';
 import { shownUrl, storeSecrets } from '../store/store-url.js';
 import { addSensitive } from '../util/redact.js';
@@ -39,7 +40,6 @@ export const RELAY_MIGRATIONS: Migration[] = [
 ];
 
 export const RELAY_SCHEMA_VERSION = RELAY_MIGRATIONS.at(-1)!.version;
-export const DEFAULT_RELAY_SCHEMA = 'wxhooks_relay';
 
 export interface PgRelayStorageOptions {
   url: string;
@@ -69,7 +69,7 @@ export class PgRelayStorage implements RelayStorage {
 
   /** Connects, and creates or migrates the schema (under an advisory lock). Unreachable: exit 6, naming the host and never the password. */
   static async open(options: PgRelayStorageOptions): Promise<PgRelayStorage> {
-    const schema = options.schema ?? DEFAULT_RELAY_SCHEMA;
+    const schema = options.schema ?? DEFAULTS.relaySchema;
     if (!/^[a-z_][a-z0-9_]*$/.test(schema)) throw new UsageError(`--schema must be a lowercase SQL name (letters, digits, _), not "${schema}".`);
     storeSecrets(options.url).forEach(addSensitive);
     const { default: pg } = await import('pg');

@@ -22,19 +22,18 @@ export const CHANNEL_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
 
 /**
  * At most this many deliveries are sent and not yet acknowledged on a connection (a client may ask for
- * fewer): the relay keeps their sequence numbers and sizes with the socket, and a Durable Object keeps
- * that in the socket's attachment (2 KiB at most) so that it survives hibernation.
+ * fewer; DEFAULTS.relayWindow unless it asks): the relay keeps their sequence numbers and sizes with the
+ * socket, and a Durable Object keeps that in the socket's attachment (2 KiB at most) so that it survives
+ * hibernation.
  */
 export const MAX_WINDOW = 64;
-/** How many deliveries a client takes before acknowledging, unless it asks otherwise. */
-export const DEFAULT_WINDOW = 32;
-/** The body bytes sent and not yet acknowledged, unless the client asks otherwise (one delivery is always sent, whatever its size). */
-export const DEFAULT_WINDOW_BYTES = 8 * 1024 * 1024;
 /**
  * The body bytes in one frame: a larger delivery is sent in several. Cloudflare closes a WebSocket whose
  * message is over 1 MiB (1009), and a smaller frame lets the window move sooner.
  */
 export const FRAME_BODY = 512 * 1024;
+/** The largest delivery a client assembles from frames (the relay's own limit, --max-body, is below it). */
+export const MAX_DELIVERY = 256 * 1024 * 1024;
 /** Client messages are small (an ack, an open): a larger one closes the connection. */
 export const MAX_CLIENT_MESSAGE = 64 * 1024;
 

@@ -1,10 +1,10 @@
-import { DEFAULT_TOLERANCE } from '../signing/rules.js';
 import { DEFAULTS } from '../delivery/defaults.js';
 import { isoMillis } from '../util/clock.js';
 import { said, type Answer } from './answers.js';
 import { DurableObjectRelayStorage, type DurableSql } from './do-storage.js';
+import { authorize, checkHeaders, route } from './edge.js';
 import { CLOSE, PING, PONG } from './protocol.js';
-import { DEFAULT_KEEP_MS, DEFAULT_MAX_BYTES, Relay, authorize, checkHeaders, route, type RelayEvent, type RelayRequest, type RelaySocket, type Session } from './relay.js';
+import { Relay, type RelayEvent, type RelayRequest, type RelaySocket, type Session } from './relay.js';
 
 /**
  * The relay's Worker host: a Cloudflare Worker in front of one Durable Object that holds every channel
@@ -50,11 +50,6 @@ export interface RelayEnv {
   RELAY_MAX_BYTES?: string;
   RELAY_MAX_BODY?: string;
 }
-
-/** How often the object wakes to drop what is older than kept (it also does when it starts, and at each status). */
-const ALARM_EVERY_MS = 3600_000;
-/** Bodies read at once in the object: a Worker has 128 MB. */
-const MAX_INFLIGHT = 32 * 1024 * 1024;
 
 /** A whole number from a variable, or the default when it is not set; a variable set to anything else stops the relay with why. */
 function setting(env: RelayEnv, name: 'RELAY_KEEP_SECONDS' | 'RELAY_MAX_BYTES' | 'RELAY_MAX_BODY', fallback: number): number {
@@ -114,7 +109,7 @@ export default {
       r.to === 'answer'
         ? r.answer
         : r.to === 'inbound'
-          ? checkHeaders(request.headers, Date.now(), DEFAULT_TOLERANCE, setting(env, 'RELAY_MAX_BODY', DEFAULTS.maxBodyBytes), declared(request))
+          ? checkHeaders(request.headers, Date.now(), DEFAULTS.toleranceSeconds, setting(env, 'RELAY_MAX_BODY', DEFAULTS.maxBodyBytes), declared(request))
           : r.to === 'connect' || r.to === 'status'
             ? await authorize(request.headers, env.WXHOOKS_RELAY_TOKEN)
             : undefined;
@@ -139,10 +134,9 @@ export class RelayObject {
       {
         storage: new DurableObjectRelayStorage(ctx.storage),
         token: env.WXHOOKS_RELAY_TOKEN,
-        keepMs: setting(env, 'RELAY_KEEP_SECONDS', DEFAULT_KEEP_MS / 1000) * 1000,
-        maxBytes: setting(env, 'RELAY_MAX_BYTES', DEFAULT_MAX_BYTES),
+        keepMs: setting(env, 'RELAY_KEEP_SECONDS', DEFAULTS.relayKeepMs / 1000) * 1000,
+        maxBytes: setting(env, 'RELAY_MAX_BYTES', DEFAULTS.relayMaxBytes),
         maxBody: setting(env, 'RELAY_MAX_BODY', DEFAULTS.maxBodyBytes),
-        maxInflight: MAX_INFLIGHT,
         onEvent: log,
       },
       { sockets: (channel) => ctx.getWebSockets(channel).map((ws) => this.wrap(ws)) },
@@ -151,7 +145,7 @@ export class RelayObject {
     ctx.setWebSocketAutoResponse(new WebSocketRequestResponsePair(PING, PONG));
     void ctx.blockConcurrencyWhile(async () => {
       await this.relay.load();
-      if ((await ctx.storage.getAlarm()) === null) await ctx.storage.setAlarm(Date.now() + ALARM_EVERY_MS);
+      if ((await ctx.storage.getAlarm()) === null) await ctx.storage.setAlarm(Date.now() + DEFAULTS.relayWorkerSweepIntervalMs);
     });
   }
 
@@ -206,6 +200,6 @@ export class RelayObject {
 
   async alarm(): Promise<void> {
     await this.relay.sweep();
-    await this.ctx.storage.setAlarm(Date.now() + ALARM_EVERY_MS);
+    await this.ctx.storage.setAlarm(Date.now() + DEFAULTS.relayWorkerSweepIntervalMs);
   }
 }

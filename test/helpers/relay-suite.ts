@@ -2,8 +2,7 @@ import { randomBytes } from 'node:crypto';
 import WebSocket from 'ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AuthError, ExitCode, RefusedError } from '../../src/errors.js';
-import { FULL_RETRY_AFTER } from '../../src/relay/answers.js';
-import { DEFAULT_KEEP_MS } from '../../src/relay/relay.js';
+import { DEFAULTS } from '../../src/delivery/defaults.js';
 import { generateSecret } from '../../src/signing/sign.js';
 import type { RelayedDelivery } from '../../src/relay/client.js';
 import { delivery, listener, send, tcpProxy, type Answered, type Listener, type RelayUnderTest } from './relay.js';
@@ -391,7 +390,7 @@ export function relaySuite(name: string, make: () => Promise<RelayUnderTest>): v
       }
       expect(full).toMatchObject({
         status: 503,
-        headers: { 'retry-after': String(FULL_RETRY_AFTER) },
+        headers: { 'retry-after': String(DEFAULTS.relayFullRetryAfterSeconds) },
       });
       expect(accepted.length).toBeGreaterThanOrEqual(4);
       expect(await relay.stored()).toBe(accepted.length);
@@ -416,7 +415,7 @@ export function relaySuite(name: string, make: () => Promise<RelayUnderTest>): v
       const ch = channel();
       await made(ch);
       expect((await post(ch, delivery(SECRET, 'trg_old'))).status).toBe(200);
-      await relay.age(DEFAULT_KEEP_MS - 60_000);
+      await relay.age(DEFAULTS.relayKeepMs - 60_000);
       expect(await queued(ch)).toBe(1);
       await relay.age(120_000);
       expect(await queued(ch)).toBeUndefined(); // the channel went with it

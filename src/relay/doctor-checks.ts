@@ -1,16 +1,23 @@
 import type { Context } from '../context.js';
 import type { WxError } from '../errors.js';
-import { inboundUrl, relayStatus } from '../relay/client.js';
 import { printable } from '../util/printable.js';
-import type { Check } from './doctor-check.js';
-import { webhookChannel } from './listen-relay.js';
+import { webhookChannel } from './channels.js';
+import { inboundUrl, relayStatus } from './status-client.js';
+
+/** One line of `doctor`'s report (its Check): what was checked, whether it held, what to do about it. */
+export interface RelayCheck {
+  name: string;
+  ok: boolean;
+  detail: string;
+  hint?: string;
+}
 
 /**
  * `doctor --relay URL` (or WXHOOKS_RELAY_URL): the relay link, as `listen --relay` will use it: the relay
  * answers, accepts the token, and, with --webhook, knows that webhook's lasting channel (a `listen --relay
  * --webhook ID` opened it) and the webhook delivers to it.
  */
-export async function relayChecks(ctx: Context, relay: string, webhook: { id: string; url?: string; base: string } | undefined): Promise<Check[]> {
+export async function relayChecks(ctx: Context, relay: string, webhook: { id: string; url?: string; base: string } | undefined): Promise<RelayCheck[]> {
   const token = ctx.env.WXHOOKS_RELAY_TOKEN;
   if (!token) return [{ name: 'relay', ok: false, detail: 'WXHOOKS_RELAY_TOKEN is not set', hint: "export WXHOOKS_RELAY_TOKEN=… (the relay's own token)." }];
   let status: Awaited<ReturnType<typeof relayStatus>>;
@@ -20,7 +27,7 @@ export async function relayChecks(ctx: Context, relay: string, webhook: { id: st
     const e = err as WxError;
     return [{ name: 'relay', ok: false, detail: printable(e.message), hint: e.hint }];
   }
-  const checks: Check[] = [{ name: 'relay', ok: true, detail: `${relay} answers and accepts the token: ${status.channels.length} channel(s), ${status.queued} deliveries queued` }];
+  const checks: RelayCheck[] = [{ name: 'relay', ok: true, detail: `${relay} answers and accepts the token: ${status.channels.length} channel(s), ${status.queued} deliveries queued` }];
   if (!webhook) return checks;
   const channel = webhookChannel(webhook.id, webhook.base);
   const url = inboundUrl(relay, channel);

@@ -1,12 +1,11 @@
-import { createHash } from 'node:crypto';
 import { hostname } from 'node:os';
+import type { Service } from '../api/service.js';
 import { createTemporary, type Temporary, type TemporaryEvent } from '../api/temporary.js';
 import type { Context } from '../context.js';
 import { UsageError } from '../errors.js';
-import { inboundUrl, newChannelName } from '../relay/client.js';
+import { inboundUrl, newChannelName } from '../relay/status-client.js';
 import { SUBSCRIPTION_TYPES } from '../vocabulary.js';
 import { url } from '../util/parse.js';
-import { serviceFor } from './shared.js';
 
 /**
  * `listen --relay URL`: the checks of its flags, and which channel it opens. The door itself is
@@ -60,23 +59,16 @@ export function checkRelayOptions(ctx: Context, o: { relay?: string; webhook?: s
   }
 }
 
-/** The lasting channel of a webhook: the same for every `listen --relay --webhook ID` against one service. */
-export function webhookChannel(webhook: string, baseUrl: string): string {
-  const hash = createHash('sha256').update(baseUrl).digest('hex').slice(0, 8);
-  const id = webhook.replace(/[^A-Za-z0-9_.-]/g, '_').slice(0, 64 - 'wh--'.length - hash.length);
-  return `wh-${id}-${hash}`;
-}
-
 /**
  * The one-command loop: a temporary webhook whose URL is a fresh channel's inbound URL, subscribed as
  * --subscribe asks (or to every type); its secret goes to the relay over the authenticated connection.
  */
 export async function relayTemporary(
   ctx: Context,
+  service: Service,
   o: { relay: string; subscribe?: string[]; clean?: boolean },
   report: (event: TemporaryEvent) => void,
 ): Promise<{ temporary: Temporary; target: RelayTarget; base: string }> {
-  const { service } = await serviceFor(ctx);
   const channel = newChannelName();
   const temporary = await createTemporary(service, {
     url: inboundUrl(o.relay, channel),
