@@ -88,7 +88,7 @@ describe('relay serve and relay status', () => {
     const text = await runInProcess(['relay', 'status', listening.url], { env: { WXHOOKS_RELAY_TOKEN: TOKEN } });
     expect(text.code).toBe(0);
     expect(text.stdout).toMatch(/^1 channel; .* used; deliveries kept 7d/);
-    expect(text.stdout).toMatch(/CHANNEL\tKIND\tCONNECTED\tQUEUED\tBYTES\tOLDEST\nstatus-ch\tlasting\tno\t1\t/);
+    expect(text.stdout).toMatch(/CHANNEL\tKIND\tCONNECTED\tQUEUED\tREFUSED\tBYTES\tOLDEST\nstatus-ch\tlasting\tno\t1\t0\t/);
     const json = await runInProcess(['relay', 'status', listening.url, '--json'], { env: { WXHOOKS_RELAY_TOKEN: TOKEN } });
     expect(JSON.parse(json.stdout)).toMatchObject({ channels: [{ channel: 'status-ch', temporary: false, connected: false, queued: 1 }], queued: 1 });
     const wrong = await runInProcess(['relay', 'status', listening.url], { env: { WXHOOKS_RELAY_TOKEN: `${TOKEN}-wrong` } });
@@ -112,12 +112,12 @@ describe('relay serve and relay status', () => {
     await again.stop('SIGINT');
   });
 
-  it('a client started while the relay is down says so once, keeps trying, and opens the channel when the relay comes', async () => {
+  it('a client started while the relay is down says so at every try, keeps trying, and opens the channel when the relay comes', async () => {
     const port = await freePort();
     const l = listener({ url: `http://127.0.0.1:${port}`, token: TOKEN, channel: 'late-relay', secrets: [generateSecret()], random: () => 1 });
     const ready = l.client.start();
     await l.until(() => l.events.some((e) => e.kind === 'unreachable'), 'unreachable');
-    expect(l.events).toEqual([{ kind: 'unreachable', reason: 'connection refused', retryInMs: 500 }]);
+    expect(l.events).toEqual([{ kind: 'unreachable', reason: 'connection refused', retryInMs: 500, attempt: 1 }]);
     const run = startInProcess(['relay', 'serve', '--port', String(port), '--dir', tempDir('wxhooks-relay-late-'), '--json'], { env: { WXHOOKS_RELAY_TOKEN: TOKEN } });
     try {
       await run.waitFor<{ event?: string }>((e) => e.event === 'listening');
@@ -129,8 +129,12 @@ describe('relay serve and relay status', () => {
         await new Promise((r) => setImmediate(r));
       }
       expect(await ready).toMatchObject({ channel: 'late-relay', created: true });
-      expect(l.events.map((e) => e.kind)).toEqual(['unreachable', 'connected']);
-      expect(l.events[1]).toMatchObject({ again: false, downMs: expect.any(Number) });
+      const kinds = l.events.map((e) => e.kind);
+      expect(kinds.at(-1)).toBe('connected');
+      expect(new Set(kinds.slice(0, -1))).toEqual(new Set(['unreachable']));
+      // one line at every try, numbered
+      expect(l.events.slice(0, -1).map((e) => (e as { attempt: number }).attempt)).toEqual(kinds.slice(0, -1).map((_, i) => i + 1));
+      expect(l.events.at(-1)).toMatchObject({ again: false, downMs: expect.any(Number) });
       await l.client.close({ deleteChannel: true });
     } finally {
       await run.stop('SIGINT');

@@ -118,7 +118,8 @@ describe('listen --relay, end to end (the Node relay)', () => {
     // the first listen opens the channel (gives the relay the stored secret) and says the URL to give the webhook
     const first = listen(w, ['--webhook', id]);
     const ready = await first.waitFor<{ event?: string; url: string; channel: string }>((v) => v.event === 'listening');
-    expect(ready.channel).toMatch(new RegExp(`^wh-${id}-[0-9a-f]{8}$`));
+    // a name no one can work out from the webhook's id and the service's address (#41.14)
+    expect(ready.channel).toMatch(new RegExp(`^wh-${id}-[0-9a-f]{20}$`));
     expect(await first.stop('SIGINT')).toBe(130);
     expect((await runCli(['webhook', 'update', id, '--url', ready.url], { env: w.env })).code).toBe(0);
 

@@ -22,10 +22,10 @@ import { compressHours, parseRunName, RunTracker } from '../delivery/runs.js';
 import { startReceiver, type RawDelivery, type RunningReceiver } from '../receiver/server.js';
 import { closeSinks, openSinks } from '../receiver/sinks-step.js';
 import type { Sink } from '../sinks/sink.js';
-import { startRelayDoor } from '../receiver/relay-door.js';
+import { startRelayDoor, type RunningRelayDoor } from '../receiver/relay-door.js';
 import { describeRelayLink, relayLinkEvent } from '../output/listen-relay.js';
 import { checkRelayOptions, relayTemporary, type RelayTarget } from '../receiver/relay-target.js';
-import { webhookChannel } from '../relay/channels.js';
+import { lastingChannel } from '../relay/channels.js';
 import { BODY_READS, DEFAULTS } from '../delivery/defaults.js';
 import { DIAGNOSES_PER_MINUTE } from '../signing/rules.js';
 import { Verifier } from '../signing/verify.js';
@@ -291,6 +291,7 @@ export async function runListen(ctx: Context, o: ListenOptions): Promise<void> {
   const { temporary } = listening;
   let receiver: RunningReceiver | undefined;
   let relayFailed: Promise<never> | undefined;
+  let relayDoor: RunningRelayDoor | undefined;
   let store: PairStore | undefined;
   let inspector: RunningInspector | undefined;
   let announced: Announced | undefined;
@@ -367,10 +368,20 @@ export async function runListen(ctx: Context, o: ListenOptions): Promise<void> {
         ...listening.relay,
         relay: listening.relay.url,
         secrets: listening.secrets,
-        onLink: (e) => say(relayLinkEvent(e), describeRelayLink(e, styleErr)),
+        tolerance: o.tolerance,
+        scheme: o.scheme,
+        onLink: (e) => say(relayLinkEvent(e), describeRelayLink(e, styleErr, listening.relay!)),
       });
       receiver = relayed;
+      relayDoor = relayed;
       relayFailed = relayed.failed;
+      // it keeps trying until the channel is open (a line at every try): a signal meanwhile stops it as it would later, in order
+      await Promise.race([
+        relayed.ready,
+        ctx.interrupted.then((signal) => {
+          throw new InterruptedError(signal);
+        }),
+      ]);
     } else receiver = await startReceiver({ ...door, port: o.port });
     announced = await announceListen(configDir(ctx.env), {
       pid: process.pid,
@@ -384,7 +395,8 @@ export async function runListen(ctx: Context, o: ListenOptions): Promise<void> {
       started: new Date(ctx.clock.now()).toISOString(),
     });
     reportReady(ctx, o, receiver, listening, output, styleErr);
-    if (o.webhook !== undefined && listening.base !== undefined) secretWatch = watchSecret(ctx, o.webhook, listening.base, listening.secrets[0]!, verifier, say);
+    if (o.webhook !== undefined && listening.base !== undefined)
+      secretWatch = watchSecret(ctx, o.webhook, listening.base, listening.secrets[0]!, verifier, say, (secrets) => relayDoor?.rekey(secrets));
 
     if (history && o.inspect) {
       inspector = await startPage(ctx, o, history, receiver, listening, (event, id) => output.push(json ? JSON.stringify({ ...event, replay_of: id }) : formatEvent(event, style, view())));
@@ -531,11 +543,18 @@ async function listeningFor(ctx: Context, o: ListenOptions, say: (event: Record<
   }
   const { secrets, from } = await resolveSecrets(ctx, { webhook: o.webhook, secretEnv: o.secretEnv, command: 'listen' });
   const base = o.webhook === undefined ? undefined : (await baseUrlFor(ctx)).url;
+  const looked = o.webhook === undefined ? {} : await lookUp(ctx, o.webhook);
+  // a lasting channel: the one the webhook's URL names, else the one noted here, else a new one (its name no one can work out)
   const relay =
     o.relay !== undefined && o.webhook !== undefined && base !== undefined
-      ? { url: o.relay, token: ctx.env.WXHOOKS_RELAY_TOKEN!, channel: webhookChannel(o.webhook, base), temporary: false }
+      ? {
+          url: o.relay,
+          token: ctx.env.WXHOOKS_RELAY_TOKEN,
+          channel: (await lastingChannel({ dir: configDir(ctx.env), relay: o.relay, base, webhook: o.webhook, hookUrl: looked.hook?.url })).channel,
+          temporary: false,
+        }
       : undefined;
-  return { secrets, from, base, relay, ...(o.webhook === undefined ? {} : await lookUp(ctx, o.webhook)) };
+  return { secrets, from, base, relay, ...looked };
 }
 
 /**
@@ -657,7 +676,15 @@ class RekeyableVerifier extends Verifier {
  * re-created, `secret set`), listen verifies with the new one from then on, and says so. Inotify tells
  * of a change at once; a store folder that cannot be watched is looked at every 2 s instead.
  */
-function watchSecret(ctx: Context, webhook: string, base: string, secret: string, verifier: RekeyableVerifier, say: (event: Record<string, unknown>, text: string) => void): { close(): void } {
+function watchSecret(
+  ctx: Context,
+  webhook: string,
+  base: string,
+  secret: string,
+  verifier: RekeyableVerifier,
+  say: (event: Record<string, unknown>, text: string) => void,
+  onChange?: (secrets: string[]) => void,
+): { close(): void } {
   const dir = configDir(ctx.env);
   let known = secret;
   let looking: Promise<void> = Promise.resolve();
@@ -668,6 +695,7 @@ function watchSecret(ctx: Context, webhook: string, base: string, secret: string
       known = entry.secret;
       addSensitive(entry.secret);
       verifier.rekey([entry.secret]);
+      onChange?.([entry.secret]); // --relay: the relay verifies with it too from now on
       say({ event: 'secret_changed', webhook_id: webhook }, `The stored secret of webhook ${webhook} changed (re-created?): verifying with the new one from now on.`);
     });
   };

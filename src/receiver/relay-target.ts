@@ -8,14 +8,16 @@ import { SUBSCRIPTION_TYPES } from '../vocabulary.js';
 import { url } from '../util/parse.js';
 
 /**
- * `listen --relay URL`: the checks of its flags, and which channel it opens. The door itself is
- * src/receiver/relay-door.ts; listen.ts only chooses it.
+ * `listen --relay URL`: the checks of its flags, and which channel it opens (a temporary one here, a
+ * lasting one by src/relay/channels.ts). The door itself is src/receiver/relay-door.ts; listen.ts only
+ * chooses it.
  */
 
 /** What `listen --relay` connects to. */
 export interface RelayTarget {
   url: string;
-  token: string;
+  /** The relay token, when it is set: without it, the channel's keys reach a channel that exists. */
+  token?: string;
   channel: string;
   /** A channel for this session only (its temporary webhook): deleted on exit. */
   temporary: boolean;
@@ -47,9 +49,11 @@ export function checkRelayOptions(ctx: Context, o: { relay?: string; webhook?: s
     });
   }
   url(o.relay, '--relay');
-  if (!ctx.env.WXHOOKS_RELAY_TOKEN) {
-    throw new UsageError('--relay needs the relay token: WXHOOKS_RELAY_TOKEN is not set.', {
-      hint: 'export WXHOOKS_RELAY_TOKEN=… (the token the relay was started with: `wxhooks relay token` made it). It is never a flag, so that it stays out of shell history.',
+  // with --webhook, the channel's keys (from the webhook's secret) reach a channel that exists; a new
+  // channel (the one-command loop's, always) is created only with the relay's own token
+  if (!ctx.env.WXHOOKS_RELAY_TOKEN && o.webhook === undefined) {
+    throw new UsageError('--relay without --webhook creates a channel for a temporary webhook, which needs the relay token: WXHOOKS_RELAY_TOKEN is not set.', {
+      hint: 'export WXHOOKS_RELAY_TOKEN=… (the token the relay was started with: `wxhooks relay token` made it). It is never a flag, so that it stays out of shell history. With --webhook ID, a channel opened before needs no token.',
     });
   }
   if (o.webhook !== undefined && o.subscribe !== undefined) {
@@ -79,5 +83,5 @@ export async function relayTemporary(
     clean: Boolean(o.clean),
     report,
   });
-  return { temporary, base: service.http.baseUrl, target: { url: o.relay, token: ctx.env.WXHOOKS_RELAY_TOKEN!, channel, temporary: true } };
+  return { temporary, base: service.http.baseUrl, target: { url: o.relay, token: ctx.env.WXHOOKS_RELAY_TOKEN, channel, temporary: true } };
 }

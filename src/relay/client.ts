@@ -3,38 +3,45 @@ import { DEFAULTS } from '../delivery/defaults.js';
 import { UsageError } from '../errors.js';
 import { systemClock, type Clock } from '../util/clock.js';
 import { addSensitive } from '../util/redact.js';
+import { channelKey } from './channel-key.js';
 import { connect, type Ended } from './connection.js';
-import { Handover, type RelayedDelivery } from './handover.js';
-import { CHANNEL_NAME, PROTOCOL_VERSION, type ClientMessage } from './protocol.js';
-import { connectUrl, inboundUrl } from './status-client.js';
+import { Handover, type RelayedDelivery, type Verdict } from './handover.js';
+import { CHANNEL_NAME, PROTOCOL_VERSION, type ClientMessage, type RetiredSecret } from './protocol.js';
+import { connectUrl, inboundUrl, newChannelName } from './status-client.js';
 
-export type { RelayedDelivery } from './handover.js';
+export type { RelayedDelivery, Verdict } from './handover.js';
+export type { RetiredSecret } from './protocol.js';
 
 /**
  * The client of a relay, for `listen --relay`: it connects out to the relay (no port of its own),
- * authenticates with the relay token, opens its channel (giving the webhook's secret), and hands each
- * delivery, with its exact bytes and headers, to a callback; what the callback acknowledges is deleted
- * by the relay, what it does not is handed to it again later. It reconnects by itself, with growing
- * delays and jitter, and says when the relay is unreachable and when it is back. It never prints. Its
- * parts: one connection (connection.ts) and the queue of what it brought (handover.ts).
+ * authenticates with the relay token or the channel's keys (derived from the webhook's secret), opens
+ * its channel (giving the secrets and tolerance it verifies with), and hands each delivery, with its
+ * exact bytes and headers, to a callback; what the callback acknowledges is deleted by the relay, what
+ * it refuses is kept apart there, what it does not handle yet is handed to it again later. It
+ * reconnects by itself, with growing delays and jitter, says so at every try, and keeps the process
+ * alive meanwhile. It never prints. Its parts: one connection (connection.ts) and the queue of what it
+ * brought (handover.ts).
  */
 
 export type RelayClientEvent =
   /** The channel is open: after start, and after each reconnection (`again`, with how long it was down). */
-  | { kind: 'connected'; channel: string; inboundUrl: string; created: boolean; temporary: boolean; queued: number; bytes: number; again: boolean; downMs?: number }
+  | ({ kind: 'connected'; again: boolean; downMs?: number } & Omit<RelayReady, 'retired'>)
   /** The connection was lost; the client is connecting again. */
   | { kind: 'disconnected'; reason: string }
-  /** The relay cannot be reached (once per outage, until `connected`); the client keeps trying. */
-  | { kind: 'unreachable'; reason: string; retryInMs: number };
+  /** A try to reach the relay failed (said at every try, `attempt` from 1, until `connected`); the client tries again after `retryInMs`. */
+  | { kind: 'unreachable'; reason: string; retryInMs: number; attempt: number };
 
 export interface RelayClientOptions {
   /** The relay's address (https://…, or http:// for one on this machine). */
   url: string;
-  /** The relay token (WXHOOKS_RELAY_TOKEN). */
-  token: string;
+  /** The relay token (WXHOOKS_RELAY_TOKEN): every channel, and creating one. Without it, the channel's keys (from `secrets`) reach that channel only. */
+  token?: string;
   channel: string;
-  /** The webhook's secret: creates the channel, or replaces the one the relay keeps. */
+  /** Every secret the client verifies with: creates the channel (with the token), or replaces those the relay keeps. */
   secrets?: readonly string[];
+  /** The client's tolerance in seconds, and its layout: the relay acknowledges only what verifies so. */
+  tolerance?: number;
+  scheme?: string;
   /** A channel for this session only (a temporary webhook). */
   temporary?: boolean;
   /** At most this many deliveries (and body bytes) handed over and not yet acknowledged. */
@@ -44,10 +51,13 @@ export interface RelayClientOptions {
   concurrency?: number;
   /**
    * Handles one delivery: resolves true once it is handled for good (the relay deletes it), false when
-   * it is not (it is handed over again after a growing delay, or on the next connection). A throw is false.
+   * it is not (it is handed over again after a growing delay, or on the next connection), `{refused}`
+   * when it never will be (the relay keeps it apart, with why). A throw is false.
    */
-  onDelivery(delivery: RelayedDelivery): Promise<boolean>;
+  onDelivery(delivery: RelayedDelivery): Promise<Verdict>;
   onEvent?(event: RelayClientEvent): void;
+  /** The channel is open (at the start, and again after each reconnection): what the relay said, its replaced secrets with it. */
+  onOpen?(ready: RelayReady): void;
   clock?: Clock;
   /** For the jitter (default Math.random). */
   random?: () => number;
@@ -65,6 +75,10 @@ export interface RelayReady {
   temporary: boolean;
   queued: number;
   bytes: number;
+  /** Deliveries a listen refused before, kept apart at the relay until dropped. */
+  refused: number;
+  /** The channel's secrets replaced lately: what the relay received before each may be signed with it. */
+  retired: RetiredSecret[];
 }
 
 export class RelayClient {
@@ -87,11 +101,18 @@ export class RelayClient {
   readonly done: Promise<void>;
   private started = false;
   private deleted: (() => void) | undefined;
+  /** This client's name for itself at the relay: its own new connection takes over its old one. */
+  private readonly session = newChannelName('listen');
+  /** Holds the process while the client runs: between tries, nothing else may. */
+  private alive: ReturnType<typeof setInterval> | undefined;
+  /** The connection is being made again on purpose (new secrets): no back-off. */
+  private again = false;
 
   constructor(private readonly options: RelayClientOptions) {
     if (!CHANNEL_NAME.test(options.channel)) throw new UsageError(`"${options.channel}" is not a channel name: letters, digits, _ . - (at most 64, starting with a letter or digit).`);
-    if (!options.token) throw new UsageError("No relay token: set WXHOOKS_RELAY_TOKEN to the relay's token.");
-    addSensitive(options.token);
+    if (!options.token && !options.secrets?.length)
+      throw new UsageError("No relay token and no webhook secret: set WXHOOKS_RELAY_TOKEN to the relay's token, or give the webhook (listen --webhook ID).");
+    if (options.token) addSensitive(options.token);
     options.secrets?.forEach(addSensitive);
     this.inboundUrl = inboundUrl(options.url, options.channel);
     this.connectUrl = connectUrl(options.url, options.channel);
@@ -118,9 +139,20 @@ export class RelayClient {
   start(): Promise<RelayReady> {
     if (!this.started) {
       this.started = true;
-      void this.loop();
+      this.alive = setInterval(() => undefined, 2 ** 31 - 1);
+      void this.loop().finally(() => clearInterval(this.alive));
     }
     return this.ready;
+  }
+
+  /** From now on, these secrets (the webhook's were replaced): the connection is made again, and the relay told. */
+  setSecrets(secrets: readonly string[]): void {
+    secrets.forEach(addSensitive);
+    (this.options as { secrets?: readonly string[] }).secrets = [...secrets];
+    const ws = this.ws;
+    if (this.stopped || !ws || ws.readyState !== ws.OPEN) return;
+    this.again = true;
+    ws.close(1000, 'new secrets');
   }
 
   /**
@@ -147,6 +179,7 @@ export class RelayClient {
     }
     this.readyReject(new UsageError('The relay client was closed before the channel was open.'));
     this.doneResolve();
+    clearInterval(this.alive);
   }
 
   private event(e: RelayClientEvent): void {
@@ -159,15 +192,15 @@ export class RelayClient {
     let everReady = false;
     let readyAt = 0;
     let downSince: number | undefined;
-    let saidUnreachable = false;
     while (!this.stopped) {
       const ended = await this.connectOnce(WebSocketClass, (r) => {
-        this.event({ kind: 'connected', ...r, again: everReady, ...(downSince !== undefined ? { downMs: Math.round(this.clock.monotonic() - downSince) } : {}) });
+        const { retired: _secrets, ...said } = r; // an event never holds a secret
+        this.event({ kind: 'connected', ...said, again: everReady, ...(downSince !== undefined ? { downMs: Math.round(this.clock.monotonic() - downSince) } : {}) });
         if (!everReady) this.readyResolve(r);
         everReady = true;
         readyAt = this.clock.monotonic();
         downSince = undefined;
-        saidUnreachable = false;
+        attempt = 0;
       });
       if (this.stopped) break;
       if (ended.fatal) {
@@ -179,19 +212,17 @@ export class RelayClient {
       if (ended.ready) {
         downSince = this.clock.monotonic();
         this.event({ kind: 'disconnected', reason: ended.reason });
-        // a connection that had lasted: connect again at once (a relay restarting, a network blip); one
-        // that ended as soon as it was open backs off like a refused one, so that nothing spins
-        if (this.clock.monotonic() - readyAt >= 1000) {
+        // a connection that had lasted, or closed for new secrets: connect again at once (a relay restarting,
+        // a network blip); one that ended as soon as it was open backs off like a refused one, so that nothing spins
+        if (this.again || this.clock.monotonic() - readyAt >= 1000) {
+          this.again = false;
           attempt = 0;
           continue;
         }
       }
       downSince ??= this.clock.monotonic();
       const delay = this.backoff(attempt++, DEFAULTS.relayRetryFirstMs, DEFAULTS.relayRetryMostMs);
-      if (!saidUnreachable && !ended.ready) {
-        saidUnreachable = true;
-        this.event({ kind: 'unreachable', reason: ended.reason, retryInMs: delay });
-      }
+      if (!ended.ready) this.event({ kind: 'unreachable', reason: ended.reason, retryInMs: delay, attempt });
       await this.sleep(delay);
     }
   }
@@ -212,6 +243,13 @@ export class RelayClient {
     if (ws?.readyState === ws?.OPEN) ws!.send(JSON.stringify(message));
   }
 
+  /** `Bearer` and the relay token, or the channel's keys (one per secret). */
+  private async authorization(): Promise<string> {
+    const o = this.options;
+    if (o.token) return `Bearer ${o.token}`;
+    return `Bearer ${(await Promise.all(o.secrets!.map((s) => channelKey(s, o.channel)))).join(',')}`;
+  }
+
   /** One connection, from connecting to its end. */
   private async connectOnce(WebSocketClass: typeof WebSocket, onReady: (r: RelayReady) => void): Promise<Ended> {
     const generation = ++this.generation;
@@ -220,12 +258,16 @@ export class RelayClient {
     const { ws, ended } = connect(WebSocketClass, {
       url: this.connectUrl,
       relay: o.url,
-      token: o.token,
+      authorization: await this.authorization(),
+      withKeys: !o.token,
       channel: o.channel,
       open: {
         type: 'open',
         protocol: PROTOCOL_VERSION,
+        session: this.session,
         ...(o.secrets ? { secrets: [...o.secrets] } : {}),
+        ...(o.tolerance !== undefined ? { tolerance: o.tolerance } : {}),
+        ...(o.scheme !== undefined ? { scheme: o.scheme } : {}),
         ...(o.temporary !== undefined ? { temporary: o.temporary } : {}),
         window: o.window ?? DEFAULTS.relayWindow,
         windowBytes: o.windowBytes ?? DEFAULTS.relayWindowBytes,
@@ -233,7 +275,11 @@ export class RelayClient {
       clock: this.clock,
       connectTimeoutMs: o.connectTimeoutMs ?? DEFAULTS.relayConnectTimeoutMs,
       heartbeatMs: o.heartbeatMs ?? DEFAULTS.relayHeartbeatMs,
-      onReady: (m) => onReady({ channel: m.channel, inboundUrl: this.inboundUrl, created: m.created, temporary: m.temporary, queued: m.queued, bytes: m.bytes }),
+      onReady: (m) => {
+        m.retired.forEach((r) => addSensitive(r.secret));
+        o.onOpen?.({ channel: m.channel, inboundUrl: this.inboundUrl, created: m.created, temporary: m.temporary, queued: m.queued, bytes: m.bytes, refused: m.refused, retired: m.retired });
+        onReady({ channel: m.channel, inboundUrl: this.inboundUrl, created: m.created, temporary: m.temporary, queued: m.queued, bytes: m.bytes, refused: m.refused, retired: m.retired });
+      },
       onDeleted: () => this.deleted?.(),
       onDelivery: (d) => this.handover.push(d, generation),
     });

@@ -23,7 +23,10 @@ export interface ConnectionOptions {
   url: string;
   /** The relay's address as the user gave it, for messages. */
   relay: string;
-  token: string;
+  /** `Bearer` and the relay token, or the channel's keys. */
+  authorization: string;
+  /** Whether the channel's keys are what it authenticates with (else the relay token): a refusal says which. */
+  withKeys: boolean;
   channel: string;
   /** The first message. */
   open: ClientMessage;
@@ -54,7 +57,7 @@ export function connect(WebSocketClass: typeof WebSocket, o: ConnectionOptions):
   let heard = o.clock.monotonic();
   let over = false;
   const ws = new WebSocketClass(o.url, {
-    headers: { authorization: `Bearer ${o.token}` },
+    headers: { authorization: o.authorization },
     handshakeTimeout: o.connectTimeoutMs,
     maxPayload: FRAME_BODY + 1024 * 1024,
     perMessageDeflate: false,
@@ -72,7 +75,7 @@ export function connect(WebSocketClass: typeof WebSocket, o: ConnectionOptions):
         } catch {
           said = undefined;
         }
-        fatal = refusal(o.relay, status, said);
+        fatal = refusal(o, status, said);
         if (!fatal) reason = `it answered ${status}${said ? ` (${said})` : ''}`;
         ws.terminate();
       });
@@ -108,7 +111,8 @@ export function connect(WebSocketClass: typeof WebSocket, o: ConnectionOptions):
     });
     ws.on('close', (code: number, why: Buffer) => {
       over = true;
-      if (!fatal && (code === CLOSE.replaced || code === CLOSE.unknownChannel || code === CLOSE.protocol)) fatal = new RefusedError(`The relay closed the connection: ${why.toString() || code}.`);
+      if (!fatal && (code === CLOSE.replaced || code === CLOSE.taken || code === CLOSE.tooManyChannels || code === CLOSE.unknownChannel || code === CLOSE.protocol))
+        fatal = new RefusedError(`The relay closed the connection: ${why.toString() || code}.`);
       if (code === CLOSE.goingAway) reason = 'the relay is restarting';
       resolve({ ready, reason, fatal });
     });
@@ -146,7 +150,13 @@ export function connect(WebSocketClass: typeof WebSocket, o: ConnectionOptions):
 }
 
 /** The relay refused the connection itself (before any upgrade): for good (the token, not a relay), or undefined (try again). */
-function refusal(relay: string, status: number, said: string | undefined): WxError | undefined {
+function refusal(o: Pick<ConnectionOptions, 'relay' | 'channel' | 'withKeys'>, status: number, said: string | undefined): WxError | undefined {
+  const relay = o.relay;
+  if (status === 401 && o.withKeys)
+    return new AuthError(`The relay at ${relay} does not know channel ${o.channel} with this webhook's secret.`, {
+      status,
+      hint: "Either the channel does not exist yet, or the relay keeps another secret for it (the secret was replaced here since). Creating a channel, or giving it a secret the relay cannot check against the one it keeps, needs the relay's own token once: export WXHOOKS_RELAY_TOKEN=… and start listen again.",
+    });
   if (status === 401)
     return new AuthError(`The relay at ${relay} refused the relay token: ${said ?? `it answered ${status}`}.`, {
       status,
@@ -168,8 +178,16 @@ function refusal(relay: string, status: number, said: string | undefined): WxErr
 /** An error the relay sent on the connection that ends this client for good, or undefined. */
 function refusedBy(channel: string, m: Extract<RelayMessage, { type: 'error' }>): WxError | undefined {
   if (m.code === 'replaced')
-    return new RefusedError(`Another connection opened the channel ${channel} on the relay, so this one stopped.`, {
+    return new RefusedError(`Another listen took the channel ${channel} over at the relay (this one had gone silent), so this one stopped.`, {
       hint: 'Only one `listen` may hold a channel: stop the other one, or give this one another channel.',
+    });
+  if (m.code === 'taken')
+    return new RefusedError(`Another listen holds the channel ${channel} at the relay: ${m.message}.`, {
+      hint: 'Only one `listen` may hold a channel: stop the other one first (a listen gone away without a word is let go once silent that long).',
+    });
+  if (m.code === 'tooManyChannels')
+    return new RefusedError(`The relay creates no more channels: ${m.message}.`, {
+      hint: "Let unused channels go (`wxhooks relay status` lists them; a temporary one goes when its listen ends), or raise the relay's --max-channels (RELAY_MAX_CHANNELS for the Worker).",
     });
   if (m.code === 'unknownChannel')
     return new RefusedError(`The relay has no channel ${channel}: ${m.message}.`, { hint: "Give the webhook's secret (listen --webhook ID) so that the relay creates it." });

@@ -5,8 +5,9 @@ import type { ClientMessage } from './protocol.js';
 /**
  * The relay client's queue: the deliveries a connection brought, handed to the callback `concurrency` at
  * a time in the relay's order; what it handles is acknowledged (the acknowledgements of one moment in one
- * message), what it does not is handed to it again after a growing delay. A delivery of an earlier
- * connection is neither acknowledged nor tried again: the relay sends it again on the next one.
+ * message), what it refuses (it cannot verify it) is refused to the relay, which keeps it apart, and what
+ * it does not handle yet is handed to it again after a growing delay. A delivery of an earlier
+ * connection is neither acknowledged, refused nor tried again: the relay sends it again on the next one.
  */
 
 /** One delivery as the relay received it. */
@@ -23,13 +24,18 @@ export interface RelayedDelivery {
   attempt: number;
 }
 
+/**
+ * What became of a delivery: handled for good (true: acknowledged, the relay deletes it), not yet (false,
+ * or a throw: handed over again), or refused (it will never verify here: the relay keeps it apart, with why).
+ */
+export type Verdict = boolean | { refused: { reason: string; message: string } };
+
 export interface HandoverOptions {
   concurrency: number;
   clock: Clock;
   /** A growing delay with jitter for the `attempt`th try. */
   backoff(attempt: number, first: number, most: number): number;
-  /** Resolves true once it is handled for good (acknowledged), false when it is not (handed over again). A throw is false. */
-  onDelivery(delivery: RelayedDelivery): Promise<boolean>;
+  onDelivery(delivery: RelayedDelivery): Promise<Verdict>;
   /** Sends a message on the connection of the moment (nothing when there is none). */
   send(message: ClientMessage): void;
 }
@@ -78,16 +84,19 @@ export class Handover {
   }
 
   private async handle(d: RelayedDelivery, generation: number): Promise<void> {
-    let ok: boolean;
+    let verdict: Verdict;
     try {
-      ok = await this.o.onDelivery(d);
+      verdict = await this.o.onDelivery(d);
     } catch {
-      ok = false;
+      verdict = false;
     }
     this.running--;
     if (this.generation === generation) {
-      if (ok) this.ack(d.seq);
-      else if (!this.stopped) void this.again(d, generation);
+      if (verdict === true) this.ack(d.seq);
+      else if (verdict !== false) {
+        const { reason, message } = verdict.refused;
+        this.o.send({ type: 'refuse', seq: d.seq, reason: (reason || 'refused').slice(0, 64), message: (message || reason || 'refused').slice(0, 2048) });
+      } else if (!this.stopped) void this.again(d, generation);
     }
     if (!this.running) this.idle?.();
     if (this.generation === generation) this.drain();

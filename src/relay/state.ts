@@ -24,8 +24,10 @@ export interface RelayOptions {
   maxInflight?: number;
   /** The most body bytes a client may have sent and not acknowledged (its window). */
   maxWindowBytes?: number;
-  /** Seconds a delivery's timestamp may be off the relay's clock (default 300). */
+  /** Seconds a delivery's timestamp may be off the relay's clock (default 300): a channel's listen may narrow it. */
   tolerance?: number;
+  /** The most channels kept: past it, none is created. */
+  maxChannels?: number;
   now?: () => number;
   /** What happened: one event per request and per connection change. Never a secret. */
   onEvent?: (event: RelayEvent) => void;
@@ -48,8 +50,22 @@ export interface RelayRequestEvent {
 /** What happened to a channel or a connection, for the relay's log. */
 export interface RelayChannelEvent {
   time: string;
-  event: 'connected' | 'disconnected' | 'channel_created' | 'channel_deleted' | 'channel_forgotten' | 'replaced' | 'expired' | 'refused';
+  event:
+    | 'connected'
+    | 'disconnected'
+    | 'channel_created'
+    | 'channel_deleted'
+    | 'channel_forgotten'
+    | 'secrets_replaced'
+    | 'replaced'
+    | 'taken'
+    | 'expired'
+    | 'refused'
+    | 'delivery_refused'
+    | 'dropped';
   channel?: string;
+  seq?: number;
+  reason?: string;
   queued?: number;
   unacknowledged?: number;
   deliveries?: number;
@@ -63,6 +79,8 @@ export interface RelayRequest {
   method: string;
   /** The URL's path. */
   path: string;
+  /** The URL's query, without its `?`. */
+  query?: string;
   headers: HeaderSource;
   /** The headers as received, in order: what is stored and handed on. Asked only of a verified delivery. */
   headerList(): [string, string][];
@@ -75,6 +93,12 @@ export interface RelayRequest {
 /** What the relay keeps with each connection: small and plain, so that a Durable Object keeps it across hibernation. */
 export interface Session {
   channel: string;
+  /** Who it is: the operator (the relay token: every channel, and may create one), or a holder of the channel's keys. */
+  role: 'operator' | 'channel';
+  /** The client's own name (its `open`'s), the same across its reconnections. */
+  client?: string;
+  /** When it was last heard from: its open, an acknowledgement, a keep-alive the relay saw (ms, the relay's clock). */
+  heardAt: number;
   /** `open` was received and answered. */
   opened: boolean;
   /** The last seq sent on this connection. */
@@ -91,6 +115,8 @@ export interface RelaySocket {
   close(code: number, reason: string): void;
   session(): Session | undefined;
   setSession(session: Session): void;
+  /** When the host last heard from it, when it knows better than the session (a keep-alive answered without waking a Durable Object). */
+  heardAt?(): number | undefined;
 }
 
 /** The sockets a host holds for a channel (a Durable Object's are tagged with it). */
@@ -107,9 +133,13 @@ export interface LiveChannel {
   writing: boolean;
   /** The channel's connection work (open, ack, sending), one step at a time. */
   queue: Promise<void>;
+  /** The channel's keys, one per secret (channel-key.ts), made when first asked. */
+  keys?: Promise<string[]>;
+  /** The `lastSeenAt` last written: a connection changes it in memory, and it is written now and then, not at each connection. */
+  seenWritten: number;
 }
 
-export const liveChannel = (record: ChannelRecord): LiveChannel => ({ record, pending: [], writing: false, queue: Promise.resolve() });
+export const liveChannel = (record: ChannelRecord): LiveChannel => ({ record, pending: [], writing: false, queue: Promise.resolve(), seenWritten: record.lastSeenAt });
 
 /** The relay's settings, each resolved to its value. */
 export interface Settings {
@@ -120,6 +150,7 @@ export interface Settings {
   maxInflight: number;
   maxWindowBytes: number;
   tolerance: number;
+  maxChannels: number;
 }
 
 export class RelayState {
@@ -148,6 +179,7 @@ export class RelayState {
       maxInflight: options.maxInflight ?? DEFAULTS.relayMaxInflightBytes,
       maxWindowBytes: options.maxWindowBytes ?? DEFAULTS.relayMaxWindowBytes,
       tolerance: options.tolerance ?? DEFAULTS.toleranceSeconds,
+      maxChannels: options.maxChannels ?? DEFAULTS.relayMaxChannels,
     };
   }
 
@@ -156,15 +188,28 @@ export class RelayState {
   }
 
   /** Runs a channel's connection work one step at a time. */
-  enqueue(ch: LiveChannel, step: () => Promise<void>): Promise<void> {
+  enqueue<T>(ch: LiveChannel, step: () => Promise<T>): Promise<T> {
     const next = ch.queue.then(step, step);
-    ch.queue = next.catch(() => undefined);
+    ch.queue = next.then(
+      () => undefined,
+      () => undefined,
+    );
     return next;
   }
 
   /** What left the storage gives its bytes back to the budget. */
   freed(removed: Removed[]): void {
     for (const r of removed) this.used -= r.size;
+  }
+
+  /** What a delivery of `size` bytes takes in the storage, as the byte budget counts it. */
+  footprint(size: number): number {
+    return this.storage.footprint ? this.storage.footprint(size) : size;
+  }
+
+  /** When a socket was last heard from. */
+  heardAt(socket: RelaySocket): number {
+    return Math.max(socket.session()?.heardAt ?? 0, socket.heardAt?.() ?? 0);
   }
 
   /** Whether a channel has a connection open on it now. */
