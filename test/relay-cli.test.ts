@@ -200,13 +200,24 @@ describe('the Worker as wrangler deploys it', () => {
   }, 60_000);
 });
 
-describe("the README's relay on a VM", () => {
+/** docs/relay.md, and the shell block after `heading` with its sample output (the next block), checked to be marked as tested by this file. */
+function guideBlocks(heading: string): [string, string | undefined] {
+  const guide = readFileSync(join(ROOT, 'docs', 'relay.md'), 'utf8');
+  const from = guide.indexOf(heading);
+  expect(from).toBeGreaterThan(-1);
+  const part = guide.slice(from);
+  expect(part).toMatch(/<!-- tested: test\/relay-cli\.test\.ts -->\n```sh\n/);
+  const [block, sample] = [...part.matchAll(/```(?:sh)?\n([\s\S]*?)```/g)].slice(0, 2).map((m) => m[1]!);
+  return [block!, sample];
+}
+
+/** The `wxhooks` lines of a block, each as its arguments. */
+const wxhooksLines = (block: string) => [...block.matchAll(/wxhooks ((?:relay|deliveries) [^#\n)]*)/g)].map((m) => m[1]!.trim().split(/\s+/));
+
+describe("docs/relay.md's relay on a VM", () => {
   it('its lines run as written (the port and the address swapped for the test): relay token, relay serve, relay status, whose output looks as shown', async () => {
-    const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
-    const from = readme.indexOf('On a **small VM**');
-    expect(from).toBeGreaterThan(-1);
-    const [block, sample] = [...readme.slice(from).matchAll(/```(?:sh)?\n([\s\S]*?)```/g)].slice(0, 2).map((m) => m[1]!);
-    const lines = [...block!.matchAll(/wxhooks (relay [^#\n)]*)/g)].map((m) => m[1]!.trim().split(/\s+/));
+    const [block, sample] = guideBlocks('## On a small VM');
+    const lines = wxhooksLines(block);
     expect(lines.map((l) => l.slice(0, 2).join(' '))).toEqual(['relay token', 'relay serve', 'relay serve', 'relay status']);
     const [token, serve, serveStore, status] = lines;
 
@@ -236,11 +247,63 @@ describe("the README's relay on a VM", () => {
           .split(/\s+/);
       expect(shape(head!)).toEqual(shape(sampleHead!));
       expect(columns!.split(/\s+/)).toEqual(sampleColumns!.split(/\s+/));
-      expect(shape(row!).slice(0, 4)).toEqual(
-        shape(sampleRow!)
-          .slice(0, 4)
-          .map((c, i) => (i === 3 ? '1' : c)),
-      );
+      expect(shape(row!)).toEqual(shape(sampleRow!));
+    } finally {
+      await run.stop('SIGINT');
+    }
+  });
+});
+
+describe("docs/relay.md's refused deliveries", () => {
+  it("its lines run as written (the address swapped), with webhook 7's secret and no relay token: one channel's status, the refused listed twice, one dropped, then the rest", async () => {
+    const [block] = guideBlocks('## Refused deliveries');
+    const lines = wxhooksLines(block);
+    expect(lines.map((l) => l.slice(0, 2).join(' '))).toEqual(['relay status', 'relay refused', 'deliveries list', 'relay drop', 'relay drop']);
+    const run = startInProcess(['relay', 'serve', '--port', '0', '--dir', tempDir('wxhooks-relay-refused-'), '--json'], { env: { WXHOOKS_RELAY_TOKEN: TOKEN } });
+    try {
+      const { url } = await run.waitFor<{ event?: string; url: string }>((l) => l.event === 'listening');
+      // this machine: webhook 7's secret stored, its lasting channel noted; no relay token
+      const env = { WXHOOKS_CONFIG_DIR: tempDir('wxhooks-relay-refused-cfg-'), WX_BASE_URL: 'http://127.0.0.1:9' };
+      const secret = generateSecret();
+      expect((await runInProcess(['secret', 'set', '7'], { env, stdin: `${secret}\n` })).code).toBe(0);
+      const { lastingChannel } = await import('../src/relay/channels.js');
+      const { channel } = await lastingChannel({ dir: env.WXHOOKS_CONFIG_DIR, relay: url, base: env.WX_BASE_URL, webhook: '7' });
+      const opened = listener({ url, token: TOKEN, channel, secrets: [secret] });
+      await opened.client.start();
+      await opened.client.close();
+      for (let i = 1; i <= 3; i++) expect((await send(`${url}/in/${channel}`, 'POST', delivery(secret, `trg_doc_${i}`).headers, delivery(secret, `trg_doc_${i}`).body)).status).toBe(200);
+      const refusing = listener({
+        url,
+        channel,
+        secrets: [secret],
+        handle: () => ({ refused: { reason: 'timestamp_out_of_window', message: 'The timestamp is 100 s old; at most 60 s either way is accepted.' } }),
+      });
+      await refusing.client.start();
+      await refusing.until(() => refusing.got.length === 3, 'the three, refused');
+      await refusing.client.close();
+      for (let i = 0; ; i++) {
+        const s = JSON.parse((await send(`${url}/status`, 'GET', { authorization: `Bearer ${TOKEN}` })).body) as { refused: number };
+        if (s.refused === 3) break;
+        if (i > 500) throw new Error(`the relay holds ${s.refused} refused, not 3`);
+        await new Promise((r) => setTimeout(r, 10));
+      }
+
+      const ran = [];
+      for (const args of lines) {
+        const r = await runInProcess(
+          args.map((a) => (a.startsWith('https://') ? url : a)),
+          { env },
+        );
+        expect(r.code, `${args.join(' ')}: ${r.stderr}`).toBe(0);
+        ran.push(r.stdout);
+      }
+      const [status, refused, asDeliveries, dropOne, dropAll] = ran;
+      expect(status).toMatch(new RegExp(`${channel}\\tlasting\\tno\\t0\\t3\\t`));
+      expect(refused!.split('\n').filter((l) => l.includes('timestamp_out_of_window'))).toHaveLength(3);
+      expect(asDeliveries!.split('\n').filter((l) => l.includes('unverified'))).toHaveLength(3);
+      expect(dropOne).toContain('Dropped 1 refused delivery');
+      expect(dropAll).toContain('Dropped 2 refused deliveries');
+      for (const out of ran) expect(out).not.toContain(secret);
     } finally {
       await run.stop('SIGINT');
     }

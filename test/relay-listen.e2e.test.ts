@@ -304,14 +304,21 @@ describe('listen --relay: every hand-off holds (#41.1, #41.4, #41.7)', () => {
     const fresh = delivery(secret, 'trg_fresh');
     expect((await send(url, 'POST', fresh.headers, fresh.body)).status).toBe(200);
     w.got.length = 0;
-    const strict = listen(w, ['--webhook', id, '--tolerance', '60']);
+    const strict = listen(w, ['--webhook', id, '--tolerance', '60', '--inspect', '127.0.0.1:0']);
     try {
+      const page = await strict.waitFor<{ event?: string; url: string }>((v) => v.event === 'inspector');
       await strict.waitFor<{ outcome?: string }>((v) => v.outcome === 'accepted');
       await until(async () => (await relayed(url))?.refused === 3, 'three refused at the relay');
       expect(w.got).toEqual(['trg_fresh']);
       const refusedLines = strict.lines.map((l) => JSON.parse(l) as { outcome?: string; message?: string }).filter((e) => e.outcome === 'unverified');
       expect(refusedLines).toHaveLength(3);
       expect(refusedLines[0]!.message).toContain('Kept at the relay as refused delivery');
+      // the inspector shows each as kept at the relay
+      const api = (path: string) => fetch(new URL(path, page.url), { headers: { 'x-wxhooks-token': new URL(page.url).searchParams.get('token')! } }).then((r) => r.json());
+      const rows = ((await api('/api/deliveries')) as { records: { id: number; outcome: string }[] }).records.filter((r) => r.outcome === 'unverified');
+      expect(rows).toHaveLength(3);
+      const shown = (await api(`/api/deliveries/${rows[0]!.id}`)) as { record: { relay_kept?: { channel: string; seq: number } } };
+      expect(shown.record.relay_kept).toEqual({ channel: channelOf(url), seq: expect.any(Number) });
       expect(await relayed(url)).toMatchObject({ queued: 0, refused: 3, connected: true });
       // the relay now verifies as this listen does
       const stale = delivery(secret, 'trg_stale_now', { timestamp: now - 100 });
@@ -358,6 +365,26 @@ describe('listen --relay: every hand-off holds (#41.1, #41.4, #41.7)', () => {
       expect((await send(url, 'POST', delivery(secret, 'trg_old_secret').headers, delivery(secret, 'trg_old_secret').body)).status).toBe(401);
       expect((await send(url, 'POST', delivery(next, 'trg_new_secret').headers, delivery(next, 'trg_new_secret').body)).status).toBe(200);
       await until(() => w.got.includes('trg_new_secret'), 'the new one');
+    } finally {
+      expect(await l.stop('SIGINT')).toBe(130);
+    }
+  }, 120_000);
+
+  it('a secret re-stored while listen runs, with no relay token (its keys only): the relay is given it at once, proved by the one before', async () => {
+    const { id, secret, url } = await channelled();
+    const keyed = { ...w.env, WXHOOKS_RELAY_TOKEN: '' };
+    const l = startCli(['listen', '--relay', w.relay.url, '--json', '--forward-to', `${w.app.url}/hooks`, '--webhook', id], keyed);
+    try {
+      await l.waitFor<{ event?: string }>((v) => v.event === 'listening');
+      const next = generateSecret();
+      expect((await runCli(['secret', 'set', id], { env: keyed, stdin: `${next}\n` })).code).toBe(0);
+      await l.waitFor<{ event?: string }>((v) => v.event === 'secret_changed');
+      await l.waitFor<{ event?: string }>((v) => v.event === 'relay_back');
+      w.got.length = 0;
+      expect((await send(url, 'POST', delivery(next, 'trg_restored_secret').headers, delivery(next, 'trg_restored_secret').body)).status).toBe(200);
+      await until(() => w.got.includes('trg_restored_secret'), 'a delivery signed with the re-stored secret');
+      expect((await send(url, 'POST', delivery(secret, 'trg_before_secret').headers, delivery(secret, 'trg_before_secret').body)).status).toBe(401);
+      expect(l.lines.join('\n') + l.stderr()).not.toContain(next);
     } finally {
       expect(await l.stop('SIGINT')).toBe(130);
     }

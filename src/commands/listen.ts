@@ -499,7 +499,15 @@ async function startPage(
     hostNames: o.inspectHost,
     history,
     token: token.value,
-    about: { url: receiver.url, ...shownRoutes(o.forwardTo), keep: o.history, expect_hours: o.expectHours ?? null, need_init: o.initEvent, webhook_id: l.temporary?.hook.id ?? o.webhook ?? null },
+    about: {
+      url: receiver.url,
+      ...shownRoutes(o.forwardTo),
+      keep: o.history,
+      expect_hours: o.expectHours ?? null,
+      need_init: o.initEvent,
+      webhook_id: l.temporary?.hook.id ?? o.webhook ?? null,
+      relay: l.relay ? { url: l.relay.url, channel: l.relay.channel } : null,
+    },
     replay: o.forwardTo
       ? async (id, edited) => {
           const r = await replayFromHistory(history, id, { secret, to: o.forwardTo!, timeoutMs: o.forwardTimeout, clock: ctx.clock, edited, saveKey });

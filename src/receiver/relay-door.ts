@@ -141,6 +141,7 @@ export async function startRelayDoor(o: RelayDoorOptions): Promise<RunningRelayD
       const r = await receive({ method: 'POST', path, url: path, headers: nodeHeaders(d.headers), body, now: d.receivedAt, began: clock.monotonic(), peer: 'relay' });
       const verdict = verdictOf(r);
       if (verdict !== true && verdict !== false) {
+        r.event.relay_kept = { channel: o.channel, seq: d.seq };
         r.event.message = `${r.event.message ?? 'not verified'} Kept at the relay as refused delivery #${d.seq} of channel ${o.channel}, out of the queue, until dropped.`;
         r.event.hint = `It verified at the relay when it came, so something changed since (a secret replaced here, a narrower --tolerance). List what the relay keeps refused with \`wxhooks relay refused ${o.relay} --channel ${o.channel}\`, drop it with \`wxhooks relay drop ${o.relay} --channel ${o.channel} --seq ${d.seq}\`.`;
       }

@@ -3,7 +3,7 @@ import { DEFAULTS } from '../delivery/defaults.js';
 import { UsageError } from '../errors.js';
 import { systemClock, type Clock } from '../util/clock.js';
 import { addSensitive } from '../util/redact.js';
-import { channelKey } from './channel-key.js';
+import { MAX_KEYS, channelKey } from './channel-key.js';
 import { connect, type Ended } from './connection.js';
 import { Handover, type RelayedDelivery, type Verdict } from './handover.js';
 import { CHANNEL_NAME, PROTOCOL_VERSION, type ClientMessage, type RetiredSecret } from './protocol.js';
@@ -107,6 +107,8 @@ export class RelayClient {
   private alive: ReturnType<typeof setInterval> | undefined;
   /** The connection is being made again on purpose (new secrets): no back-off. */
   private again = false;
+  /** The secrets the relay was last given, and took: their keys prove the next secrets the client gives it. */
+  private proven: readonly string[] = [];
 
   constructor(private readonly options: RelayClientOptions) {
     if (!CHANNEL_NAME.test(options.channel)) throw new UsageError(`"${options.channel}" is not a channel name: letters, digits, _ . - (at most 64, starting with a letter or digit).`);
@@ -243,11 +245,12 @@ export class RelayClient {
     if (ws?.readyState === ws?.OPEN) ws!.send(JSON.stringify(message));
   }
 
-  /** `Bearer` and the relay token, or the channel's keys (one per secret). */
+  /** `Bearer` and the relay token, or the channel's keys: one per secret, and those the relay took last (a secret replaced while running is proved by the one before). */
   private async authorization(): Promise<string> {
     const o = this.options;
     if (o.token) return `Bearer ${o.token}`;
-    return `Bearer ${(await Promise.all(o.secrets!.map((s) => channelKey(s, o.channel)))).join(',')}`;
+    const secrets = [...new Set([...o.secrets!, ...this.proven])].slice(0, MAX_KEYS);
+    return `Bearer ${(await Promise.all(secrets.map((s) => channelKey(s, o.channel)))).join(',')}`;
   }
 
   /** One connection, from connecting to its end. */
@@ -276,6 +279,7 @@ export class RelayClient {
       connectTimeoutMs: o.connectTimeoutMs ?? DEFAULTS.relayConnectTimeoutMs,
       heartbeatMs: o.heartbeatMs ?? DEFAULTS.relayHeartbeatMs,
       onReady: (m) => {
+        this.proven = o.secrets ?? [];
         m.retired.forEach((r) => addSensitive(r.secret));
         o.onOpen?.({ channel: m.channel, inboundUrl: this.inboundUrl, created: m.created, temporary: m.temporary, queued: m.queued, bytes: m.bytes, refused: m.refused, retired: m.retired });
         onReady({ channel: m.channel, inboundUrl: this.inboundUrl, created: m.created, temporary: m.temporary, queued: m.queued, bytes: m.bytes, refused: m.refused, retired: m.retired });

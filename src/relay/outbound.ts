@@ -237,22 +237,25 @@ async function open(state: RelayState, socket: RelaySocket, s: Session, m: Extra
   });
 }
 
+// An acknowledgement or a refusal that came just before its connection closed is still taken: the
+// connection's session is kept with the socket, and it says what was handed over on it.
 async function ack(state: RelayState, ch: LiveChannel, socket: RelaySocket, seqs: number[]): Promise<void> {
   const s = socket.session();
-  if (!s?.opened) return;
+  if (!s) return;
   const sent = new Set(s.inflight.map(([seq]) => seq));
   const acked = new Set(seqs.filter((seq) => sent.has(seq)));
   socket.setSession({ ...s, heardAt: state.now() });
   if (!acked.size) return;
   state.freed(await state.storage.remove(ch.record.name, [...acked]));
-  socket.setSession({ ...s, heardAt: state.now(), inflight: s.inflight.filter(([seq]) => !acked.has(seq)) });
+  const now = socket.session() ?? s;
+  socket.setSession({ ...now, heardAt: state.now(), inflight: now.inflight.filter(([seq]) => !acked.has(seq)) });
   await pump(state, ch);
 }
 
 /** A delivery its listen could not verify: kept apart, with why, until someone drops it. */
 async function refused(state: RelayState, ch: LiveChannel, socket: RelaySocket, m: Extract<ClientMessage, { type: 'refuse' }>): Promise<void> {
   const s = socket.session();
-  if (!s?.opened || !s.inflight.some(([seq]) => seq === m.seq)) return;
+  if (!s?.inflight.some(([seq]) => seq === m.seq)) return;
   let more: number | undefined;
   try {
     more = await state.storage.refuse(ch.record.name, m.seq, { at: state.now(), reason: m.reason, message: m.message });
@@ -262,7 +265,8 @@ async function refused(state: RelayState, ch: LiveChannel, socket: RelaySocket, 
     return;
   }
   state.used += more ?? 0;
-  socket.setSession({ ...s, heardAt: state.now(), inflight: s.inflight.filter(([seq]) => seq !== m.seq) });
+  const now = socket.session() ?? s;
+  socket.setSession({ ...now, heardAt: state.now(), inflight: now.inflight.filter(([seq]) => seq !== m.seq) });
   state.emit({ event: 'delivery_refused', channel: ch.record.name, seq: m.seq, reason: m.reason, message: m.message });
   await pump(state, ch);
 }
