@@ -41,6 +41,20 @@ async function world(makeRelay: () => Promise<RelayUnderTest>): Promise<World> {
   return { emu, relay, app, got, hours, env: { WX_BASE_URL: info.base_url, WX_API_KEY: info.api_key, WXHOOKS_CONFIG_DIR: dir, WXHOOKS_RELAY_TOKEN: TOKEN } };
 }
 
+/** A world for the tests of one describe block: made before them (and given to `set`), stopped after them. */
+function worldFor(makeRelay: () => Promise<RelayUnderTest>, set: (w: World) => void): void {
+  let w: World | undefined;
+  beforeAll(async () => {
+    w = await world(makeRelay);
+    set(w);
+  }, 60_000);
+  afterAll(async () => {
+    await w?.app.close();
+    await w?.relay.close();
+    await w?.emu.stop();
+  });
+}
+
 const listen = (w: World, args: string[]) => startCli(['listen', '--relay', w.relay.url, '--json', '--forward-to', `${w.app.url}/hooks`, ...args], w.env);
 
 const relayStatus = async (w: World) =>
@@ -84,14 +98,10 @@ describe('listen --relay: the flags', () => {
 
 describe('listen --relay, end to end (the Node relay)', () => {
   let w: World;
-  beforeAll(async () => {
-    w = await world(() => nodeFileRelay({ token: TOKEN, maxBytes: 256 * 1024 * 1024 }));
-  }, 60_000);
-  afterAll(async () => {
-    await w?.app.close();
-    await w?.relay.close();
-    await w?.emu.stop();
-  });
+  worldFor(
+    () => nodeFileRelay({ token: TOKEN, maxBytes: 256 * 1024 * 1024 }),
+    (made) => (w = made),
+  );
 
   it('the one-command loop: a temporary webhook whose URL is a fresh channel; live deliveries reach the app; webhook and channel deleted on exit', async () => {
     w.got.length = 0;
@@ -183,14 +193,7 @@ describe('listen --relay, end to end (the Node relay)', () => {
 function drainTest(name: string, makeRelay: () => Promise<RelayUnderTest>) {
   describe(`listen --relay killed while draining (${name})`, () => {
     let w: World;
-    beforeAll(async () => {
-      w = await world(makeRelay);
-    }, 60_000);
-    afterAll(async () => {
-      await w?.app.close();
-      await w?.relay.close();
-      await w?.emu.stop();
-    });
+    worldFor(makeRelay, (made) => (w = made));
 
     it('2,000 queued, SIGKILL mid-drain, restart: every one reaches the app, none twice (but the one in hand at the kill)', async () => {
       const id = await createWebhook(w, 'http://127.0.0.1:9/placeholder');
@@ -236,14 +239,10 @@ drainTest('the Worker in workerd', () => workerdRelay({ token: TOKEN, maxBytes: 
 
 describe('doctor --relay', () => {
   let w: World;
-  beforeAll(async () => {
-    w = await world(() => nodeFileRelay({ token: TOKEN, maxBytes: 1024 * 1024 }));
-  }, 60_000);
-  afterAll(async () => {
-    await w?.app.close();
-    await w?.relay.close();
-    await w?.emu.stop();
-  });
+  worldFor(
+    () => nodeFileRelay({ token: TOKEN, maxBytes: 1024 * 1024 }),
+    (made) => (w = made),
+  );
 
   it("checks the relay answers, takes the token, and knows the webhook's channel; a wrong token and an unknown channel are failed checks with the fix", async () => {
     const id = await createWebhook(w, 'http://127.0.0.1:9/placeholder');
@@ -274,14 +273,10 @@ describe('doctor --relay', () => {
  */
 describe('listen --relay: every hand-off holds (#41.1, #41.4, #41.7)', () => {
   let w: World;
-  beforeAll(async () => {
-    w = await world(() => nodeFileRelay({ token: TOKEN, maxBytes: 256 * 1024 * 1024 }));
-  }, 60_000);
-  afterAll(async () => {
-    await w?.app.close();
-    await w?.relay.close();
-    await w?.emu.stop();
-  });
+  worldFor(
+    () => nodeFileRelay({ token: TOKEN, maxBytes: 256 * 1024 * 1024 }),
+    (made) => (w = made),
+  );
 
   /** A webhook whose lasting channel a first listen opened (and stopped), pointed at the relay: its id, secret and inbound URL. */
   async function channelled(): Promise<{ id: string; secret: string; url: string }> {

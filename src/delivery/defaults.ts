@@ -94,6 +94,8 @@ export const DEFAULTS = {
   relayRedeliverMostMs: 60_000,
   /** A connection to the relay not open within this is given up, and tried again. */
   relayConnectTimeoutMs: 10_000,
+  /** How long the relay client, stopping, waits for the relay to delete a temporary channel and close. */
+  relayCloseWaitMs: 5_000,
   /** The client's keep-alive: a connection silent for more than two of these is cut, and the relay lets go of a channel's connection silent for STALE_HEARTBEATS of them. */
   relayHeartbeatMs: 30_000,
   /**

@@ -167,7 +167,7 @@ export class RelayClient {
     this.wake?.();
     await this.handover.stop();
     const ws = this.ws;
-    const waited = options.timeoutMs ?? 5000;
+    const waited = options.timeoutMs ?? DEFAULTS.relayCloseWaitMs;
     if (ws && ws.readyState === ws.OPEN && options.deleteChannel) {
       const deleted = new Promise<void>((resolve) => (this.deleted = resolve));
       this.send({ type: 'delete' });
