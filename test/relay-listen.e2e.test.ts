@@ -333,6 +333,11 @@ describe('listen --relay: every hand-off holds (#41.1, #41.4, #41.7)', () => {
     ]);
     const asDeliveries = await runCli(['deliveries', 'list', '--relay', w.relay.url, '--webhook', id, '--json'], { env: keyed });
     expect((JSON.parse(asDeliveries.stdout) as { deliveries: { outcome: string; ref: string }[] }).deliveries.map((d) => d.ref)).toEqual(refused.map((r) => `#${r.seq}`));
+    // doctor, with the webhook's secret only, says they wait there, and how to see them
+    const doctor = await runCli(['doctor', '--relay', w.relay.url, '--webhook', id, '--json'], { env: keyed });
+    const checks = (JSON.parse(doctor.stdout) as { checks: { name: string; ok: boolean; hint?: string }[] }).checks;
+    expect(checks.find((c) => c.name === 'relay channel')).toMatchObject({ ok: true });
+    expect(checks.find((c) => c.name === 'relay refused')).toMatchObject({ ok: false, hint: expect.stringContaining(`wxhooks relay refused ${w.relay.url} --webhook ${id}`) });
     const table = await runCli(['relay', 'status', w.relay.url], { env: w.env });
     expect(table.stdout).toContain('3 refused, kept until dropped');
     // dropped only when asked
