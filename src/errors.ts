@@ -9,13 +9,13 @@ export const ExitCode = {
   UNEXPECTED: 1,
   /** bad usage or input, found before any request */
   USAGE: 2,
-  /** no WX_API_KEY, 401/403, or `authed: false` */
+  /** no WX_API_KEY, 401/403, or `authed: false`; a relay that refuses its token or a channel's key (`listen --relay`, `relay status`) */
   AUTH: 3,
   /** the service answered 404 */
   NOT_FOUND: 4,
-  /** the service refused the request (400, 409, 422, other 4xx) */
+  /** the service refused the request (400, 409, 422, other 4xx); a relay that refuses `listen --relay` for good (another listen holds the channel, it creates no more channels) */
   REFUSED: 5,
-  /** the service could not be reached, timed out, or answered 5xx after the retries allowed */
+  /** the service could not be reached, timed out, or answered 5xx after the retries allowed (`listen --relay` never gives up on a relay away: it says so at every try) */
   UNREACHABLE: 6,
   /** a delivery attempt failed: `ping` (the service's attempt), `send` (the receiver's answer was not 2xx) */
   DELIVERY_FAILED: 7,

@@ -42,11 +42,13 @@ export function register(cmd: Command, act: Act): void {
       '--outcome <outcome>',
       'only this outcome: "verified", "test" (a test ping), "unverified" (a saved file that shows no verification), and from a store\'s history also what was refused ("duplicate", ...)',
     )
-    .option('--sink <url>', `or what a sink's stream holds (${sinkExamples(', ')}): its newest ${DEFAULTS.sinkListLimit} messages, what each consumer group has pending, the dead letters`);
+    .option('--sink <url>', `or what a sink's stream holds (${sinkExamples(', ')}): its newest ${DEFAULTS.sinkListLimit} messages, what each consumer group has pending, the dead letters`)
+    .option('--relay <url>', 'or what a relay keeps refused for a channel (a listen could not verify it): with --webhook ID, or --channel NAME and WXHOOKS_RELAY_TOKEN')
+    .option('--channel <name>', 'with --relay: the channel, by name');
   secretSourceOptions(deliverySourceOptions(list), 'with --dir, check saved files without the mark with')
     .addHelpText(
       'after',
-      "\nA folder's file is verified when it carries the mark of the listen that saved it with this store folder\n(WXHOOKS_CONFIG_DIR), or when its own signature verifies with the secret given (--webhook, --secret-env).\n\nExamples:\n  $ wxhooks deliveries list --dir ./deliveries\n  $ wxhooks deliveries list --dir ./deliveries --type initialization_time.available --json\n  $ wxhooks deliveries list --dir ./copied-from-the-server --webhook 7\n  $ wxhooks deliveries list --store postgres://wxhooks@db.internal/wxhooks --outcome unverified\n  $ wxhooks deliveries list --sink nats://broker.internal:4222/wxhooks.deliveries",
+      "\nA folder's file is verified when it carries the mark of the listen that saved it with this store folder\n(WXHOOKS_CONFIG_DIR), or when its own signature verifies with the secret given (--webhook, --secret-env).\n\nExamples:\n  $ wxhooks deliveries list --dir ./deliveries\n  $ wxhooks deliveries list --dir ./deliveries --type initialization_time.available --json\n  $ wxhooks deliveries list --dir ./copied-from-the-server --webhook 7\n  $ wxhooks deliveries list --store postgres://wxhooks@db.internal/wxhooks --outcome unverified\n  $ wxhooks deliveries list --sink nats://broker.internal:4222/wxhooks.deliveries\n  $ wxhooks deliveries list --relay https://relay.example.com --webhook 7",
     )
     .action(act(runDeliveriesList));
   const show = cmd
@@ -80,8 +82,9 @@ async function listSink(ctx: Context, url: string, o: SourceOptions & CheckOptio
   emit(ctx, view, () => sinkViewText(ctx, view, o.type));
 }
 
-export async function runDeliveriesList(ctx: Context, o: SourceOptions & CheckOptions & { type?: string; outcome?: string; sink?: string }): Promise<void> {
+export async function runDeliveriesList(ctx: Context, o: SourceOptions & CheckOptions & { type?: string; outcome?: string; sink?: string; relay?: string; channel?: string }): Promise<void> {
   if (o.sink !== undefined) return listSink(ctx, o.sink, o);
+  if (o.relay !== undefined) return (await import('./relay.js')).runDeliveriesRelay(ctx, o.relay, o);
   const source = sourceOf(o, ctx.env, await checkSecrets(ctx, o, 'deliveries list'));
   const where = whereOf(source);
   const { entries: all, skipped } = await listStored(source);

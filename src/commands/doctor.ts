@@ -42,7 +42,7 @@ export interface DoctorOptions {
 }
 
 export async function runDoctor(ctx: Context, o: DoctorOptions): Promise<void> {
-  const { checks, webhooks } = await diagnose(ctx, { ...o, relayChecks: () => import('./doctor-relay.js') });
+  const { checks, webhooks } = await diagnose(ctx, o);
   report(ctx, checks, webhooks, o);
 }
 

@@ -24,9 +24,10 @@ import { closeSinks, openSinks } from '../receiver/sinks-step.js';
 import { sinkFlagHelp } from '../sinks/kinds.js';
 import type { Sink } from '../sinks/sink.js';
 import { sinkUrls } from '../sinks/sink-url.js';
-import { startRelayDoor } from '../receiver/relay-door.js';
+import { startRelayDoor, type RunningRelayDoor } from '../receiver/relay-door.js';
 import { describeRelayLink, relayLinkEvent } from '../output/listen-relay.js';
-import { checkRelayOptions, relayTemporary, webhookChannel, type RelayTarget } from './listen-relay.js';
+import { checkRelayOptions, relayTemporary, type RelayTarget } from '../receiver/relay-target.js';
+import { lastingChannel } from '../relay/channels.js';
 import { BODY_READS, DEFAULTS } from '../delivery/defaults.js';
 import { DIAGNOSES_PER_MINUTE } from '../signing/rules.js';
 import { Verifier } from '../signing/verify.js';
@@ -294,6 +295,7 @@ export async function runListen(ctx: Context, o: ListenOptions): Promise<void> {
   const { temporary } = listening;
   let receiver: RunningReceiver | undefined;
   let relayFailed: Promise<never> | undefined;
+  let relayDoor: RunningRelayDoor | undefined;
   let store: PairStore | undefined;
   let inspector: RunningInspector | undefined;
   let announced: Announced | undefined;
@@ -370,10 +372,20 @@ export async function runListen(ctx: Context, o: ListenOptions): Promise<void> {
         ...listening.relay,
         relay: listening.relay.url,
         secrets: listening.secrets,
-        onLink: (e) => say(relayLinkEvent(e), describeRelayLink(e, styleErr)),
+        tolerance: o.tolerance,
+        scheme: o.scheme,
+        onLink: (e) => say(relayLinkEvent(e), describeRelayLink(e, styleErr, listening.relay!)),
       });
       receiver = relayed;
+      relayDoor = relayed;
       relayFailed = relayed.failed;
+      // it keeps trying until the channel is open (a line at every try): a signal meanwhile stops it as it would later, in order
+      await Promise.race([
+        relayed.ready,
+        ctx.interrupted.then((signal) => {
+          throw new InterruptedError(signal);
+        }),
+      ]);
     } else receiver = await startReceiver({ ...door, port: o.port });
     announced = await announceListen(configDir(ctx.env), {
       pid: process.pid,
@@ -387,7 +399,8 @@ export async function runListen(ctx: Context, o: ListenOptions): Promise<void> {
       started: new Date(ctx.clock.now()).toISOString(),
     });
     reportReady(ctx, o, receiver, listening, output, styleErr);
-    if (o.webhook !== undefined && listening.base !== undefined) secretWatch = watchSecret(ctx, o.webhook, listening.base, listening.secrets[0]!, verifier, say);
+    if (o.webhook !== undefined && listening.base !== undefined)
+      secretWatch = watchSecret(ctx, o.webhook, listening.base, listening.secrets[0]!, verifier, say, (secrets) => relayDoor?.rekey(secrets));
 
     if (history && o.inspect) {
       inspector = await startPage(ctx, o, history, receiver, listening, (event, id) => output.push(json ? JSON.stringify({ ...event, replay_of: id }) : formatEvent(event, style, view())));
@@ -495,7 +508,15 @@ async function startPage(
     hostNames: o.inspectHost,
     history,
     token: token.value,
-    about: { url: receiver.url, ...shownRoutes(o.forwardTo), keep: o.history, expect_hours: o.expectHours ?? null, need_init: o.initEvent, webhook_id: l.temporary?.hook.id ?? o.webhook ?? null },
+    about: {
+      url: receiver.url,
+      ...shownRoutes(o.forwardTo),
+      keep: o.history,
+      expect_hours: o.expectHours ?? null,
+      need_init: o.initEvent,
+      webhook_id: l.temporary?.hook.id ?? o.webhook ?? null,
+      relay: l.relay ? { url: l.relay.url, channel: l.relay.channel } : null,
+    },
     replay: o.forwardTo
       ? async (id, edited) => {
           const r = await replayFromHistory(history, id, { secret, to: o.forwardTo!, timeoutMs: o.forwardTimeout, clock: ctx.clock, edited, saveKey });
@@ -519,7 +540,8 @@ async function startPage(
 /** The secret to verify with: the temporary webhook's (created now), or the one given; and the webhook, looked up when it can be. */
 async function listeningFor(ctx: Context, o: ListenOptions, say: (event: Record<string, unknown>, text: string) => void, style: Style): Promise<Listening> {
   if (o.relay !== undefined && o.webhook === undefined) {
-    const { temporary, target, base } = await relayTemporary(ctx, { relay: o.relay, subscribe: o.subscribe, clean: o.clean }, (event) => say(event, describeTemporary(event, style)));
+    const { service } = await serviceFor(ctx);
+    const { temporary, target, base } = await relayTemporary(ctx, service, { relay: o.relay, subscribe: o.subscribe, clean: o.clean }, (event) => say(event, describeTemporary(event, style)));
     return { secrets: [temporary.hook.secret!], from: `the secret of temporary webhook ${temporary.hook.id} (in memory, and in the relay)`, temporary, base, relay: target };
   }
   if (o.publicUrl !== undefined) {
@@ -538,11 +560,18 @@ async function listeningFor(ctx: Context, o: ListenOptions, say: (event: Record<
   }
   const { secrets, from } = await resolveSecrets(ctx, { webhook: o.webhook, secretEnv: o.secretEnv, command: 'listen' });
   const base = o.webhook === undefined ? undefined : (await baseUrlFor(ctx)).url;
+  const looked = o.webhook === undefined ? {} : await lookUp(ctx, o.webhook);
+  // a lasting channel: the one the webhook's URL names, else the one noted here, else a new one (its name no one can work out)
   const relay =
     o.relay !== undefined && o.webhook !== undefined && base !== undefined
-      ? { url: o.relay, token: ctx.env.WXHOOKS_RELAY_TOKEN!, channel: webhookChannel(o.webhook, base), temporary: false }
+      ? {
+          url: o.relay,
+          token: ctx.env.WXHOOKS_RELAY_TOKEN,
+          channel: (await lastingChannel({ dir: configDir(ctx.env), relay: o.relay, base, webhook: o.webhook, hookUrl: looked.hook?.url })).channel,
+          temporary: false,
+        }
       : undefined;
-  return { secrets, from, base, relay, ...(o.webhook === undefined ? {} : await lookUp(ctx, o.webhook)) };
+  return { secrets, from, base, relay, ...looked };
 }
 
 /**
@@ -664,7 +693,15 @@ class RekeyableVerifier extends Verifier {
  * re-created, `secret set`), listen verifies with the new one from then on, and says so. Inotify tells
  * of a change at once; a store folder that cannot be watched is looked at every 2 s instead.
  */
-function watchSecret(ctx: Context, webhook: string, base: string, secret: string, verifier: RekeyableVerifier, say: (event: Record<string, unknown>, text: string) => void): { close(): void } {
+function watchSecret(
+  ctx: Context,
+  webhook: string,
+  base: string,
+  secret: string,
+  verifier: RekeyableVerifier,
+  say: (event: Record<string, unknown>, text: string) => void,
+  onChange?: (secrets: string[]) => void,
+): { close(): void } {
   const dir = configDir(ctx.env);
   let known = secret;
   let looking: Promise<void> = Promise.resolve();
@@ -675,6 +712,7 @@ function watchSecret(ctx: Context, webhook: string, base: string, secret: string
       known = entry.secret;
       addSensitive(entry.secret);
       verifier.rekey([entry.secret]);
+      onChange?.([entry.secret]); // --relay: the relay verifies with it too from now on
       say({ event: 'secret_changed', webhook_id: webhook }, `The stored secret of webhook ${webhook} changed (re-created?): verifying with the new one from now on.`);
     });
   };

@@ -105,7 +105,6 @@ export async function runMcp(ctx: Context, o: McpOptions): Promise<void> {
       attachment,
       secrets,
       log,
-      relayChecks: () => import('./doctor-relay.js'),
       allowWrite: Boolean(o.allowWrite),
       input: ctx.stdin,
       output: ctx.stdout as unknown as Writable,

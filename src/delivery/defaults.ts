@@ -66,6 +66,57 @@ export const DEFAULTS = {
   sendSubscriptionId: '1',
   sendModel: 'wm-6',
   sendLayout: 'standard' satisfies LayoutName,
+
+  // The relay (`relay serve`, the Worker, `listen --relay`): its flags and vars, its protocol, its client.
+  /** `relay serve --port`. */
+  relayPort: 8790,
+  /** `relay serve --host`: a TLS proxy on the same machine is in front of it. */
+  relayHost: '127.0.0.1',
+  /** `relay serve --store`: a folder (`file`) or a postgres:// URL. */
+  relayStore: 'file',
+  /** `relay serve --schema`: the PostgreSQL schema of the relay's tables. */
+  relaySchema: 'wxhooks_relay',
+  /** How long a delivery waits for `listen`, and a channel unused is kept: `--keep`, RELAY_KEEP_SECONDS. */
+  relayKeepMs: 7 * 86_400_000,
+  /** The bytes of deliveries kept at most, as the store takes them (a file's whole blocks): `--max-bytes`, RELAY_MAX_BYTES. */
+  relayMaxBytes: 256 * MiB,
+  /** Body bytes read at once across every inbound request, in both hosts (a Worker has 128 MB): `--max-inflight`. */
+  relayMaxInflightBytes: 32 * MiB,
+  /** The channels a relay keeps at most (a token holder cannot make more): `--max-channels`, RELAY_MAX_CHANNELS. */
+  relayMaxChannels: 100,
+  /** How often `relay serve` drops what is older than kept. */
+  relaySweepIntervalMs: 60_000,
+  /** How often the Worker's Durable Object wakes to do the same (each alarm wakes it; it also does at each status). */
+  relayWorkerSweepIntervalMs: 3_600_000,
+  /** What a 503 for a spent byte budget tells the service to wait, in seconds: room comes back only as `listen` acknowledges. */
+  relayFullRetryAfterSeconds: 60,
+  /** `relay serve --store file`: the bytes of the newest deliveries also kept in memory, so that handing them over reads no file. */
+  relayMemoryBytes: 32 * MiB,
+  /** A channel's replaced secret still verifies, at `listen`, what the relay received before the change, for this long. */
+  relaySecretGraceMs: 24 * 3_600_000,
+  /** The protocol's window: deliveries, and body bytes, handed over and not yet acknowledged, unless the client asks otherwise. */
+  relayWindow: 32,
+  relayWindowBytes: 8 * MiB,
+  /** The most body bytes a client may ask to have handed over and not acknowledged. */
+  relayMaxWindowBytes: 32 * MiB,
+  /** The relay client connects again after a failed connection after this, doubling (with jitter) up to the most. */
+  relayRetryFirstMs: 500,
+  relayRetryMostMs: 30_000,
+  /** A delivery `listen` did not acknowledge is handed over again after this, doubling (with jitter) up to the most. */
+  relayRedeliverFirstMs: 1_000,
+  relayRedeliverMostMs: 60_000,
+  /** A connection to the relay not open within this is given up, and tried again. */
+  relayConnectTimeoutMs: 10_000,
+  /** How long the relay client, stopping, waits for the relay to delete a temporary channel and close. */
+  relayCloseWaitMs: 5_000,
+  /** The client's keep-alive: a connection silent for more than two of these is cut, and the relay lets go of a channel's connection silent for STALE_HEARTBEATS of them. */
+  relayHeartbeatMs: 30_000,
+  /**
+   * Relayed deliveries `listen` handles at once when it forwards nothing (with --forward-to: one, in the
+   * relay's order). Measured (BENCHMARKS.md, relay): a backlog of 2,000 drained at 0.36× a direct listen
+   * handled 1 at a time (window 8), 0.43-0.93× at 16 (window 64).
+   */
+  relayConcurrency: 16,
 } as const;
 
 /** A whole request (its body included) must arrive within this many read timeouts. */

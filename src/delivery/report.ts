@@ -71,6 +71,8 @@ export interface ReceiverEvent {
   replay_edited?: true;
   /** Set when the answer could not be written: the connection closed first. (The client got nothing; a retry is a duplicate.) */
   answer_sent?: false;
+  /** `listen --relay`: a delivery that did not verify here, kept at the relay as refused (its channel, its number there) until someone drops it. */
+  relay_kept?: { channel: string; seq: number };
 }
 
 /** Whether a report is of a request whose signature verified: only such bytes are ever signed again (replay). */

@@ -128,7 +128,6 @@ export function registerServiceTools(server: McpServer, m: McpContext): void {
         webhook: a.webhook_id === undefined ? undefined : identifier(a.webhook_id, 'webhook_id'),
         publicUrl: a.public_url === undefined ? undefined : url(a.public_url, 'public_url'),
         port: a.port === undefined ? undefined : port(String(a.port), 'port'),
-        relayChecks: m.relayChecks,
       });
       return {
         ok: checks.every((c) => c.ok),

@@ -5,7 +5,6 @@ import type { z } from 'zod';
 import { resolveSecrets } from '../tasks/secrets.js';
 import type { Context } from '../context.js';
 import { UsageError, WxError } from '../errors.js';
-import type { DiagnoseOptions } from '../tasks/doctor.js';
 import { addSensitive } from '../util/redact.js';
 import { answer, failure, type OutsideMarks } from './answers.js';
 import type { Attachment } from './attachment.js';
@@ -20,8 +19,6 @@ export interface McpContext {
   secrets: { webhook?: string; secretEnv?: string };
   /** A line on stderr, redacted. */
   log(text: string): void;
-  /** doctor's relay link (WXHOOKS_RELAY_URL), given by the command that starts the server (it lives with `listen --relay`). */
-  relayChecks: DiagnoseOptions['relayChecks'];
   /** Offer the tools that sign a body the agent wrote (send_delivery, an edited replay) and those that change webhooks. */
   allowWrite: boolean;
   /** The session's marks around content from outside (answers.ts). */

@@ -25,6 +25,8 @@ interface Config {
   need_init?: boolean;
   /** This listen's run: another in the stream means listen restarted. */
   session: string;
+  /** `listen --relay`: the relay and channel deliveries come from (what this listen refuses is kept there). */
+  relay?: { url: string; channel: string } | null;
 }
 
 /** Where listen forwards, in a few words: its URL, or its routes by type (a replay goes to its type's). */
@@ -125,7 +127,7 @@ app.append(
     'header',
     '',
     el('h1', '', 'wxhooks inspector'),
-    el('span', 'about', `listen on ${config.url ?? '?'}${forwardsTo() ? ` → ${forwardsTo()}` : ''}`),
+    el('span', 'about', `listen on ${config.url ?? '?'}${config.relay ? ' (through the relay: what this listen refuses waits there)' : ''}${forwardsTo() ? ` → ${forwardsTo()}` : ''}`),
     el('nav', '', tabs.deliveries, tabs.runs),
     el('span', 'tools', zoneButton, pauseButton, clearButton),
     state,
@@ -497,6 +499,15 @@ function verdict(r: Full): HTMLElement {
   v.dataset.verified = String(ok);
   v.append(ok ? `✓ Verified: layout ${r.layout}${r.outcome === 'duplicate' ? ' (a duplicate: skipped)' : ''}` : `✗ ${r.message ?? r.reason ?? r.outcome}`);
   if (!ok && r.claimed_trigger_id) v.append(el('div', 'hint', `It claims ${r.claimed_trigger_id}, not verified: it is no attempt of that delivery, and is never replayed.`));
+  if (!ok && r.relay_kept) {
+    const kept = el(
+      'div',
+      'relay-kept',
+      `Kept at the relay: refused delivery #${r.relay_kept.seq} of channel ${r.relay_kept.channel}, out of its queue. It is not lost: it stays there until someone drops it.`,
+    );
+    kept.dataset.relayKept = String(r.relay_kept.seq);
+    v.append(kept);
+  }
   if (!ok && r.hint) v.append(el('div', 'hint', r.hint));
   return v;
 }

@@ -1,11 +1,12 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer, type WebSocket } from 'ws';
+import { BODY_READS, DEFAULTS } from '../delivery/defaults.js';
 import { systemClock, type Clock } from '../util/clock.js';
 import { listenOn } from '../util/net.js';
 import type { Answer } from './answers.js';
 import { CLOSE, MAX_CLIENT_MESSAGE } from './protocol.js';
-import { Relay, SWEEP_EVERY_MS, type RelayEvent, type RelayOptions, type RelayRequest, type RelaySocket, type Session } from './relay.js';
+import { Relay, type RelayEvent, type RelayOptions, type RelayRequest, type RelaySocket, type Session } from './relay.js';
 
 /**
  * The relay's Node host (`wxhooks relay serve`): node:http for deliveries and the status, `ws` for the
@@ -18,7 +19,7 @@ export interface RelayServerOptions extends Omit<RelayOptions, 'now' | 'onEvent'
   port: number;
   clock?: Clock;
   onEvent?: (event: RelayEvent) => void;
-  /** Headers must arrive within this, the whole request within six times it (default 10 s, as `listen`). */
+  /** Headers must arrive within this, the whole request within BODY_READS times it (as `listen`'s --read-timeout). */
   readTimeoutMs?: number;
 }
 
@@ -48,11 +49,12 @@ class NodeSocket implements RelaySocket {
 }
 
 /** A request as the logic reads it: every value of a header (Webhook-Signature's joined with spaces), the raw headers in order, the body as it comes. */
-function relayRequest(req: IncomingMessage, path: string): RelayRequest {
+function relayRequest(req: IncomingMessage, path: string, query: string): RelayRequest {
   const length = req.headers['content-length'];
   return {
     method: req.method ?? 'GET',
     path,
+    query,
     headers: req.headersDistinct,
     headerList: () => {
       const out: [string, string][] = [];
@@ -86,15 +88,17 @@ export async function startRelayServer(options: RelayServerOptions): Promise<Run
   const relay = new Relay({ ...options, now: () => clock.now() }, { sockets: (channel) => [...(byChannel.get(channel) ?? [])] });
   await relay.load();
 
-  const readTimeout = options.readTimeoutMs ?? 10_000;
-  const server = createServer({ headersTimeout: readTimeout, requestTimeout: 6 * readTimeout });
+  const readTimeout = options.readTimeoutMs ?? DEFAULTS.readTimeoutMs;
+  // Node looks for connections past their time every connectionsCheckingInterval (30 s unless told): a
+  // sender trickling its headers was cut at 13-45 s with a 10 s --read-timeout
+  const server = createServer({ connectionsCheckingInterval: Math.min(1000, readTimeout), headersTimeout: readTimeout, requestTimeout: BODY_READS * readTimeout });
   const wss = new WebSocketServer({ noServer: true, maxPayload: MAX_CLIENT_MESSAGE });
   const working = new Set<Promise<void>>();
 
   server.on('request', (req, res) => {
     const url = req.url ?? '/';
     const query = url.indexOf('?');
-    const task = relay.http(relayRequest(req, query === -1 ? url : url.slice(0, query))).then(
+    const task = relay.http(relayRequest(req, query === -1 ? url : url.slice(0, query), query === -1 ? '' : url.slice(query + 1))).then(
       (a) => write(res, a),
       () => write(res, { status: 500, outcome: 'error', body: '{"error":"internal error in the relay"}', close: true }),
     );
@@ -110,13 +114,13 @@ export async function startRelayServer(options: RelayServerOptions): Promise<Run
     const webSocket = (req.headers.upgrade ?? '').toLowerCase() === 'websocket';
     void relay.accept({ method: req.method ?? 'GET', path, headers: req.headersDistinct, webSocket }).then((taken) => {
       if ('answer' in taken) return refuseUpgrade(socket, taken.answer);
-      const channel = taken.channel;
+      const { channel, role } = taken;
       wss.handleUpgrade(req, socket, head, (ws) => {
         const s = new NodeSocket(ws);
         let set = byChannel.get(channel);
         if (!set) byChannel.set(channel, (set = new Set()));
         set.add(s);
-        relay.connected(s, channel);
+        relay.connected(s, channel, role);
         ws.on('message', (data: Buffer, isBinary) => {
           relay.message(s, isBinary ? data : data.toString('utf8')).catch(() => ws.close(CLOSE.internal, 'the relay failed'));
         });
@@ -134,7 +138,7 @@ export async function startRelayServer(options: RelayServerOptions): Promise<Run
   let closing = false;
   void (async () => {
     while (!closing) {
-      await clock.after(SWEEP_EVERY_MS);
+      await clock.after(DEFAULTS.relaySweepIntervalMs);
       if (!closing) await relay.sweep().catch(() => undefined);
     }
   })();

@@ -28,15 +28,11 @@ export interface Check {
   note?: string;
 }
 
-/** The relay's link of the chain, given by the caller (it lives with `listen --relay`, above this layer), loaded only when a relay is checked. */
-export type RelayChecks = (ctx: Context, relay: string, webhook: { id: string; url?: string; base: string } | undefined) => Promise<Check[]>;
-
 export interface DiagnoseOptions {
   webhook?: string;
   publicUrl?: string;
   port?: number;
   relay?: string;
-  relayChecks(): Promise<{ relayChecks: RelayChecks }>;
 }
 
 /** The ways an address can be one the live service cannot reach. */
@@ -86,8 +82,9 @@ export async function diagnose(ctx: Context, o: DiagnoseOptions): Promise<{ chec
   /** The inbound URLs of the relay start so: a webhook delivering there is checked by the relay's checks, not by a receiver of doctor's. */
   let relayInbound: string | undefined;
   if (relay !== undefined) {
-    const { relayChecks } = await o.relayChecks();
-    relayInbound = (await import('../relay/client.js')).inboundUrl(relay, 'x').slice(0, -1);
+    // the relay's link, loaded only when a relay is checked
+    const { relayChecks } = await import('../relay/doctor-checks.js');
+    relayInbound = (await import('../relay/status-client.js')).inboundUrl(relay, 'x').slice(0, -1);
     const hook = o.webhook === undefined ? undefined : await service.getWebhook(o.webhook).catch(() => undefined);
     checks.push(...(await relayChecks(ctx, relay, o.webhook === undefined ? undefined : { id: o.webhook, url: hook?.url, base: base.url })));
   }

@@ -240,3 +240,26 @@ export async function createNewFile(dir: string, name: string, ext: string, data
     await rm(tmp, { force: true });
   }
 }
+
+/**
+ * Writes new files into one folder, all or none (the relay's deliveries of one moment): each a temporary
+ * file beside its place, written whole (and synced unless told not to), then renamed into place, and the
+ * folder synced once. If any of them fails, every one is removed again, temporaries included, and the
+ * first error is thrown: a full disk leaves nothing behind.
+ */
+export async function writeFilesAtomic(dir: string, files: readonly (readonly [name: string, data: string | Buffer])[], options: WriteOptions = {}): Promise<void> {
+  const written = await Promise.allSettled(files.map(([name, data]) => writeTemporary(join(dir, name), data, options)));
+  const temporaries = written.flatMap((w) => (w.status === 'fulfilled' ? [w.value] : []));
+  const failed = written.find((w) => w.status === 'rejected');
+  if (failed) {
+    await Promise.all(temporaries.map((tmp) => rm(tmp, { force: true })));
+    throw failed.reason;
+  }
+  const renamed = await Promise.allSettled(files.map(([name], i) => rename(temporaries[i]!, join(dir, name))));
+  const refused = renamed.find((r) => r.status === 'rejected');
+  if (refused) {
+    await Promise.all(files.map(([name], i) => Promise.all([rm(temporaries[i]!, { force: true }), renamed[i]!.status === 'fulfilled' ? rm(join(dir, name), { force: true }) : undefined])));
+    throw refused.reason;
+  }
+  if (options.sync !== false) await syncFolder(dir);
+}

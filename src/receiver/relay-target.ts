@@ -1,22 +1,23 @@
-import { createHash } from 'node:crypto';
 import { hostname } from 'node:os';
+import type { Service } from '../api/service.js';
 import { createTemporary, type Temporary, type TemporaryEvent } from '../api/temporary.js';
 import type { Context } from '../context.js';
 import { UsageError } from '../errors.js';
-import { inboundUrl, newChannelName } from '../relay/client.js';
+import { inboundUrl, newChannelName } from '../relay/status-client.js';
 import { SUBSCRIPTION_TYPES } from '../vocabulary.js';
 import { url } from '../util/parse.js';
-import { serviceFor } from '../tasks/service.js';
 
 /**
- * `listen --relay URL`: the checks of its flags, and which channel it opens. The door itself is
- * src/receiver/relay-door.ts; listen.ts only chooses it.
+ * `listen --relay URL`: the checks of its flags, and which channel it opens (a temporary one here, a
+ * lasting one by src/relay/channels.ts). The door itself is src/receiver/relay-door.ts; listen.ts only
+ * chooses it.
  */
 
 /** What `listen --relay` connects to. */
 export interface RelayTarget {
   url: string;
-  token: string;
+  /** The relay token, when it is set: without it, the channel's keys reach a channel that exists. */
+  token?: string;
   channel: string;
   /** A channel for this session only (its temporary webhook): deleted on exit. */
   temporary: boolean;
@@ -48,9 +49,11 @@ export function checkRelayOptions(ctx: Context, o: { relay?: string; webhook?: s
     });
   }
   url(o.relay, '--relay');
-  if (!ctx.env.WXHOOKS_RELAY_TOKEN) {
-    throw new UsageError('--relay needs the relay token: WXHOOKS_RELAY_TOKEN is not set.', {
-      hint: 'export WXHOOKS_RELAY_TOKEN=… (the token the relay was started with: `wxhooks relay token` made it). It is never a flag, so that it stays out of shell history.',
+  // with --webhook, the channel's keys (from the webhook's secret) reach a channel that exists; a new
+  // channel (the one-command loop's, always) is created only with the relay's own token
+  if (!ctx.env.WXHOOKS_RELAY_TOKEN && o.webhook === undefined) {
+    throw new UsageError('--relay without --webhook creates a channel for a temporary webhook, which needs the relay token: WXHOOKS_RELAY_TOKEN is not set.', {
+      hint: 'export WXHOOKS_RELAY_TOKEN=… (the token the relay was started with: `wxhooks relay token` made it). It is never a flag, so that it stays out of shell history. With --webhook ID, a channel opened before needs no token.',
     });
   }
   if (o.webhook !== undefined && o.subscribe !== undefined) {
@@ -60,23 +63,16 @@ export function checkRelayOptions(ctx: Context, o: { relay?: string; webhook?: s
   }
 }
 
-/** The lasting channel of a webhook: the same for every `listen --relay --webhook ID` against one service. */
-export function webhookChannel(webhook: string, baseUrl: string): string {
-  const hash = createHash('sha256').update(baseUrl).digest('hex').slice(0, 8);
-  const id = webhook.replace(/[^A-Za-z0-9_.-]/g, '_').slice(0, 64 - 'wh--'.length - hash.length);
-  return `wh-${id}-${hash}`;
-}
-
 /**
  * The one-command loop: a temporary webhook whose URL is a fresh channel's inbound URL, subscribed as
  * --subscribe asks (or to every type); its secret goes to the relay over the authenticated connection.
  */
 export async function relayTemporary(
   ctx: Context,
+  service: Service,
   o: { relay: string; subscribe?: string[]; clean?: boolean },
   report: (event: TemporaryEvent) => void,
 ): Promise<{ temporary: Temporary; target: RelayTarget; base: string }> {
-  const { service } = await serviceFor(ctx);
   const channel = newChannelName();
   const temporary = await createTemporary(service, {
     url: inboundUrl(o.relay, channel),
@@ -87,5 +83,5 @@ export async function relayTemporary(
     clean: Boolean(o.clean),
     report,
   });
-  return { temporary, base: service.http.baseUrl, target: { url: o.relay, token: ctx.env.WXHOOKS_RELAY_TOKEN!, channel, temporary: true } };
+  return { temporary, base: service.http.baseUrl, target: { url: o.relay, token: ctx.env.WXHOOKS_RELAY_TOKEN, channel, temporary: true } };
 }
