@@ -144,6 +144,17 @@ describe('the table of answers', () => {
     expect(JSON.parse(ANSWERS.duplicate.body)).toEqual({ ok: true, duplicate: true });
   });
 
+  it('one row per outcome: its label, and whether it counts as delivered or is refused, read from the row by every reader', async () => {
+    const { DELIVERED_OUTCOMES, REFUSED_OUTCOMES, isDelivered, outcomeLabel } = await import('../src/delivery/outcomes.js');
+    expect(DELIVERED_OUTCOMES).toEqual(['accepted', 'duplicate']);
+    expect([...REFUSED_OUTCOMES].sort()).toEqual(['aborted', 'bad_request', 'method_not_allowed', 'not_found', 'overloaded', 'timed_out', 'too_large', 'unverified']);
+    for (const name of OUTCOME_NAMES) expect(outcomeLabel(name)).toMatch(/^[a-z][a-z ]+$/);
+    expect([outcomeLabel('forward_failed'), outcomeLabel('bad_request'), outcomeLabel('in_progress')]).toEqual(['app failed', 'not verified', 'in progress']);
+    // one a newer receiver reports: its name in words
+    expect(outcomeLabel('rate_limited')).toBe('rate limited');
+    expect([isDelivered('duplicate'), isDelivered('replayed'), isDelivered('rate_limited')]).toEqual([true, false, false]);
+  });
+
   it('one vocabulary: the library\'s and listen\'s names are in it, and "processed" is not', () => {
     expect(OUTCOME_NAMES).toEqual(expect.arrayContaining(['accepted', 'duplicate', 'in_progress', 'handler_failed', 'handler_timed_out', 'store_failed', 'unverified', 'bad_request']));
     expect(OUTCOME_NAMES).not.toContain('processed');

@@ -7,6 +7,7 @@ import { forwardDelivery, type ForwardResult } from './forward.js';
 import type { HistorySource } from './history.js';
 import { notRouted, routeFor, type ForwardRoutes } from './routes.js';
 import { readProvenBody } from './saved.js';
+import type { DeliveryRecord, FullRecord } from '../delivery/report.js';
 
 /** The header a replayed delivery carries, so that an app (and a person reading its logs) can tell. */
 export const REPLAY_HEADER = 'x-wxhooks-replay';
@@ -48,37 +49,67 @@ export async function replayDelivery(options: {
   return { ...result, trigger_id: triggerId };
 }
 
-export type HistoryReplay = { ok: true; result: ForwardResult & { trigger_id: string }; event: ReceiverEvent } | { ok: false; status: 404 | 409; error: string };
+export type HistoryReplay = { ok: true; result: ForwardResult & { trigger_id: string }; event: ReceiverEvent } | ReplayRefused;
+
+/** Why a delivery of the history is not signed again: the one wording of each rule, for every door that replays (the inspector, its commands, MCP). */
+export interface ReplayRefused {
+  ok: false;
+  status: 404 | 409;
+  error: string;
+}
+
+const refused = (status: 404 | 409, error: string): ReplayRefused => ({ ok: false, status, error });
+
+/** The rules' words. */
+export const REPLAY_REFUSALS = {
+  gone: () => refused(404, 'that delivery is no longer kept (see --history)'),
+  // what did not verify is never signed with the webhook's secret: it would make an attacker's bytes authentic
+  notVerified: (r: Pick<DeliveryRecord, 'id' | 'message' | 'outcome'>) => refused(409, `request ${r.id} did not verify (${r.message ?? r.outcome}): only verified deliveries are replayed`),
+  noBody: () => refused(409, 'no body of this delivery is kept any more (see --history-size)'),
+  partial: (kept: number, why?: string) =>
+    refused(
+      409,
+      why === undefined
+        ? `only the first ${kept} bytes of this body are kept (see --history-size): run listen with --save-dir to replay it whole`
+        : `only the first ${kept} bytes of this body are kept, and ${why}`,
+    ),
+  notRouted: (type: string | undefined) => refused(409, `${notRouted(type)}: nowhere to replay it to`),
+} as const;
+
+/**
+ * A delivery of the history that may be signed again, with its whole body, or why not: it is still kept,
+ * it verified, and its body is kept whole (or read whole from its saved file, if it was saved and still
+ * shows it verified: `saveKey`, the store's key that marks what listen saves, or its signature with one of
+ * `secrets`; the file may have been replaced since).
+ */
+export async function replayable(history: HistorySource, id: number, o: { secrets: readonly string[]; saveKey?: Buffer }): Promise<{ ok: true; record: FullRecord; body: Buffer } | ReplayRefused> {
+  const record = await history.get(id);
+  if (!record) return REPLAY_REFUSALS.gone();
+  if (!verified(record)) return REPLAY_REFUSALS.notVerified(record);
+  const kept = await history.bodyOf(id);
+  if (!kept) return REPLAY_REFUSALS.noBody();
+  if (kept.whole) return { ok: true, record, body: kept.body };
+  if (!record.saved_to) return REPLAY_REFUSALS.partial(kept.body.length);
+  const whole = await readProvenBody(record.saved_to, o.saveKey, o.secrets);
+  return 'error' in whole ? REPLAY_REFUSALS.partial(kept.body.length, whole.error) : { ok: true, record, body: whole.body };
+}
 
 /**
  * Re-sends a delivery of the history to the app (`listen --forward-to`: the URL its type routes to), signed afresh with the current
  * time and the same Trigger-Id, marked `X-Wxhooks-Replay: 1`, and keeps the replay in the history as one
- * (never counted as processed). Only a verified record is replayed; a body kept only in part is read
- * whole from its saved file, if it was saved and still shows it verified (`saveKey`, the store's key that
- * marks what listen saves, or its signature with `secret`): the file may have been replaced since.
+ * (never counted as processed). Only what `replayable` allows is replayed (an edited body in place of the one kept).
  */
 export async function replayFromHistory(
   history: HistorySource,
   id: number,
   o: { secret: string; to: string | ForwardRoutes; timeoutMs: number; clock: Clock; edited?: Buffer; saveKey?: Buffer },
 ): Promise<HistoryReplay> {
-  const record = await history.get(id);
-  const kept = await history.bodyOf(id);
-  if (!record) return { ok: false, status: 404, error: 'that delivery is no longer kept (see --history)' };
-  if (!verified(record)) return { ok: false, status: 409, error: `request ${id} did not verify: only verified deliveries are replayed` };
-  if (!kept) return { ok: false, status: 409, error: 'no body of this delivery is kept any more (see --history-size)' };
+  const found = o.edited ? await editable(history, id, o.edited) : await replayable(history, id, { secrets: [o.secret], saveKey: o.saveKey });
+  if (!found.ok) return found;
+  const { record, body } = found;
   // to the URL its type routes to, as the delivery itself was
   const to = typeof o.to === 'string' ? o.to : routeFor(o.to, record.type);
-  if (to === undefined) return { ok: false, status: 409, error: `${notRouted(record.type)}: nowhere to replay it to` };
-  let body = kept.body;
-  if (o.edited) body = o.edited;
-  else if (!kept.whole) {
-    if (!record.saved_to)
-      return { ok: false, status: 409, error: `only the first ${kept.body.length} bytes of this body are kept (see --history-size): run listen with --save-dir to replay it whole` };
-    const whole = await readProvenBody(record.saved_to, o.saveKey, [o.secret]);
-    if ('error' in whole) return { ok: false, status: 409, error: `only the first ${kept.body.length} bytes of this body are kept, and ${whole.error}` };
-    body = whole.body;
-  }
+  if (to === undefined) return REPLAY_REFUSALS.notRouted(record.type);
   const { Agent } = await import('undici');
   const agent = new Agent();
   try {
@@ -92,6 +123,15 @@ export async function replayFromHistory(
   } finally {
     await agent.close();
   }
+}
+
+/** A delivery replayed with an edited body: it must be kept and have verified; what is kept of its own body does not matter. */
+async function editable(history: HistorySource, id: number, body: Buffer): Promise<{ ok: true; record: FullRecord; body: Buffer } | ReplayRefused> {
+  const record = await history.get(id);
+  if (!record) return REPLAY_REFUSALS.gone();
+  if (!verified(record)) return REPLAY_REFUSALS.notVerified(record);
+  if (!(await history.bodyOf(id))) return REPLAY_REFUSALS.noBody();
+  return { ok: true, record, body };
 }
 
 /** A shell word: single-quoted, with any single quote in it closed, escaped and reopened. */
