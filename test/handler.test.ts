@@ -370,6 +370,33 @@ describe('mistakes seen where they are made (#34)', () => {
     expect((await retry).outcome).toBe('handler_timed_out');
   });
 
+  it.each([
+    ['new MemoryStore({ leaseMs: 2000 })', async (now: () => number) => new MemoryStore({ leaseMs: 2000, now })],
+    ["openStore('file', { leaseMs: 2000 })", async () => openStore('file', { dir: tempDir(), leaseMs: 2000 })],
+  ])('a hung handler with %s and no handlerTimeoutMs: let go at two leases (4 s, not 120 s), so the retry runs it (#41.12)', async (_name, open) => {
+    const start = Date.now();
+    let now = start;
+    const timers = manualTimers((ms) => (now = start + ms));
+    const store = await open(() => now);
+    try {
+      const webhooks = new Webhooks({ secret: SECRET, store, timers, log: { warn: () => undefined } });
+      let runs = 0;
+      webhooks.on('forecast_hour.available', () => (runs++, new Promise(() => undefined)));
+      const d = delivery('trg_hung_short_lease');
+      const first = webhooks.verifyAndReceive(d);
+      await expect.poll(() => runs).toBe(1);
+      await timers.advance(3_999);
+      expect((await webhooks.verifyAndReceive(d)).outcome).toBe('in_progress');
+      await timers.advance(1);
+      expect(await first).toMatchObject({ status: 500, outcome: 'handler_timed_out' });
+      void webhooks.verifyAndReceive(d);
+      await expect.poll(() => runs).toBe(2);
+      await timers.advance(4_000);
+    } finally {
+      await store.close();
+    }
+  });
+
   it('with no onError, a handler that throws is said on the log (every time: each is a delivery that failed)', async () => {
     const warned: string[] = [];
     const webhooks = new Webhooks({ secret: SECRET, log: { warn: (m: string) => void warned.push(m) } });

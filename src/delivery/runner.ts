@@ -36,7 +36,7 @@ export interface SettleOptions {
    * handling that is done at once (listen with nothing to save or forward) may return its result as it is.
    */
   handle: () => Handled | PromiseLike<Handled>;
-  /** A handler still running after this is let go (default DEFAULTS.handlerTimeoutMs). */
+  /** A handler still running after this is let go (default: DEFAULTS.handlerTimeoutLeases of the store's lease). */
   timeoutMs?: number;
   timers?: Timers;
 }
@@ -49,6 +49,12 @@ export interface Settled extends Facts {
   /** An extension of the claim failed while it was handled (the store was away, or the claim was taken over). */
   leaseLost?: true;
 }
+
+/**
+ * How long a handler may run when its door sets no limit: a few leases of its store, so that a hung one's
+ * claim is let go (and the sender's retry handled) soon after the lease the store was given.
+ */
+export const handlerTimeoutFor = (leaseMs: number): number => DEFAULTS.handlerTimeoutLeases * (leaseMs > 0 ? leaseMs : DEFAULTS.claimLeaseMs);
 
 const isPending = (h: Handled | PromiseLike<Handled>): h is PromiseLike<Handled> => typeof (h as { then?: unknown }).then === 'function';
 
@@ -106,7 +112,7 @@ function handleWithLease(o: SettleOptions, out: Settled): Handled | Promise<Hand
   if (!isPending(handling)) return handling;
   const { store, pair } = o;
   const timers = o.timers ?? systemTimers;
-  const timeoutMs = o.timeoutMs ?? DEFAULTS.handlerTimeoutMs;
+  const timeoutMs = o.timeoutMs ?? handlerTimeoutFor(store.leaseMs);
   const every = store.leaseMs > 0 ? store.leaseMs / 3 : Infinity;
   return new Promise<Handled>((resolve) => {
     let elapsed = 0;

@@ -2,7 +2,7 @@ import { ANSWERS, type Answer } from '../delivery/answers.js';
 import { DEFAULTS } from '../delivery/defaults.js';
 import type { Outcome } from '../delivery/outcomes.js';
 import { hashedPair, pairFrom, unkeyableIds, withHashedIds, type Pair } from '../delivery/pair.js';
-import { settle, type Timers } from '../delivery/runner.js';
+import { handlerTimeoutFor, settle, type Timers } from '../delivery/runner.js';
 import type { PairStore } from '../delivery/store.js';
 import type { Scheme } from '../signing/layouts.js';
 import { examineHeaders, type HeaderSource, type VerifyFailure, type VerifyFailureReason, type VerifyResult, type VerifySuccess } from '../signing/rules.js';
@@ -33,7 +33,10 @@ export interface WebhooksOptions {
   scheme?: Scheme;
   /** Where processed pairs are kept (default: a MemoryStore). */
   store?: PairStore;
-  /** Handlers still running after this many milliseconds are let go: 500, the claim released, `onError` told (default 120 s). */
+  /**
+   * Handlers still running after this many milliseconds are let go: 500, the claim released, `onError` told
+   * (default: two of the store's leases, 120 s with the default lease of 60 s).
+   */
   handlerTimeoutMs?: number;
   /**
    * Where a mistake in the app's set-up (a JSON body parser before the middleware) and a failed handler are
@@ -154,7 +157,7 @@ export class WebhooksCore {
     this.store = options.store ?? new MemoryStore({ now: options.now });
     this.now = options.now ?? Date.now;
     this.tolerance = options.tolerance ?? DEFAULTS.toleranceSeconds;
-    this.handlerTimeoutMs = options.handlerTimeoutMs ?? DEFAULTS.handlerTimeoutMs;
+    this.handlerTimeoutMs = options.handlerTimeoutMs ?? handlerTimeoutFor(this.store.leaseMs);
     this.timers = options.timers;
     this.log = options.log ?? console;
   }

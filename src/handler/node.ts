@@ -152,7 +152,7 @@ export function createNodeMiddleware(webhooks: WebhooksCore, options: NodeMiddle
           // whatever the client does next, its share of the budget is back, and its connection gone
           write(res, ANSWERS.timedOut(timeoutMs), true);
           res.once('finish', () => req.socket.destroy());
-          setTimeout(() => req.socket.destroy(), 1000).unref();
+          setTimeout(() => req.socket.destroy(), DEFAULTS.cutOffMs).unref();
           return;
         }
         handle(req, res, read.body).then(

@@ -3,7 +3,7 @@ import type { Dispatcher } from 'undici';
 import { ANSWERS, statusForFailure, type Answer } from '../delivery/answers.js';
 import { DEFAULTS } from '../delivery/defaults.js';
 import type { Pair } from '../delivery/pair.js';
-import { settle, type Settled, type Timers } from '../delivery/runner.js';
+import { handlerTimeoutFor, settle, type Settled, type Timers } from '../delivery/runner.js';
 import { forwarded, type Processed } from '../delivery/steps.js';
 import type { PairStore } from '../delivery/store.js';
 import type { Verifier } from '../signing/verify.js';
@@ -100,9 +100,9 @@ export async function makeReceive(o: ReceiveOptions): Promise<{ receive: (a: Arr
   const forwardTimeoutMs = o.forwardTimeoutMs ?? DEFAULTS.forwardTimeoutMs;
   // undici is loaded only when there is somewhere to forward to
   const routes = routesOf(o.forwardTo);
-  const agent: Dispatcher | undefined = routes ? new (await import('undici')).Agent({ keepAliveTimeout: 10_000, connections: 64 }) : undefined;
+  const agent: Dispatcher | undefined = routes ? new (await import('undici')).Agent({ keepAliveTimeout: DEFAULTS.forwardKeepAliveMs, connections: DEFAULTS.forwardConnections }) : undefined;
   /** The forward is bounded by --forward-timeout: the runner's own limit is only a backstop behind it. */
-  const handlerTimeoutMs = Math.max(DEFAULTS.handlerTimeoutMs, 2 * forwardTimeoutMs);
+  const handlerTimeoutMs = Math.max(handlerTimeoutFor(o.store.leaseMs), 2 * forwardTimeoutMs);
 
   /** Listen's handling of a delivery: saved, published to the sinks, then forwarded; the report told what each did. */
   async function processDelivery(a: Arrived, event: ReceiverEvent, pair: Pair, answers: { answer?: RawDelivery['answer'] }, message?: SinkDelivery) {

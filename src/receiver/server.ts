@@ -21,7 +21,7 @@ export interface ReceiverOptions extends Omit<ReceiveOptions, 'monotonic'> {
   /** Headers must arrive within this, and the whole request within six times it (slow-client guard). */
   readTimeoutMs?: number;
   clock?: Clock;
-  /** On close, how long open connections may finish their requests before they are cut (default 2 s). */
+  /** On close, how long open connections may finish their requests before they are cut (default DEFAULTS.closeGraceMs). */
   closeGraceMs?: number;
   /**
    * Called once per request, once its answer has gone (or could not), with the report and, for a request
@@ -181,7 +181,7 @@ export async function startReceiver(options: ReceiverOptions): Promise<RunningRe
       report(sentOrNot({ time: isoMillis(clock.now()), outcome: 'error', status: 500, message: (err as Error).message }, send(res, ANSWERS.internal)));
     }
   });
-  server.keepAliveTimeout = 5_000;
+  server.keepAliveTimeout = DEFAULTS.keepAliveMs;
   // `Expect: 100-continue`: a body that is too large, or would not fit the budget, is refused before the client sends it.
   server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => {
     const declared = declaredLength(req);
@@ -204,7 +204,7 @@ export async function startReceiver(options: ReceiverOptions): Promise<RunningRe
     const a = !timedOut ? ANSWERS.malformed : ANSWERS.timedOut(err.code === 'ERR_HTTP_HEADERS_TIMEOUT' ? o.readTimeoutMs : bodyTimeoutMs(o.readTimeoutMs));
     const head = `HTTP/1.1 ${a.status} ${STATUS_CODES[a.status]}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(a.body)}\r\nconnection: close\r\n\r\n`;
     socket.end(head + a.body, () => socket.destroy());
-    setTimeout(() => socket.destroy(), 1000).unref();
+    setTimeout(() => socket.destroy(), DEFAULTS.cutOffMs).unref();
   });
   const { port, url } = await listenOn(server, o.host, o.port, o.path);
   return {
@@ -217,7 +217,7 @@ export async function startReceiver(options: ReceiverOptions): Promise<RunningRe
       const closed = new Promise<void>((resolve) => {
         server.close(() => resolve());
         server.closeIdleConnections();
-        setTimeout(() => server.closeAllConnections(), o.closeGraceMs ?? 2000).unref();
+        setTimeout(() => server.closeAllConnections(), o.closeGraceMs ?? DEFAULTS.closeGraceMs).unref();
       });
       // a delivery being forwarded goes on to its end (within --forward-timeout), and its pair is stored,
       // even if its connection is cut: otherwise its retry would be forwarded again
