@@ -6,13 +6,18 @@ import { settle } from '../src/delivery/runner.js';
 import { manualTimers } from './helpers/clock.js';
 import { decide, forwarded, type Facts, type Handled } from '../src/delivery/steps.js';
 import type { Claim, PairStore } from '../src/delivery/store.js';
-import { pairOf } from '../src/receiver/report.js';
+import { createHash } from 'node:crypto';
+import type { Pair } from '../src/delivery/pair.js';
+import { keyed } from '../src/delivery/receive.js';
 import { signDelivery, verifyDelivery, type VerifySuccess } from '../src/signing/index.js';
 
 // The delivery core without sockets: the step machine, the answers, the runner (claim, extend while
 // handling, complete or release, a handler that runs past its time), the body's budget, the dedupe key.
 
 const SECRET = 'whsec_' + Buffer.alloc(32, 3).toString('base64');
+
+/** The pair of a verified delivery, hashed with Node's crypto (at once) where it must be: the core's rule. */
+const pairOf = (v: VerifySuccess, body: Buffer): Pair => (keyed(v, body, (prefix, bytes) => createHash('sha256').update(prefix).update(bytes).digest()) as { pair: Pair }).pair;
 const NOW = 1_790_000_000_000;
 
 function verified(body: object | Buffer, layout: 'standard' | 'stripe' | 'hex-timestamp' = 'standard', triggerId = 'trg_1'): { v: VerifySuccess; bytes: Buffer } {

@@ -397,6 +397,49 @@ describe('mistakes seen where they are made (#34)', () => {
     }
   });
 
+  it("a replay (the inspector's, MCP's, `deliveries replay`) reaches the handler, once per replay, told it is one and of what; a mark anyone could add is no mark (#41.9)", async () => {
+    const { replayDelivery } = await import('../src/receiver/replay.js');
+    const { Agent } = await import('undici');
+    const webhooks = new Webhooks({ secret: SECRET });
+    const got: { id: string; replay?: { id: string; of: string } }[] = [];
+    webhooks.on('forecast_hour.available', (event) => void got.push({ id: event.id, replay: event.replay }));
+    const server = createServer(createNodeMiddleware(webhooks, { path: '/hooks' }));
+    const url = await listen(server);
+    const agent = new Agent();
+    try {
+      const d = delivery('trg_replayed');
+      expect((await post(`${url}/hooks`, d.headers, d.body)).status).toBe(200);
+      const replay = (edited?: boolean) => replayDelivery({ headers: d.headers, body: Buffer.from(d.body), secret: SECRET, to: `${url}/hooks`, timeoutMs: 5000, dispatcher: agent, edited });
+      const first = await replay();
+      expect([first.status, first.body]).toEqual([200, '{"ok":true}']);
+      expect(got).toEqual([
+        { id: 'trg_replayed', replay: undefined },
+        { id: first.replay_id, replay: { id: first.replay_id, of: 'trg_replayed' } },
+      ]);
+      // each replay runs it once more; the original's retry is still a duplicate
+      const second = await replay();
+      expect(second.replay_id).not.toBe(first.replay_id);
+      expect(got.map((g) => g.replay?.id)).toEqual([undefined, first.replay_id, second.replay_id]);
+      expect((await post(`${url}/hooks`, d.headers, d.body)).body).toBe('{"ok":true,"duplicate":true}');
+      // the same replay sent again (a retry of it, or a capture of it) is that replay's duplicate
+      const signed = signDelivery({ secret: SECRET, body: d.body, triggerId: 'trg_replayed' }) as Record<string, string>;
+      const mark = (id: string, signature: string) => ({ ...d.headers, ...signed, 'x-wxhooks-replay': '1', 'x-wxhooks-replay-id': id, 'x-wxhooks-replay-signature': signature });
+      const markOf = (id: string) => (signDelivery({ secret: SECRET, body: d.body, triggerId: id, timestamp: Number(signed['Webhook-Timestamp']) }) as Record<string, string>)['Webhook-Signature']!;
+      expect((await post(`${url}/hooks`, mark(first.replay_id, markOf(first.replay_id)), d.body)).body).toBe('{"ok":true,"duplicate":true}');
+      // a mark not signed with the secret (or signed over another timestamp) is no mark: the original, a duplicate
+      for (const forged of [
+        mark('rpl_forgedforged', `v1,${Buffer.alloc(32, 9).toString('base64')}`),
+        { ...mark('rpl_forgedforged', markOf('rpl_forgedforged')), 'webhook-timestamp': String(Number(signed['Webhook-Timestamp']) - 1) },
+      ]) {
+        expect((await post(`${url}/hooks`, forged, d.body)).status).toBeLessThan(500);
+      }
+      expect(got).toHaveLength(3);
+    } finally {
+      await agent.close();
+      await close(server);
+    }
+  });
+
   it('with no onError, a handler that throws is said on the log (every time: each is a delivery that failed)', async () => {
     const warned: string[] = [];
     const webhooks = new Webhooks({ secret: SECRET, log: { warn: (m: string) => void warned.push(m) } });

@@ -1,8 +1,11 @@
 import { ANSWERS, type Answer } from '../delivery/answers.js';
 import { DEFAULTS } from '../delivery/defaults.js';
 import type { Outcome } from '../delivery/outcomes.js';
-import { hashedPair, pairFrom, unkeyableIds, withHashedIds, type Pair } from '../delivery/pair.js';
-import { handlerTimeoutFor, settle, type Timers } from '../delivery/runner.js';
+import type { Pair, Verified } from '../delivery/pair.js';
+import { andThen, keyed, verifyAndSettle, type Receiving, type Verdict } from '../delivery/receive.js';
+import { markOf } from '../delivery/replay-mark.js';
+import { handlerTimeoutFor, type Timers } from '../delivery/runner.js';
+import type { Handled } from '../delivery/steps.js';
 import type { PairStore } from '../delivery/store.js';
 import type { Scheme } from '../signing/layouts.js';
 import { examineHeaders, type HeaderSource, type VerifyFailure, type VerifyFailureReason, type VerifyResult, type VerifySuccess } from '../signing/rules.js';
@@ -12,11 +15,11 @@ import type { DeliveryType, WebhookEvent, WebhookEventOf } from './types.js';
 
 /**
  * The handler library's core, runtime-neutral (no Node module): verification by whichever engine the
- * entry gives (Node's crypto in `wxhooks`, Web Crypto in `wxhooks/web`), then the delivery core's runner
- * (src/delivery/runner.ts) with the typed handlers as its handle step: the pair claimed before they run
- * (and extended while they run), completed after they resolve, released if one throws or runs past its
- * time, so that the service's retry runs them again. The doors (src/handler/node.ts, web.ts) are adapters
- * of the same shape around `verifyAndReceive`.
+ * entry gives (Node's crypto in `wxhooks`, Web Crypto in `wxhooks/web`), then the delivery core's
+ * `verifyAndSettle` (src/delivery/receive.ts) with the typed handlers as its handle step: the pair claimed
+ * before they run (and extended while they run), completed after they resolve, released if one throws or
+ * runs past its time, so that the service's retry runs them again. The doors (src/handler/node.ts,
+ * web.ts) are adapters of the core's door (src/delivery/door.ts) around `verifyAndReceive`.
  */
 
 /** A body as received: its raw bytes (preferred), or a string taken as its UTF-8. */
@@ -113,6 +116,8 @@ type Handler<E> = (event: E) => unknown;
 /** What an entry brings: its verification and its SHA-256 (for the dedupe key of a layout that does not sign the Trigger-Id). */
 export interface Engine {
   verify(headers: HeaderSource, body: Uint8Array, now: number): VerifyResult | Promise<VerifyResult>;
+  /** Verifies in the standard layout alone, whatever the scheme: a replay's mark (src/delivery/replay-mark.ts). */
+  verifyMark(headers: HeaderSource, body: Uint8Array, now: number): VerifyResult | Promise<VerifyResult>;
   sha256(prefix: string, body: Uint8Array): Uint8Array | Promise<Uint8Array>;
 }
 
@@ -137,6 +142,30 @@ const receiptOf = (answer: Answer, extra: Omit<Receipt, 'status' | 'body' | 'out
 
 const refusal = (f: VerifyFailure): Receipt => receiptOf(ANSWERS.notVerified(f), { reason: f.reason, message: f.message, hint: f.hint });
 
+/** What a door of the library needs of a `Webhooks` besides its public methods: kept off the object, so that an app's instance offers none of them. */
+export interface DoorHooks {
+  /** What a request is refused with on its headers alone (a header missing, a stale timestamp), before its body is read. */
+  refuseEarly(headers: HeaderSource): Receipt | undefined;
+  /** A door found a mistake in the app's set-up: `onError` is given it, or the log says it once for each kind. */
+  setupMistake(error: WebhookSetupError): Promise<void>;
+}
+
+const HOOKS = new WeakMap<object, DoorHooks>();
+
+/** The door hooks of an instance (src/handler/node.ts, web.ts): not exported by either entry. */
+export function hooksOf(webhooks: WebhooksCore): DoorHooks {
+  const hooks = HOOKS.get(webhooks);
+  if (!hooks) throw new TypeError('createNodeMiddleware and createWebHandler take a Webhooks of wxhooks');
+  return hooks;
+}
+
+/** What handling one verified delivery made of it: the event the handlers got, and what they threw. */
+interface Work {
+  event: WebhookEvent;
+  failed?: WebhookHandlerError;
+  handle(): Promise<Handled>;
+}
+
 export class WebhooksCore {
   private readonly handlers = new Map<string, Handler<WebhookEvent>[]>();
   private readonly any: Handler<WebhookEvent>[] = [];
@@ -149,6 +178,7 @@ export class WebhooksCore {
   private readonly log: { warn(message: string): unknown };
   /** The kinds of set-up mistake already logged: each is said once. */
   private readonly logged = new Set<SetupMistake>();
+  private readonly receiving: Receiving<Uint8Array>;
 
   protected constructor(
     private readonly engine: Engine,
@@ -160,6 +190,19 @@ export class WebhooksCore {
     this.handlerTimeoutMs = options.handlerTimeoutMs ?? handlerTimeoutFor(this.store.leaseMs);
     this.timers = options.timers;
     this.log = options.log ?? console;
+    this.receiving = { store: this.store, verify: (h, b, now) => this.verified(h, b, now), sha256: engine.sha256, timeoutMs: this.handlerTimeoutMs, timers: this.timers };
+    HOOKS.set(this, {
+      refuseEarly: (headers) => {
+        const h = examineHeaders(headers, this.now(), this.tolerance);
+        return h.ok ? undefined : refusal(h);
+      },
+      setupMistake: (error) =>
+        this.tell(error, () => {
+          if (this.logged.has(error.kind)) return undefined;
+          this.logged.add(error.kind);
+          return `wxhooks: ${error.message} ${error.hint} (said once; every delivery is answered 500 until it is fixed)`;
+        }),
+    });
   }
 
   /**
@@ -205,13 +248,13 @@ export class WebhooksCore {
     return this.engine.verify(request.headers, bytesOf(request.body), this.now());
   }
 
-  /**
-   * What a request is refused with on its headers alone (a header missing, a stale timestamp), before
-   * its body is read; undefined when its body is worth reading. A door calls this first.
-   */
-  refuseEarly(headers: HeaderSource): Receipt | undefined {
-    const h = examineHeaders(headers, this.now(), this.tolerance);
-    return h.ok ? undefined : refusal(h);
+  /** A delivery verified, and, when it carries a replay's mark that verifies too, the replay's id (its dedupe key: it runs once per replay). */
+  private verified(headers: HeaderSource, body: Uint8Array, now: number): VerifyResult | PromiseLike<VerifyResult> {
+    return andThen(this.engine.verify(headers, body, now), (v) => {
+      const mark = v.ok ? markOf(headers) : undefined;
+      if (!mark) return v;
+      return andThen(this.engine.verifyMark(mark, body, now), (m): VerifyResult => (m.ok ? ({ ...v, replayId: m.triggerId } as Verified) : v));
+    });
   }
 
   /** Runs the handlers of an event already verified (no dedupe): a test's way in. Rejects with WebhookHandlerError if one throws. */
@@ -229,32 +272,43 @@ export class WebhooksCore {
    * cannot be reached).
    */
   async verifyAndReceive(request: { headers: HeaderSource; body: RawBody }): Promise<Receipt> {
-    const bytes = bytesOf(request.body);
-    const v = await this.engine.verify(request.headers, bytes, this.now());
-    if (!v.ok) return refusal(v);
-    const { event, stored } = await this.eventOf(v, bytes);
-    let failed: WebhookHandlerError | undefined;
-    const settled = await settle({
-      store: this.store,
-      pair: stored,
-      timeoutMs: this.handlerTimeoutMs,
-      timers: this.timers,
+    return verifyAndSettle(
+      this.receiving,
+      request.headers,
+      bytesOf(request.body),
+      this.now(),
+      (v, pair) => this.work(v, pair),
+      (d) => this.receipt(d),
+    );
+  }
+
+  /** The handlers as the runner's handle step: what they threw is kept for the receipt and `onError`. */
+  private work(v: VerifySuccess, pair: Pair): Work {
+    const event = eventFrom(v, pair);
+    const work: Work = {
+      event,
       handle: async () => {
         try {
           await this.receive(event);
           return { ok: true, status: 200 };
         } catch (error) {
-          failed = error instanceof WebhookHandlerError ? error : new WebhookHandlerError([error], event);
-          return { ok: false, answer: ANSWERS.handlerFailed, error: failed };
+          work.failed = error instanceof WebhookHandlerError ? error : new WebhookHandlerError([error], event);
+          return { ok: false, answer: ANSWERS.handlerFailed, error: work.failed };
         }
       },
-    });
+    };
+    return work;
+  }
+
+  private async receipt(d: Verdict<Work>): Promise<Receipt> {
+    if (!d.verified) return refusal(d.failure);
+    const { work, settled } = d;
     // (a handler that ran past its time may throw later: that is no longer this delivery's failure)
-    if (settled.timedOut) failed = new WebhookTimeoutError(event, this.handlerTimeoutMs);
+    const failed = settled.timedOut ? new WebhookTimeoutError(work.event, this.handlerTimeoutMs) : work.failed;
     // what the handler threw stays here (onError, the receipt): the sender is told only that it failed
-    if (failed) await this.tell(failed, () => `wxhooks: ${failed!.message}; the delivery will be retried (give webhooks.onError a handler to see these yourself)`);
+    if (failed) await this.tell(failed, () => `wxhooks: ${failed.message}; the delivery will be retried (give webhooks.onError a handler to see these yourself)`);
     const error = failed ?? settled.claimFailed ?? (settled.stored && !settled.stored.ok ? settled.stored.error : undefined);
-    return receiptOf(settled.answer, error === undefined ? { event } : { event, error });
+    return receiptOf(settled.answer, error === undefined ? { event: work.event } : { event: work.event, error });
   }
 
   /**
@@ -262,21 +316,8 @@ export class WebhooksCore {
    * in (a request, a sink's message).
    */
   protected async eventOf(v: VerifySuccess, bytes: Uint8Array): Promise<{ event: WebhookEvent; stored: Pair }> {
-    const found = pairFrom(v);
-    const pair: Pair = 'trigger' in found ? found : hashedPair(found.subscription, await this.engine.sha256(found.hashPrefix, bytes));
-    // an id no store can key by is stored by its hash (the handlers see it as it came)
-    const odd = unkeyableIds(pair);
-    const stored = odd.length ? withHashedIds(pair, Object.fromEntries(await Promise.all(odd.map(async (k) => [k, await this.engine.sha256('', encoder.encode(pair[k]))])))) : pair;
-    const payload = v.payload;
-    // the payload is typed by what the service sends; its type is not checked here, only verified
-    const event = {
-      type: payload.type as DeliveryType,
-      id: pair.trigger,
-      subscriptionId: pair.subscription,
-      payload,
-      signature: { layout: v.layout, timestamp: v.timestamp, triggerId: v.triggerId, secretIndex: v.secretIndex },
-    } as unknown as WebhookEvent;
-    return { event, stored };
+    const k = await keyed(v, bytes, this.engine.sha256);
+    return { event: eventFrom(v, k.pair), stored: k.keyed };
   }
 
   /** Verifies with this instance's secrets, at the time given (a sink's message: when `listen` received it). */
@@ -300,18 +341,6 @@ export class WebhooksCore {
     }
   }
 
-  /**
-   * A door found a mistake in the app's set-up: `onError` is given it; without an `onError`, the log says
-   * it, once for each kind (every delivery would otherwise repeat it).
-   */
-  async setupMistake(error: WebhookSetupError): Promise<void> {
-    await this.tell(error, () => {
-      if (this.logged.has(error.kind)) return undefined;
-      this.logged.add(error.kind);
-      return `wxhooks: ${error.message} ${error.hint} (said once; every delivery is answered 500 until it is fixed)`;
-    });
-  }
-
   /** Gives an error to every `onError` handler; with none, says `line()` (if any) to the log. */
   protected async tell(error: WebhookHandlerError | WebhookSetupError, line: () => string | undefined): Promise<void> {
     if (!this.errorHandlers.length) {
@@ -327,4 +356,18 @@ export class WebhooksCore {
       }
     }
   }
+}
+
+/** A verified delivery as the handlers get it (its payload typed by what the service sends: its type is not checked, only verified). */
+function eventFrom(v: Verified, pair: Pair): WebhookEvent {
+  const payload = v.payload;
+  const event = {
+    type: payload.type as DeliveryType,
+    id: pair.trigger,
+    subscriptionId: pair.subscription,
+    payload,
+    signature: { layout: v.layout, timestamp: v.timestamp, triggerId: v.triggerId, secretIndex: v.secretIndex },
+  } as unknown as WebhookEvent;
+  if (pair.replayOf !== undefined) event.replay = { id: pair.trigger, of: pair.replayOf };
+  return event;
 }

@@ -1,4 +1,6 @@
+import { randomBytes } from 'node:crypto';
 import type { Dispatcher } from 'undici';
+import { REPLAY_ID_HEADER, REPLAY_SIGNATURE_HEADER } from '../delivery/replay-mark.js';
 import { layoutNamed, type Layout } from '../signing/layouts.js';
 import { signDelivery } from '../signing/sign.js';
 import { isoMillis, type Clock } from '../util/clock.js';
@@ -12,13 +14,36 @@ import type { DeliveryRecord, FullRecord } from '../delivery/report.js';
 /** The header a replayed delivery carries, so that an app (and a person reading its logs) can tell. */
 export const REPLAY_HEADER = 'x-wxhooks-replay';
 
-const SIGNATURE_HEADERS = new Set(['trigger-id', 'webhook-timestamp', 'webhook-signature']);
+/** What a replay writes afresh: the signature's headers and a replay's marks (a replay of a replay is a new one). */
+const SIGNED_AGAIN = new Set(['trigger-id', 'webhook-timestamp', 'webhook-signature', REPLAY_HEADER, REPLAY_ID_HEADER, REPLAY_SIGNATURE_HEADER]);
 
 /**
- * Re-sends a delivery as the service would send a retry: the same body and Trigger-Id, signed afresh
- * with the current time (in the layout it came in, else the service's), the other headers as they
- * came, and `X-Wxhooks-Replay: 1`. The caller gives only bytes that verified: nothing else is ever
- * signed with a webhook's secret.
+ * The headers a replay is sent with: the delivery's own signed afresh (the same body and Trigger-Id, the
+ * current time, the layout it came in, else the service's), `X-Wxhooks-Replay`, and the replay's own
+ * identity, signed over the same timestamp and body (src/delivery/replay-mark.ts): a handler built on
+ * `Webhooks` runs a replay once, and can tell it is one, and of what.
+ */
+function replayHeaders(secret: string, body: Buffer, triggerId: string, layoutName: string | undefined, edited: boolean): Record<string, string> {
+  const layout: Layout = layoutNamed(layoutName ?? 'standard') ?? STANDARD;
+  const signed = signDelivery({ secret, body, triggerId, layout });
+  const replayId = `rpl_${randomBytes(12).toString('base64url')}`;
+  const mark = signDelivery({ secret, body, triggerId: replayId, timestamp: Number(signed['Webhook-Timestamp']), layout: STANDARD });
+  return {
+    'trigger-id': signed['Trigger-Id'],
+    'webhook-timestamp': signed['Webhook-Timestamp'],
+    'webhook-signature': signed['Webhook-Signature'],
+    [REPLAY_HEADER]: edited ? 'edited' : '1',
+    [REPLAY_ID_HEADER]: replayId,
+    [REPLAY_SIGNATURE_HEADER]: mark['Webhook-Signature'],
+  };
+}
+
+const STANDARD = layoutNamed('standard')!;
+
+/**
+ * Re-sends a delivery as the service would send a retry, marked as a replay (`replayHeaders`), with the
+ * other headers as they came. The caller gives only bytes that verified: nothing else is ever signed with
+ * a webhook's secret.
  */
 export async function replayDelivery(options: {
   headers: Record<string, string>;
@@ -30,23 +55,13 @@ export async function replayDelivery(options: {
   dispatcher: Dispatcher;
   /** The body is not the one that arrived, but edited by the person replaying it: `X-Wxhooks-Replay: edited`. */
   edited?: boolean;
-}): Promise<ForwardResult & { trigger_id: string }> {
+}): Promise<ForwardResult & { trigger_id: string; replay_id: string }> {
   const triggerId = options.headers['trigger-id'] ?? 'trg_replay';
-  const layout: Layout = layoutNamed(options.layout ?? 'standard') ?? layoutNamed('standard')!;
   const headers: Record<string, string> = {};
-  for (const [name, value] of Object.entries(options.headers)) if (!SIGNATURE_HEADERS.has(name.toLowerCase())) headers[name] = value;
-  const signed = signDelivery({ secret: options.secret, body: options.body, triggerId, layout });
-  const result = await forwardDelivery(
-    options.to,
-    { ...headers, 'trigger-id': signed['Trigger-Id'], 'webhook-timestamp': signed['Webhook-Timestamp'], 'webhook-signature': signed['Webhook-Signature'] },
-    options.body,
-    options.timeoutMs,
-    options.dispatcher,
-    {
-      [REPLAY_HEADER]: options.edited ? 'edited' : '1',
-    },
-  );
-  return { ...result, trigger_id: triggerId };
+  for (const [name, value] of Object.entries(options.headers)) if (!SIGNED_AGAIN.has(name.toLowerCase())) headers[name] = value;
+  const replay = replayHeaders(options.secret, options.body, triggerId, options.layout, Boolean(options.edited));
+  const result = await forwardDelivery(options.to, headers, options.body, options.timeoutMs, options.dispatcher, replay);
+  return { ...result, trigger_id: triggerId, replay_id: replay[REPLAY_ID_HEADER]! };
 }
 
 export type HistoryReplay = { ok: true; result: ForwardResult & { trigger_id: string }; event: ReceiverEvent } | ReplayRefused;
@@ -143,10 +158,8 @@ const shellWord = (text: string) => `'${text.replace(/'/g, `'\\''`)}'`;
  * which signs it itself with the webhook's secret (from `--webhook ID`, which the person gives).
  */
 export function replayCommands(record: { headers: Record<string, string>; layout?: string }, body: Buffer, secret: string, to: string, webhook?: string): { curl: string; send: string } {
-  const layout: Layout = layoutNamed(record.layout ?? 'standard') ?? layoutNamed('standard')!;
   const triggerId = record.headers['trigger-id'] ?? 'trg_replay';
-  const signed = signDelivery({ secret, body, triggerId, layout });
-  const headers = { 'content-type': record.headers['content-type'] ?? 'application/json', ...signed, [REPLAY_HEADER]: '1' };
+  const headers = { 'content-type': record.headers['content-type'] ?? 'application/json', ...replayHeaders(secret, body, triggerId, record.layout, false) };
   const text = body.toString('utf8');
   const curl = ['curl', '-sS', '-X', 'POST', shellWord(to), ...Object.entries(headers).flatMap(([k, v]) => ['-H', shellWord(`${k}: ${v}`)]), '--data-binary', shellWord(text)].join(' ');
   const send = `printf '%s' ${shellWord(text)} | wxhooks send --to ${shellWord(to)} --body - ${webhook ? `--webhook ${webhook}` : '--secret-env WX_WEBHOOK_SECRET'} --trigger-id ${shellWord(triggerId)}`;
