@@ -333,6 +333,8 @@ describe('mistakes seen where they are made (#34)', () => {
       expect(warned).toHaveLength(1);
       expect(warned[0]).toContain('already parsed');
       expect(warned[0]).toContain('express.raw()');
+      // in words (#41.20: it said "req.body is a object")
+      expect(a.setup[0]!.message).toContain('(req.body is an object)');
     } finally {
       await close(server);
     }
