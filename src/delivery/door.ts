@@ -1,7 +1,9 @@
 import type { HeaderSource } from '../signing/rules.js';
-import { BodyGatherer, declaredFits, type InflightBudget } from '../util/bodies.js';
+import { readWithin, type BodyGatherer, type BodyLimits, type BodyRefused, type BodySource } from '../util/bodies.js';
+import type { Timers } from '../util/clock.js';
 import { ANSWERS, type Answer } from './answers.js';
-import { systemTimers, type Timers } from './runner.js';
+
+export { declaredLength, lengthRefused, readWithin, type BodyLimits, type BodyRefused, type ChunkSink } from '../util/bodies.js';
 
 /**
  * The door, written once: every way a delivery comes in over HTTP (`listen`'s server, the Node middleware,
@@ -12,7 +14,7 @@ import { systemTimers, type Timers } from './runner.js';
  *     → routed                                another path is 404, another method 405
  *     → given                                 a body the runtime already read (taken as it is), or parsed (a set-up mistake)
  *     → refusedOnHeaders                      a door that keeps nothing of a refused request refuses on its headers alone
- *     → readWithin                            the body, within the body limit, the bytes in flight and the time allowed
+ *     → readWithin (src/util/bodies.ts)       the body, within the body limit, the bytes in flight and the time allowed
  *         → lengthRefused                     first, on the length it declares (parsed once, by declaredLength)
  *     → rules.deliver                         listen's `receive`, the library's `verifyAndReceive`: both call
  *         → verifyAndSettle                   (src/delivery/receive.ts) verified → keyed → settle (runner.ts): claimed,
@@ -36,39 +38,6 @@ export function routed(method: string | undefined, path: string, expected: strin
   return undefined;
 }
 
-/** The length a request declares (its `Content-Length`): a whole number, else none. The one reader of it, for every door. */
-export function declaredLength(text: string | null | undefined): number | undefined {
-  return text != null && /^\d+$/.test(text) ? Number(text) : undefined;
-}
-
-/** A body's limits: the largest one read, the bytes every request together may hold, and what each byte costs of them. */
-export interface BodyLimits {
-  maxBody: number;
-  budget: InflightBudget;
-  /** The copies of its body a request holds while it is handled (listen's text for --save-dir, Web Crypto's signed bytes): each byte costs this many of the budget. */
-  copies?: number;
-}
-
-/** Why a body was not read whole. */
-export type BodyRefused = { kind: 'too_large' | 'over_budget' | 'timed_out'; size: number } | { kind: 'aborted' };
-
-/** A body refused on the length it declares, before a byte of it is read: over the limit, or it cannot fit in the budget now. */
-export function lengthRefused(declared: number | undefined, limits: BodyLimits): BodyRefused | undefined {
-  if (declared === undefined) return undefined;
-  if (declared > limits.maxBody) return { kind: 'too_large', size: declared };
-  return declaredFits(limits.budget, declared, limits.copies) ? undefined : { kind: 'over_budget', size: declared };
-}
-
-/** Where a runtime gives a body's chunks as they arrive. */
-export interface ChunkSink<B extends Uint8Array> {
-  /** A chunk arrived; false: the body is refused, and the runtime reads no more of it. */
-  chunk(chunk: B): boolean;
-  /** The body ended. */
-  end(): void;
-  /** The request ended before its body did (the client went away, or the server cut it off). */
-  gone(): void;
-}
-
 /**
  * What became of the body when the answer is written, so that the runtime knows what to do with the
  * connection: `read` (kept for the next request), `skipped` (another path or method: what is sent is
@@ -83,22 +52,16 @@ export type Written = 'read' | 'skipped' | 'refused' | 'stopped' | 'cut' | 'gone
 export type Sent = boolean | Promise<boolean>;
 
 /** How one runtime reads a request and writes an answer: all a door supplies of its own. */
-export interface DoorIO<Req, Res, B extends Uint8Array> {
+export interface DoorIO<Req, Res, B extends Uint8Array> extends BodySource<Req, Res, B> {
   method(req: Req): string | undefined;
   /** The request's path, without its query. */
   path(req: Req): string;
   headers(req: Req): HeaderSource;
-  /** The text of its `Content-Length`. */
-  length(req: Req): string | null | undefined;
   /**
    * A body the runtime (or a framework) has already read: its bytes, taken as they are; or the answer to a
    * body already parsed, whose signed bytes are gone (a set-up mistake, which the adapter reports).
    */
   given?(req: Req): B | Answer | undefined;
-  /** Gives the body's chunks to `sink` as they arrive; returns how to stop reading (the body took too long). */
-  stream(req: Req, res: Res, sink: ChunkSink<B>): (() => void) | undefined;
-  /** A buffer of this many bytes, of the runtime's kind (Node's Buffer). */
-  alloc(bytes: number): B;
   write(req: Req, res: Res, answer: Answer, how: Written): Sent;
 }
 
@@ -143,54 +106,6 @@ function refusedBody(refused: BodyRefused, rules: BodyLimits & { timeoutMs?: num
       return { answer: ANSWERS.timedOut(rules.timeoutMs ?? 0), how: 'cut' };
     case 'aborted':
       return { answer: ANSWERS.aborted, how: 'gone' };
-  }
-}
-
-/**
- * Reads a body as it arrives, within the limits and the time allowed: refused on its declared length
- * before a byte is read, else gathered (src/util/bodies.ts: the budget is charged for what has arrived),
- * and stopped at the limit or the budget. A callback, not a promise: the answer is then written in the
- * same turn as the last chunk arrives (with a promise, `listen`'s answer lost its batching with the
- * request's own I/O: 189,356 instructions a delivery against 158,751-179,109, callgrind, three runs).
- */
-export function readWithin<Req, Res, B extends Uint8Array>(
-  io: DoorIO<Req, Res, B>,
-  req: Req,
-  res: Res,
-  rules: BodyLimits & { timeoutMs?: number; timers?: Timers },
-  done: (read: { body: B; gathered: BodyGatherer<B> } | BodyRefused) => void,
-): void {
-  const declared = declaredLength(io.length(req));
-  const early = lengthRefused(declared, rules);
-  if (early) return done(early);
-  const gathered = new BodyGatherer<B>(rules.maxBody, rules.budget, io.alloc, declared, rules.copies);
-  let finished = false;
-  let timer: unknown;
-  const timers = rules.timers ?? systemTimers;
-  const finish = (read: { body: B; gathered: BodyGatherer<B> } | BodyRefused) => {
-    if (finished) return;
-    finished = true;
-    if (timer !== undefined) timers.clear(timer);
-    if ('kind' in read) gathered.release();
-    done(read);
-  };
-  const stop = io.stream(req, res, {
-    chunk(chunk) {
-      if (finished) return false;
-      const took = gathered.add(chunk);
-      if (took === 'ok') return true;
-      finish({ kind: took, size: gathered.size + chunk.length });
-      return false;
-    },
-    // the usual small delivery arrives as one chunk, and is kept as it is
-    end: () => finish({ body: gathered.body(), gathered }),
-    gone: () => finish({ kind: 'aborted' }),
-  });
-  if (rules.timeoutMs !== undefined && !finished) {
-    timer = timers.set(() => {
-      finish({ kind: 'timed_out', size: gathered.size });
-      stop?.();
-    }, rules.timeoutMs);
   }
 }
 

@@ -3,6 +3,7 @@ import { DEFAULTS } from './defaults.js';
 import type { Pair } from './pair.js';
 import { decide, type Facts, type Handled } from './steps.js';
 import type { PairStore } from './store.js';
+import { systemTimers, type Timers } from '../util/clock.js';
 
 /**
  * The runner every door uses for a verified delivery: claim its pair, handle it while the claim is
@@ -12,21 +13,7 @@ import type { PairStore } from './store.js';
  * handled again rather than the pair held for ever.
  */
 
-/** Timers, as every runtime has them; a test passes its own and moves them. */
-export interface Timers {
-  set(fn: () => void, ms: number): unknown;
-  clear(handle: unknown): void;
-}
-
-/** The runtime's own timers; in Node they keep no process alive. */
-export const systemTimers: Timers = {
-  set(fn, ms) {
-    const t = setTimeout(fn, ms) as unknown as { unref?: () => void };
-    t.unref?.();
-    return t;
-  },
-  clear: (handle) => clearTimeout(handle as Parameters<typeof clearTimeout>[0]),
-};
+export { systemTimers, type Timers } from '../util/clock.js';
 
 export interface SettleOptions {
   store: PairStore;

@@ -1,6 +1,5 @@
 import type { IncomingMessage } from 'node:http';
-import { declaredLength as lengthOf, readWithin, type ChunkSink, type DoorIO } from '../delivery/door.js';
-import { InflightBudget } from './bodies.js';
+import { declaredLength as lengthOf, InflightBudget, readWithin, type BodySource, type ChunkSink } from './bodies.js';
 
 export { InflightBudget };
 
@@ -29,21 +28,19 @@ export type BodyRead =
   /** The connection ended before the body did. */
   | { kind: 'aborted' };
 
-/** The length the client declared, or undefined (the core's one reader of it: src/delivery/door.ts). */
+/** The length the client declared, or undefined (the one reader of it: src/util/bodies.ts). */
 export const declaredLength = (req: IncomingMessage): number | undefined => lengthOf(req.headers['content-length']);
 
-const io: Pick<DoorIO<IncomingMessage, undefined, Buffer>, 'length' | 'stream' | 'alloc'> = {
+const io: BodySource<IncomingMessage, undefined, Buffer> = {
   length: (req) => req.headers['content-length'],
   stream: (req, _res, sink) => nodeBody.stream(req, sink),
   alloc: nodeBody.alloc,
 };
 
 /**
- * Reads a body within `max` bytes and the budget (the door's reader: src/delivery/door.ts), for a server
+ * Reads a body within `max` bytes and the budget (the doors' reader: src/util/bodies.ts), for a server
  * that is not a door of deliveries (the emulator's API). The caller gives back `held` bytes of the budget.
  */
 export function readBody(req: IncomingMessage, max: number, budget: InflightBudget, done: (read: BodyRead) => void): void {
-  readWithin(io as DoorIO<IncomingMessage, undefined, Buffer>, req, undefined, { maxBody: max, budget }, (read) =>
-    done('kind' in read ? read : { kind: 'body', body: read.body, held: read.gathered.held }),
-  );
+  readWithin(io, req, undefined, { maxBody: max, budget }, (read) => done('kind' in read ? read : { kind: 'body', body: read.body, held: read.gathered.held }));
 }
