@@ -79,8 +79,11 @@ export interface DoorRules<Req, Res, B extends Uint8Array, R> extends BodyLimits
   notFoundHint?: string;
   /** The time a request arrived at (the clock its timestamp is checked against), given to `deliver` and `ended`. */
   now?: () => number;
-  /** Refuses a request on its headers alone (a header missing, a stale timestamp), before its body is read: a door that keeps nothing of refused requests. */
-  refuseEarly?(headers: HeaderSource): Answer | undefined;
+  /**
+   * Refuses a request on its headers alone (a header missing, a stale timestamp; for a relay, a channel
+   * that does not exist), before its body is read: a door that keeps nothing of refused requests.
+   */
+  refuseEarly?(headers: HeaderSource, req: Req): Answer | undefined;
   /** The whole body must have arrived within this (a door that does not own its server): past it, 408 and the connection cut. */
   timeoutMs?: number;
   timers?: Timers;
@@ -146,7 +149,7 @@ export function door<Req, Res, B extends Uint8Array, R>(io: DoorIO<Req, Res, B>,
   }
 
   function refusedOnHeaders(req: Req): Answer | undefined {
-    return rules.refuseEarly?.(io.headers(req));
+    return rules.refuseEarly?.(io.headers(req), req);
   }
 
   return function request(req: Req, res: Res): void {

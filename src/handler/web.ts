@@ -1,5 +1,5 @@
 import { ANSWERS, bodyTimeoutMs, type Answer } from '../delivery/answers.js';
-import { InflightBudget } from '../util/bodies.js';
+import { InflightBudget, webBody } from '../util/bodies.js';
 import { DEFAULTS } from '../delivery/defaults.js';
 import { door, type DoorIO } from '../delivery/door.js';
 import { utf8 } from '../signing/encoding.js';
@@ -83,28 +83,8 @@ function webIO(webhooks: WebhooksCore, anyPath: boolean): DoorIO<Request, (respo
       void hooks.setupMistake(new WebhookSetupError('body_parsed', 'a delivery came with its body already read: its signed bytes are gone, so it cannot be verified.', `Fix: ${WEB_FIX}.`));
       return ANSWERS.bodyParsed(WEB_FIX);
     },
-    stream(request, _resolve, sink) {
-      const body = request.body;
-      if (!body) {
-        sink.end();
-        return undefined;
-      }
-      const reader = body.getReader();
-      const stop = () => void reader.cancel().catch(() => undefined);
-      void (async () => {
-        try {
-          for (;;) {
-            const next = await reader.read();
-            if (next.done) return sink.end();
-            if (!sink.chunk(next.value)) return stop();
-          }
-        } catch {
-          sink.gone();
-        }
-      })();
-      return stop;
-    },
-    alloc: (bytes) => new Uint8Array(bytes),
+    stream: (request, _resolve, sink) => webBody.stream(request, sink),
+    alloc: webBody.alloc,
     write(request, resolve, answer, how) {
       // refused on its headers: its body is not read
       if (how === 'refused') void request.body?.cancel().catch(() => undefined);

@@ -7,6 +7,8 @@ import { systemTimers, type Timers } from './clock.js';
  */
 export class InflightBudget {
   used = 0;
+  /** The most that was held at once (a relay's status says it). */
+  peak = 0;
   /** Requests answered 503 because they would have gone over it. */
   refused = 0;
   constructor(readonly max: number) {}
@@ -14,6 +16,7 @@ export class InflightBudget {
   take(bytes: number): boolean {
     if (this.used + bytes > this.max) return false;
     this.used += bytes;
+    if (this.used > this.peak) this.peak = this.used;
     return true;
   }
 
@@ -207,3 +210,29 @@ export function readWithin<Req, Res, B extends Uint8Array>(
     }, rules.timeoutMs);
   }
 }
+
+/** How a fetch runtime gives a body (a Request's, a Worker's): its chunks as its stream yields them. The web doors' reading. */
+export const webBody = {
+  stream(request: { body: ReadableStream<Uint8Array> | null }, sink: ChunkSink<Uint8Array>): (() => void) | undefined {
+    const body = request.body;
+    if (!body) {
+      sink.end();
+      return undefined;
+    }
+    const reader = body.getReader();
+    const stop = () => void reader.cancel().catch(() => undefined);
+    void (async () => {
+      try {
+        for (;;) {
+          const next = await reader.read();
+          if (next.done) return sink.end();
+          if (!sink.chunk(next.value)) return stop();
+        }
+      } catch {
+        sink.gone();
+      }
+    })();
+    return stop;
+  },
+  alloc: (bytes: number): Uint8Array => new Uint8Array(bytes),
+};
