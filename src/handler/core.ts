@@ -170,7 +170,7 @@ export class WebhooksCore {
   private readonly handlers = new Map<string, Handler<WebhookEvent>[]>();
   private readonly any: Handler<WebhookEvent>[] = [];
   private readonly errorHandlers: ((error: WebhookHandlerError | WebhookSetupError) => unknown)[] = [];
-  private readonly store: PairStore;
+  protected readonly store: PairStore;
   private readonly now: () => number;
   private readonly tolerance: number;
   private readonly handlerTimeoutMs: number;
@@ -181,7 +181,7 @@ export class WebhooksCore {
   private readonly receiving: Receiving<Uint8Array>;
 
   protected constructor(
-    private readonly engine: Engine,
+    protected readonly engine: Engine,
     options: WebhooksOptions,
   ) {
     this.store = options.store ?? new MemoryStore({ now: options.now });
@@ -318,27 +318,6 @@ export class WebhooksCore {
   protected async eventOf(v: VerifySuccess, bytes: Uint8Array): Promise<{ event: WebhookEvent; stored: Pair }> {
     const k = await keyed(v, bytes, this.engine.sha256);
     return { event: eventFrom(v, k.pair), stored: k.keyed };
-  }
-
-  /** Verifies with this instance's secrets, at the time given (a sink's message: when `listen` received it). */
-  protected verifyAt(headers: HeaderSource, bytes: Uint8Array, now: number): VerifyResult | Promise<VerifyResult> {
-    return this.engine.verify(headers, bytes, now);
-  }
-
-  /** The store this instance keeps processed pairs in. */
-  protected get pairStore(): PairStore {
-    return this.store;
-  }
-
-  /** Runs the handlers of a sink's message; a failure goes to onError (or the log), then is thrown on. */
-  protected async receiveOrTell(event: WebhookEvent): Promise<void> {
-    try {
-      await this.receive(event);
-    } catch (error) {
-      const failed = error instanceof WebhookHandlerError ? error : new WebhookHandlerError([error], event);
-      await this.tell(failed, () => `wxhooks: ${failed.message}; the message will be delivered again (give webhooks.onError a handler to see these yourself)`);
-      throw failed;
-    }
   }
 
   /** Gives an error to every `onError` handler; with none, says `line()` (if any) to the log. */

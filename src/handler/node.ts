@@ -80,20 +80,22 @@ export class Webhooks extends WebhooksCore {
    */
   async consume(url: string, options: WebhooksConsumeOptions): Promise<SinkConsumer> {
     const { consume } = await import('../sinks/index.js'); // the brokers' clients only when asked for
-    return consume(url, { ...options, store: this.pairStore, handler: (m) => this.consumeOne(m) });
+    return consume(url, { ...options, store: this.store, handler: (m) => this.consumeOne(m) });
   }
 
   private async consumeOne(m: ConsumedMessage): Promise<void> {
     const received = Date.parse(m.receivedAt);
-    const v = await this.verifyAt(m.headers, m.body, received);
+    // verified with this instance's secrets, as of when listen received it
+    const v = await this.engine.verify(m.headers, m.body, received);
     if (!v.ok) throw new MessageRefusedError(`it does not verify with this webhook's secret as of when it was received (${m.receivedAt}): ${v.message}`);
     const { event } = await this.eventOf(v, m.body);
     try {
-      await this.receiveOrTell(event);
+      await this.receive(event);
     } catch (error) {
+      const failed = error instanceof WebhookHandlerError ? error : new WebhookHandlerError([error], event);
+      await this.tell(failed, () => `wxhooks: ${failed.message}; the message will be delivered again (give webhooks.onError a handler to see these yourself)`);
       // a handler that refuses it for good sends it to the dead letters at once
-      const refused = error instanceof WebhookHandlerError ? error.errors.find((e) => e instanceof MessageRefusedError) : undefined;
-      throw refused ?? error;
+      throw failed.errors.find((e) => e instanceof MessageRefusedError) ?? failed;
     }
   }
 }
