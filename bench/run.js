@@ -475,9 +475,9 @@ async function handlerLibrary() {
   const { gzipSync } = await import('node:zlib');
   const min = buildSync({ entryPoints: [join(ROOT, 'dist', 'web.js')], bundle: true, minify: true, format: 'esm', platform: 'neutral', write: false }).outputFiles[0].contents;
   const gz = gzipSync(min, { level: 9 }).length;
-  // 6 KB until the delivery core (#33): its table of answers, its runner (claims extended, handlers timed out),
-  // the bound on bodies in flight and Web Crypto's sign and verify took it to 9.1 KB; the target moved with them
-  row('handler', '`wxhooks/web`, minified and gzipped', `${(gz / 1024).toFixed(1)} KB`, '10 KB', gz / 10240, within(1.0));
+  // 6 KB until the delivery core (#33), 10.2 KB by the one door function, 11.4 KB with it and a replay's
+  // mark; the bar is 8 KB (#43.7): notes/door-decisions.md says where the bytes are and what it would take
+  row('handler', '`wxhooks/web`, minified and gzipped', `${(gz / 1024).toFixed(1)} KB`, '8 KB', gz / 8192, within(1.0));
 }
 
 // ---------------------------------------------------------------- the inspector page, in a real Chromium

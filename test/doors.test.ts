@@ -5,10 +5,15 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Webhooks, createNodeMiddleware } from '../src/index.js';
 import { Webhooks as WebWebhooks, createWebHandler } from '../src/handler/web.js';
 import { signed, startTestReceiver, TEST_SECRET, type TestReceiver } from './helpers/receiver.js';
+import { ANSWERS, type Answer } from '../src/delivery/answers.js';
+import { declaredLength, door, type DoorIO, type DoorRules } from '../src/delivery/door.js';
+import { InflightBudget } from '../src/util/bodies.js';
 
 // The three doors a delivery comes in by (listen's server, the Node middleware, the web handler, each on
-// real sockets here) answer alike: one table of answers, one body shape, one 405, a 503 that always
-// says when to come back (#33).
+// real sockets here) are one function, the core's door (src/delivery/door.ts), with their runtime's
+// reading and writing: they answer alike, from one table of answers, with one body shape, one 405, a 503
+// that always says when to come back (#33). The core's door is also run here without a socket, through
+// an adapter of the test's own, to pin its order.
 
 interface Answered {
   status: number;
@@ -50,15 +55,16 @@ function fetchServer(handler: (request: Request) => Promise<Response>): Server {
 }
 
 const MiB = 1024 * 1024;
+const MAX_BODY = 4 * MiB;
 const doors: { name: string; url: string }[] = [];
 const servers: Server[] = [];
 let listen: TestReceiver;
 
 beforeAll(async () => {
-  listen = await startTestReceiver({ maxInflight: MiB });
+  listen = await startTestReceiver({ maxInflight: MiB, maxBody: MAX_BODY });
   doors.push({ name: 'listen', url: listen.url });
-  const node = createServer(createNodeMiddleware(new Webhooks({ secret: TEST_SECRET }), { path: '/', maxInflight: MiB }));
-  const web = fetchServer(createWebHandler(new WebWebhooks({ secret: TEST_SECRET }), { path: '/', maxInflight: MiB }));
+  const node = createServer(createNodeMiddleware(new Webhooks({ secret: TEST_SECRET }), { path: '/', maxInflight: MiB, maxBody: MAX_BODY }));
+  const web = fetchServer(createWebHandler(new WebWebhooks({ secret: TEST_SECRET }), { path: '/', maxInflight: MiB, maxBody: MAX_BODY }));
   servers.push(node, web);
   doors.push({ name: 'createNodeMiddleware', url: await serve(node) }, { name: 'createWebHandler', url: await serve(web) });
 });
@@ -118,6 +124,34 @@ describe('the three doors answer alike', () => {
     }
   });
 
+  it('a body over the body limit: 413, one wording, from each', async () => {
+    const answers = await each(() => signed('trg_doors_large', { data: { model: 'wm-6', forecast_hour: 0, pad: 'x'.repeat(MAX_BODY) } }));
+    for (const [name, a] of Object.entries(answers)) {
+      expect([name, a.status]).toEqual([name, 413]);
+      expect(JSON.parse(a.body)).toEqual({ error: `the body is over ${MAX_BODY} bytes` });
+    }
+  });
+
+  it("not a delivery: a Trigger-Id missing is 400, a Webhook-Signature missing 401, a stale timestamp 401, with the verifier's reason, from each", async () => {
+    const without = (name: string) => () => {
+      const d = signed(`trg_doors_without_${name}`);
+      return { headers: Object.fromEntries(Object.entries(d.headers).filter(([k]) => k !== name)), body: d.body };
+    };
+    for (const [make, status, reason] of [
+      [without('Trigger-Id'), 400, 'missing_header'],
+      [without('Webhook-Signature'), 401, 'missing_header'],
+      [() => signed('trg_doors_stale', { timestamp: Math.floor(Date.now() / 1000) - 3600 }), 401, 'timestamp_out_of_window'],
+    ] as const) {
+      const answers = await each(make);
+      for (const [name, a] of Object.entries(answers)) {
+        expect([name, a.status]).toEqual([name, status]);
+        expect(JSON.parse(a.body)).toMatchObject({ reason, error: expect.any(String), hint: expect.any(String) });
+      }
+      // the library's doors refuse these on their headers, before the body; listen reads it (it keeps refused requests): the same answer
+      expect(answers.createNodeMiddleware!.body).toBe(answers.createWebHandler!.body);
+    }
+  });
+
   it('another path: 404, {"error":"not found"} (listen adds where deliveries go)', async () => {
     const answers = await each(() => ({ ...signed('trg_doors_path'), path: '/elsewhere' }));
     // the web handler and listen answer a path of their own; the middleware answers 404 when no app is behind it
@@ -156,5 +190,73 @@ describe('an id no store can key by (#32.11): every door keys it by its hash, an
       subscription: '1',
       source: 'body',
     });
+  });
+});
+
+describe("the core door, through an adapter of the test's own (no socket)", () => {
+  type Req = { method: string; path: string; headers: Record<string, string>; chunks: Uint8Array[] };
+  /** A request, and the order in which the door asked of it and answered it. */
+  function run(rules: Partial<DoorRules<Req, string[], Uint8Array, { answer: Answer }>>, req: Partial<Req> = {}) {
+    const steps: string[] = [];
+    const io: DoorIO<Req, string[], Uint8Array> = {
+      method: (r) => (steps.push('method'), r.method),
+      path: (r) => r.path,
+      headers: (r) => (steps.push('headers'), r.headers),
+      length: (r) => r.headers['content-length'],
+      stream(r, _res, sink) {
+        steps.push('stream');
+        for (const c of r.chunks) if (!sink.chunk(c)) return undefined;
+        sink.end();
+        return undefined;
+      },
+      alloc: (n) => new Uint8Array(n),
+      write: (_r, res, answer, how) => (res.push(`${answer.status} ${how}`), true),
+    };
+    const written: string[] = [];
+    const handle = door(io, {
+      path: '/hooks',
+      maxBody: 8,
+      budget: new InflightBudget(16),
+      refuseEarly: (h) => (steps.push('refuseEarly'), 'x-refuse' in h ? ANSWERS.methodNotAllowed : undefined),
+      deliver: (_r, body) => (steps.push(`deliver ${body.length}`), { answer: ANSWERS.accepted() }),
+      answerOf: (d) => d.answer,
+      ended: (_r, end) => steps.push(`ended ${end.step}`),
+      ...rules,
+    });
+    handle({ method: 'POST', path: '/hooks', headers: {}, chunks: [new Uint8Array(3), new Uint8Array(2)], ...req }, written);
+    return { steps, written };
+  }
+
+  it('a delivery: routed, refused on its headers or not, read whole, delivered, answered', () => {
+    expect(run({})).toEqual({ steps: ['method', 'headers', 'refuseEarly', 'stream', 'deliver 5', 'ended delivered'], written: ['200 read'] });
+  });
+
+  it('another path or method: answered before anything else is asked of it, its body skipped', () => {
+    expect(run({}, { path: '/elsewhere' })).toEqual({ steps: ['method', 'ended routed'], written: ['404 skipped'] });
+    expect(run({}, { method: 'GET' }).written).toEqual(['405 skipped']);
+  });
+
+  it('refused on its headers: its body never read, the connection told so', () => {
+    expect(run({}, { headers: { 'x-refuse': '1' } })).toEqual({ steps: ['method', 'headers', 'refuseEarly', 'ended headers'], written: ['405 refused'] });
+  });
+
+  it('a declared length over the limit, or past the bytes in flight: refused before a byte is read; one that grows past it, stopped', () => {
+    expect(run({}, { headers: { 'content-length': '9' } })).toMatchObject({ steps: expect.not.arrayContaining(['stream']), written: ['413 stopped'] });
+    expect(run({ budget: new InflightBudget(4) }, { headers: { 'content-length': '5' } }).written).toEqual(['503 stopped']);
+    expect(run({}, { chunks: [new Uint8Array(6), new Uint8Array(6)] })).toMatchObject({ steps: expect.not.arrayContaining(['deliver 12']), written: ['413 stopped'] });
+  });
+
+  it('a delivery that throws inside (a bug): 500 from the table, and the door told', () => {
+    const r = run({
+      deliver: () => {
+        throw new Error('bug');
+      },
+    });
+    expect(r.written).toEqual(['500 read']);
+    expect(r.steps.at(-1)).toBe('ended failed');
+  });
+
+  it('the length a request declares, read one way for every door', () => {
+    expect(['12', '0', '', ' 12', '1e3', '-1', '0x10', null, undefined].map((t) => declaredLength(t))).toEqual([12, 0, undefined, undefined, undefined, undefined, undefined, undefined, undefined]);
   });
 });

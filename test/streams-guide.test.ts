@@ -52,7 +52,7 @@ describe('docs/streams.md', () => {
     expect(seconds(defaults.retryDelayMs)).toBe(DEFAULTS.consumerRetryDelayMs);
     expect(defaults.maxDeliveries).toBe(String(DEFAULTS.consumerMaxDeliveries));
     expect(seconds(defaults.claimTimeoutMs)).toBe(DEFAULTS.consumerClaimTimeoutMs);
-    expect(seconds(defaults.handlerTimeoutMs)).toBe(DEFAULTS.handlerTimeoutMs);
+    expect(seconds(defaults.handlerTimeoutMs)).toBe(DEFAULTS.handlerTimeoutLeases * DEFAULTS.claimLeaseMs);
   });
 
   it("the consumer's outcomes are the core's, each of them; the dead letters' causes each of the code's", () => {

@@ -14,10 +14,11 @@ import { styleFor, type Style } from '../output/style.js';
 import { checkChain, EventLog } from '../receiver/check.js';
 import { History, PgHistory, type HistorySource } from '../receiver/history.js';
 import { startInspector, type RunningInspector } from '../receiver/inspector.js';
-import { verified, type ReceiverEvent } from '../receiver/event.js';
-import { replayCommands, replayFromHistory } from '../receiver/replay.js';
+import type { ReceiverEvent } from '../receiver/event.js';
+import { replayable, replayCommands, replayFromHistory } from '../receiver/replay.js';
 import { describeRoutes, forwardRoute, routeFor, shownRoutes } from '../receiver/routes.js';
-import { openSaveDir, readProvenBody, readSavedDir, saveKeyOf, savedAsEvent, savedBody } from '../receiver/saved.js';
+import { openSaveDir, readSavedDir, saveKeyOf, savedAsEvent, savedBody } from '../receiver/saved.js';
+import { isDelivered } from '../delivery/outcomes.js';
 import { compressHours, parseRunName, RunTracker } from '../delivery/runs.js';
 import { startReceiver, type RawDelivery, type RunningReceiver } from '../receiver/server.js';
 import { closeSinks, openSinks } from '../receiver/sinks-step.js';
@@ -224,8 +225,6 @@ export type Stop = 'done' | 'storage_failed' | 'not_complete';
 /** What happened: a request's report (and, with --until-run, whether it completed the run), or `--within` ran out. */
 export type StopInput = { event: Pick<ReceiverEvent, 'outcome' | 'type' | 'fatal'>; runComplete?: boolean } | 'expired';
 
-const delivered = (e: Pick<ReceiverEvent, 'outcome'>) => e.outcome === 'accepted' || e.outcome === 'duplicate';
-
 /**
  * When `listen` stops, as a function of its flags, what it has counted and what just happened: after
  * `--exit-after N` verified new deliveries; at the first verified `--until TYPE` (a duplicate counts: the
@@ -238,7 +237,7 @@ export function whenToStop(o: Pick<ListenOptions, 'exitAfter' | 'until' | 'until
   const now = event.outcome === 'accepted' ? { accepted: seen.accepted + 1 } : seen;
   if (event.fatal) return { seen: now, stop: 'storage_failed' };
   if (o.exitAfter !== undefined && now.accepted >= o.exitAfter) return { seen: now, stop: 'done' };
-  if (o.until !== undefined && event.type === o.until && delivered(event)) return { seen: now, stop: 'done' };
+  if (o.until !== undefined && event.type === o.until && isDelivered(event.outcome)) return { seen: now, stop: 'done' };
   if (o.untilRun !== undefined && input.runComplete) return { seen: now, stop: 'done' };
   return { seen: now };
 }
@@ -351,7 +350,7 @@ export async function runListen(ctx: Context, o: ListenOptions): Promise<void> {
         log?.push(event);
         history?.add(event, raw);
         let runComplete: boolean | undefined;
-        if (runs && delivered(event) && runs.add(event)?.counted) {
+        if (runs && isDelivered(event.outcome) && runs.add(event)?.counted) {
           const p = runs.progress()!;
           if (json) {
             output.push(JSON.stringify({ event: 'run_progress', ...p }));
@@ -495,14 +494,6 @@ async function startPage(
       history.add(savedAsEvent(d, saveKey, l.secrets), { headers: d.saved.headers, body: savedBody(d.saved), received: Date.parse(d.saved.received_at), ms: 0 });
   }
   const secret = l.secrets[0]!;
-  const bodyOf = async (id: number) => {
-    const record = await history.get(id);
-    const kept = await history.bodyOf(id);
-    if (!record || !kept) return undefined;
-    if (kept.whole || !record.saved_to) return { record, body: kept.body };
-    const whole = await readProvenBody(record.saved_to, saveKey, l.secrets);
-    return 'error' in whole ? { record, error: whole.error } : { record, body: whole.body };
-  };
   const page = await startInspector({
     ...o.inspect!,
     hostNames: o.inspectHost,
@@ -526,10 +517,8 @@ async function startPage(
         }
       : undefined,
     async commands(id) {
-      const found = await bodyOf(id);
-      if (!found) return { status: 404, body: { error: 'that delivery is no longer kept (see --history)' } };
-      if (!verified(found.record)) return { status: 409, body: { error: 'only a verified delivery is signed again' } };
-      if (found.body === undefined) return { status: 409, body: { error: `only part of this body is kept, and ${found.error}` } };
+      const found = await replayable(history, id, { secrets: l.secrets, saveKey });
+      if (!found.ok) return { status: found.status, body: { error: found.error } };
       const to = (o.forwardTo && routeFor(o.forwardTo, found.record.type)) ?? receiver.url;
       return { status: 200, body: replayCommands(found.record, found.body, secret, to, l.temporary ? undefined : o.webhook) };
     },

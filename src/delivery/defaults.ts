@@ -14,8 +14,11 @@ export const DEFAULTS = {
   pairTtlMs: 24 * 3_600_000,
   /** How long a claim holds unless extended: `--claim-timeout`, the stores' `leaseMs`. The core extends a claim every third of it. */
   claimLeaseMs: 60_000,
-  /** A handler still running after this is stopped: its claim let go, 500, `handler_timed_out` (two leases). */
-  handlerTimeoutMs: 120_000,
+  /**
+   * A handler still running after this many of its store's leases is stopped: its claim let go, 500,
+   * `handler_timed_out` (the handlers' `handlerTimeoutMs` when not given; 120 s with the default lease).
+   */
+  handlerTimeoutLeases: 2,
   /** The PostgreSQL schema of the shared store's tables: `--store-schema`, `openStore`'s `schema`. */
   schema: 'wxhooks',
   /** Where processed pairs are kept when no store is named (`--store`, else WXHOOKS_STORE_URL, else this). */
@@ -30,6 +33,15 @@ export const DEFAULTS = {
   forwardTimeoutMs: 30_000,
   /** Headers must arrive within this (`--read-timeout`), and a whole body within BODY_READS times it. */
   readTimeoutMs: 10_000,
+  /** How long `listen` keeps an idle connection open for the sender's next request. */
+  keepAliveMs: 5_000,
+  /** On close, how long `listen`'s open connections may finish their requests before they are cut. */
+  closeGraceMs: 2_000,
+  /** A connection answered and cut off (a timeout, malformed HTTP) is destroyed at the latest this long after, whatever the client does. */
+  cutOffMs: 1_000,
+  /** The connections `listen` keeps to your app (`--forward-to`), and how long an idle one stays open. */
+  forwardConnections: 64,
+  forwardKeepAliveMs: 10_000,
   /** What a 503 tells the sender to wait, in seconds (`Retry-After`). */
   retryAfterSeconds: 5,
   /** The emulator's delays before each retry of a failed delivery (`emulator --retry-delays`). */
@@ -58,6 +70,12 @@ export const DEFAULTS = {
   consumerRetryDelayMs: 10_000,
   /** A sink consumer's `maxDeliveries`: deliveries of one message before it goes to the dead letters. */
   consumerMaxDeliveries: 5,
+  /**
+   * What a history of requests keeps (`listen --history`, `--history-size`, the shared store's history):
+   * the newest `rows` verified requests, their bodies at most `bytes` together (past that, the older keep
+   * their first `partBytes`), and apart from them the newest `refusedRows` refused requests, `partBytes` each.
+   */
+  history: { rows: 500, bytes: 64 * MiB, partBytes: 4096, refusedRows: 100 },
   /** A sink consumer's `claimTimeoutMs`: how long a message may go unanswered before another worker gets it (as `--claim-timeout`). */
   consumerClaimTimeoutMs: 60_000,
   /** `send`'s generated body (`--type`, `--webhook-id`, `--subscription-id`, `--model`) and how it is signed (`--layout`); the MCP server's send_delivery too. */

@@ -8,7 +8,12 @@ export interface Pair {
   trigger: string;
   subscription: string;
   source: DedupeSource;
+  /** A replay's pair (its trigger, the replay's id): the trigger id of the delivery it replays. */
+  replayOf?: string;
 }
+
+/** A verified delivery, with the id of the replay it is when it carried a valid replay mark (src/delivery/replay-mark.ts). */
+export type Verified = VerifySuccess & { replayId?: string };
 
 /**
  * The (trigger, subscription) pair of a verified delivery. The trigger is the body's `trigger_id`,
@@ -16,13 +21,15 @@ export interface Pair {
  * have been changed by anyone: then it is the body's `trigger_id` or, failing that, a hash of what the
  * layout signs (timestamp and body), so a captured delivery re-sent under a new Trigger-Id is a duplicate:
  * for that, this gives what goes before the body into the SHA-256 (`hashPrefix`), and `hashedPair` the
- * pair (each door hashes with its own crypto).
+ * pair (each door hashes with its own crypto). A replay that carries a valid mark is keyed by the replay's id.
  */
-export function pairFrom(v: VerifySuccess): Pair | { subscription: string; hashPrefix: string } {
+export function pairFrom(v: Verified): Pair | { subscription: string; hashPrefix: string } {
   const p = v.payload;
   const nested = typeof p.subscription === 'object' && p.subscription !== null ? (p.subscription as Record<string, unknown>).id : undefined;
   const subscription = idText(p.subscription_id) ?? idText(nested) ?? '';
   const fromBody = idText(p.trigger_id);
+  // a replay is processed once per replay: keyed by its own signed id
+  if (v.replayId !== undefined) return { trigger: v.replayId, subscription, source: 'header', replayOf: fromBody ?? v.triggerId };
   if (fromBody !== undefined) return { trigger: fromBody, subscription, source: 'body' };
   if (v.signs.triggerId) return { trigger: v.triggerId, subscription, source: 'header' };
   return { subscription, hashPrefix: v.signs.timestamp ? `${v.timestamp}.` : '' };

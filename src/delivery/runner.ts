@@ -3,6 +3,7 @@ import { DEFAULTS } from './defaults.js';
 import type { Pair } from './pair.js';
 import { decide, type Facts, type Handled } from './steps.js';
 import type { PairStore } from './store.js';
+import { systemTimers, type Timers } from '../util/clock.js';
 
 /**
  * The runner every door uses for a verified delivery: claim its pair, handle it while the claim is
@@ -12,21 +13,7 @@ import type { PairStore } from './store.js';
  * handled again rather than the pair held for ever.
  */
 
-/** Timers, as every runtime has them; a test passes its own and moves them. */
-export interface Timers {
-  set(fn: () => void, ms: number): unknown;
-  clear(handle: unknown): void;
-}
-
-/** The runtime's own timers; in Node they keep no process alive. */
-export const systemTimers: Timers = {
-  set(fn, ms) {
-    const t = setTimeout(fn, ms) as unknown as { unref?: () => void };
-    t.unref?.();
-    return t;
-  },
-  clear: (handle) => clearTimeout(handle as Parameters<typeof clearTimeout>[0]),
-};
+export { systemTimers, type Timers } from '../util/clock.js';
 
 export interface SettleOptions {
   store: PairStore;
@@ -36,7 +23,7 @@ export interface SettleOptions {
    * handling that is done at once (listen with nothing to save or forward) may return its result as it is.
    */
   handle: () => Handled | PromiseLike<Handled>;
-  /** A handler still running after this is let go (default DEFAULTS.handlerTimeoutMs). */
+  /** A handler still running after this is let go (default: DEFAULTS.handlerTimeoutLeases of the store's lease). */
   timeoutMs?: number;
   timers?: Timers;
 }
@@ -49,6 +36,12 @@ export interface Settled extends Facts {
   /** An extension of the claim failed while it was handled (the store was away, or the claim was taken over). */
   leaseLost?: true;
 }
+
+/**
+ * How long a handler may run when its door sets no limit: a few leases of its store, so that a hung one's
+ * claim is let go (and the sender's retry handled) soon after the lease the store was given.
+ */
+export const handlerTimeoutFor = (leaseMs: number): number => DEFAULTS.handlerTimeoutLeases * (leaseMs > 0 ? leaseMs : DEFAULTS.claimLeaseMs);
 
 const isPending = (h: Handled | PromiseLike<Handled>): h is PromiseLike<Handled> => typeof (h as { then?: unknown }).then === 'function';
 
@@ -106,7 +99,7 @@ function handleWithLease(o: SettleOptions, out: Settled): Handled | Promise<Hand
   if (!isPending(handling)) return handling;
   const { store, pair } = o;
   const timers = o.timers ?? systemTimers;
-  const timeoutMs = o.timeoutMs ?? DEFAULTS.handlerTimeoutMs;
+  const timeoutMs = o.timeoutMs ?? handlerTimeoutFor(store.leaseMs);
   const every = store.leaseMs > 0 ? store.leaseMs / 3 : Infinity;
   return new Promise<Handled>((resolve) => {
     let elapsed = 0;

@@ -110,6 +110,12 @@ export interface WebhookEventOf<T extends DeliveryType> {
   payload: Payload<T>;
   /** How it was signed. */
   signature: { layout: string; timestamp: number; triggerId: string; secretIndex: number };
+  /**
+   * Set when this is a replay (the inspector's "Replay", MCP's `replay_delivery`, `wxhooks deliveries
+   * replay`) that carries the replay's signed mark: `id` is the replay's own (and `event.id`: each replay
+   * is processed once), `of` the trigger id of the delivery it replays.
+   */
+  replay?: { id: string; of: string };
 }
 
 /** A verified delivery of any known type: `event.type` narrows `event.payload`. */

@@ -1,7 +1,7 @@
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { z } from 'zod';
 import { NotFoundError, UsageError } from '../errors.js';
-import { OUTCOME_NAMES, type Outcome } from '../delivery/outcomes.js';
+import { OUTCOME_NAMES, outcomeLabel, type Outcome } from '../delivery/outcomes.js';
 import type { ForwardResult } from '../receiver/forward.js';
 import type { FullRecord, RunsView } from '../receiver/history.js';
 import type { Listed } from '../receiver/listed.js';
@@ -167,7 +167,10 @@ export function registerDeliveryTools(server: McpServer, m: McpContext): void {
       description: `The deliveries the attached listen (or kept history) has, newest first, a page at a time: each request it answered, verified or refused, with its outcome, type, ids, model run and forecast hour. Filters combine. \`newest_id\` is the id to give wait_for_delivery as after_id. A refused request's fields (its type, its claimed Trigger-Id) are only what an anonymous sender wrote.${OUTSIDE}`,
       inputSchema: z.strictObject({
         type: z.string().min(1).optional().describe('only this type, such as forecast_hour.available'),
-        outcome: z.enum(OUTCOMES).optional().describe('only this outcome: accepted, duplicate, forward_failed (your app failed), unverified (a bad signature or a stale timestamp), replayed, ...'),
+        outcome: z
+          .enum(OUTCOMES)
+          .optional()
+          .describe(`only this outcome: ${OUTCOME_NAMES.map((o) => `${o} (${outcomeLabel(o)})`).join(', ')}`),
         verified: z.boolean().optional().describe('true: only requests whose signature verified; false: only those refused'),
         subscription_id: z.string().min(1).optional(),
         trigger_id: z.string().min(1).optional().describe('a Trigger-Id or its start (a refused request is found by the one it claims)'),

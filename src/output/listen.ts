@@ -2,6 +2,7 @@ import type { TemporaryEvent } from '../api/temporary.js';
 import type { SubscriptionCheck } from '../receiver/check.js';
 import type { ReceiverEvent } from '../receiver/event.js';
 import { claimKept } from '../store/history-limits.js';
+import { outcomeLabel } from '../delivery/outcomes.js';
 import type { StoreNotice } from '../delivery/store.js';
 import { formatDuration } from '../util/duration.js';
 import { printable } from '../util/printable.js';
@@ -140,7 +141,7 @@ function request(e: ReceiverEvent, style: Style, drop = 0, view: EventView = {})
     case 'not_found':
       return style.dim(`${e.time.slice(11, 19)}   ${status}  ${field(e.method) ?? ''} ${field(e.path) ?? ''} (ignored)`);
     default:
-      return `${time} ${style.red('✗')} ${status}  ${printable(e.message ?? e.outcome)}`;
+      return `${time} ${style.red('✗')} ${status}  ${printable(e.message ?? outcomeLabel(e.outcome))}`;
   }
 }
 

@@ -5,7 +5,7 @@
 // Enter opens, / searches, r replays. Each delivery has an address (#delivery=ID) that opens it on reload.
 import './locale.js';
 import uPlot from 'uplot';
-import { REFUSED_OUTCOMES } from '../delivery/outcomes.js';
+import { outcomeLabel, REFUSED_OUTCOMES } from '../delivery/outcomes.js';
 import type { DeliveryRecord, FullRecord } from '../delivery/report.js';
 import { compressHours, isComplete, missingHours, RUN_TYPES, type RunsView } from '../delivery/runs.js';
 import type { DegreeDaysResponse, EventContextResponse, InterpolatedPointForecastResponse } from '../handler/types.js';
@@ -222,25 +222,11 @@ function redraw(): void {
   });
 }
 
-/** A row's state in words (not in colour alone). */
+/** A row's state in words (not in colour alone): the outcome's label (src/delivery/outcomes.ts), or that it is a replay or a test. */
 function label(r: Rec): string {
   if (r.replay_of) return r.replay_edited ? 'replay, edited' : 'replay';
   if (r.test) return 'test';
-  switch (r.outcome) {
-    case 'accepted':
-      return 'accepted';
-    case 'duplicate':
-      return 'duplicate';
-    case 'forward_failed':
-      return 'app failed';
-    case 'unverified':
-    case 'bad_request':
-      return 'not verified';
-    case 'in_progress':
-      return 'in progress';
-    default:
-      return r.outcome.replace(/_/g, ' ');
-  }
+  return outcomeLabel(r.outcome);
 }
 
 function drawRows(): void {

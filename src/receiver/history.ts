@@ -4,6 +4,7 @@ import type { HistoryRow, PgStore } from '../store/postgres.js';
 import { textOrBase64 } from '../util/bytes.js';
 import { verified, type ReceiverEvent } from './event.js';
 import { listedRow } from './listed.js';
+import { isDelivered } from '../delivery/outcomes.js';
 import type { DeliveryRecord, FullRecord } from '../delivery/report.js';
 import { RunTracker, runView, type RunView, type RunsView } from '../delivery/runs.js';
 import { flatHeaders } from './saved.js';
@@ -215,7 +216,7 @@ export class History implements HistorySource {
         if (this.dropped) this.dropped--;
       }
       this.keepWithinBudget();
-      if (event.outcome === 'accepted' || event.outcome === 'duplicate') {
+      if (isDelivered(event.outcome)) {
         // a test delivery (a ping) is no part of a model run: counted apart
         if (event.test) this.tests++;
         else this.tracker.add(event);

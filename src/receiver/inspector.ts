@@ -8,6 +8,7 @@ import { listenOn, shownHost } from '../util/net.js';
 import { verified } from './event.js';
 import type { DeliveryRecord, HistorySource } from './history.js';
 import { fromRow, listedRow } from './listed.js';
+import { REPLAY_REFUSALS } from './replay.js';
 
 /**
  * The inspector page's server: a handful of routes behind two checks. Every request's Host must be one
@@ -274,7 +275,7 @@ export async function startInspector(o: InspectorOptions): Promise<RunningInspec
     }
     if (one && !one[2] && req.method === 'GET') {
       const record = await o.history.get(Number(one[1]));
-      if (!record) return refuse(res, 404, 'that delivery is no longer kept (see --history)');
+      if (!record) return refuse(res, 404, REPLAY_REFUSALS.gone().error);
       return json(res, 200, { record, attempts: await o.history.attemptsOf(record.id) });
     }
     if (one && one[2] === '/replay') {
@@ -287,9 +288,8 @@ export async function startInspector(o: InspectorOptions): Promise<RunningInspec
       }
       if (!o.replay) return refuse(res, 409, 'nowhere to replay to: start listen with --forward-to URL');
       const record = await o.history.get(Number(one[1]));
-      if (!record) return refuse(res, 404, 'that delivery is no longer kept (see --history)');
-      // what did not verify is never signed with the webhook's secret: it would make an attacker's bytes authentic
-      if (!verified(record)) return refuse(res, 409, `request ${record.id} did not verify (${record.message ?? record.outcome}): only verified deliveries are replayed`);
+      const refusal = !record ? REPLAY_REFUSALS.gone() : !verified(record) ? REPLAY_REFUSALS.notVerified(record) : undefined;
+      if (!record || refusal) return refuse(res, refusal!.status, refusal!.error);
       // with changes: the page sends the edited body (JSON: {"body": "..."}); it is marked as edited
       const sent = await readSmall(req, EDITED_BODY_MAX + 1024);
       let edited: Buffer | undefined;

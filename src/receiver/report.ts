@@ -1,22 +1,8 @@
-import { createHash } from 'node:crypto';
-import { hashedPair, pairFrom, unkeyableIds, withHashedIds, type Pair } from '../delivery/pair.js';
+import type { Pair } from '../delivery/pair.js';
 import type { ReceiverEvent } from '../delivery/report.js';
 import type { VerifyFailure, VerifySuccess } from '../signing/verify.js';
 import { claimKept } from '../store/history-limits.js';
 import { idText } from '../util/bytes.js';
-
-/** The (trigger, subscription) pair of a verified delivery (the rule: src/delivery/pair.ts), hashed with Node's crypto when it must be. */
-export function pairOf(v: VerifySuccess, body: Buffer): Pair {
-  const p = pairFrom(v);
-  if ('trigger' in p) return p;
-  return hashedPair(p.subscription, createHash('sha256').update(p.hashPrefix).update(body).digest());
-}
-
-/** The pair as the store keys it: an id no store can key by (src/delivery/pair.ts) by its hash; the report keeps the id as it came. */
-export function keyedPair(pair: Pair): Pair {
-  const odd = unkeyableIds(pair);
-  return odd.length ? withHashedIds(pair, Object.fromEntries(odd.map((k) => [k, createHash('sha256').update(pair[k]).digest()]))) : pair;
-}
 
 /** The report of a verified delivery: its ids, its model run, its size, the layout that matched. */
 export function deliveryEvent(time: string, path: string, v: VerifySuccess & { pinnedNow?: true }, pair: Pair, size: number): ReceiverEvent {

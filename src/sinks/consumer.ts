@@ -2,7 +2,7 @@ import { ANSWERS } from '../delivery/answers.js';
 import { DEFAULTS } from '../delivery/defaults.js';
 import type { Outcome } from '../delivery/outcomes.js';
 import type { Pair } from '../delivery/pair.js';
-import { settle as settleOnce, systemTimers, type Timers } from '../delivery/runner.js';
+import { handlerTimeoutFor, settle as settleOnce, systemTimers, type Timers } from '../delivery/runner.js';
 import type { Handled } from '../delivery/steps.js';
 import type { PairStore } from '../delivery/store.js';
 import { UsageError } from '../errors.js';
@@ -281,15 +281,15 @@ const LIMITS = {
   retryDelayMs: 'consumerRetryDelayMs',
   maxDeliveries: 'consumerMaxDeliveries',
   claimTimeoutMs: 'consumerClaimTimeoutMs',
-  handlerTimeoutMs: 'handlerTimeoutMs',
 } as const satisfies Record<string, keyof typeof DEFAULTS>;
 
-export type ConsumerLimits = { -readonly [K in keyof typeof LIMITS]: number };
+/** The limits, and `handlerTimeoutMs`, whose default follows the store's lease (two of them, as every door's handlers). */
+export type ConsumerLimits = { -readonly [K in keyof typeof LIMITS | 'handlerTimeoutMs']: number };
 
-/** A consumer's limits: those given, the defaults for the rest; a usage error (exit 2) for one out of range. */
-export function consumerSettings(o: Partial<ConsumerLimits>): ConsumerLimits {
-  const s = Object.fromEntries(Object.entries(LIMITS).map(([k, d]) => [k, DEFAULTS[d]])) as ConsumerLimits;
-  for (const key of Object.keys(LIMITS) as (keyof ConsumerLimits)[]) {
+/** A consumer's limits: those given, the defaults for the rest; a usage error (exit 2) for one out of range. `leaseMs`: the store's. */
+export function consumerSettings(o: Partial<ConsumerLimits>, leaseMs = 0): ConsumerLimits {
+  const s = { ...Object.fromEntries(Object.entries(LIMITS).map(([k, d]) => [k, DEFAULTS[d]])), handlerTimeoutMs: handlerTimeoutFor(leaseMs) } as ConsumerLimits;
+  for (const key of [...Object.keys(LIMITS), 'handlerTimeoutMs'] as (keyof ConsumerLimits)[]) {
     const v = o[key];
     if (v === undefined) continue;
     if (!Number.isInteger(v) || v < (key === 'retryDelayMs' ? 0 : 1)) throw new UsageError(`The consumer's ${key} must be a whole number${key === 'retryDelayMs' ? '' : ' above 0'}, not ${v}.`);
@@ -311,7 +311,7 @@ export function runSettings(
   if (o.store && !o.verify) {
     throw new TypeError("consume() was given a store without verify: a pair is claimed only as the message's signed content gives it, never as its envelope says");
   }
-  const limits = consumerSettings(o);
+  const limits = consumerSettings(o, o.store?.leaseMs);
   const stopper = new Stopper(o.timers ?? systemTimers);
   return {
     limits,

@@ -171,7 +171,7 @@ export interface ConsumeOptions<V extends VerifiedMessage = VerifiedMessage> {
   maxDeliveries?: number;
   /** How long a message may go unanswered before another worker gets it (default 60 s; a worker answers every third of it while its handler runs). */
   claimTimeoutMs?: number;
-  /** A handler still running after this is given up on: its claim let go, its message delivered again (default DEFAULTS.handlerTimeoutMs, 120 s). */
+  /** A handler still running after this is given up on: its claim let go, its message delivered again (default two of the store's leases: 120 s with the default lease). */
   handlerTimeoutMs?: number;
   /** The timers that time handlers out and bound `stop` (default the runtime's): a test passes its own. */
   timers?: Timers;
