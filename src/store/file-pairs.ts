@@ -1,11 +1,12 @@
 import { createHash } from 'node:crypto';
-import { copyFileSync, existsSync, readdirSync, renameSync, rmSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { DEFAULTS } from '../delivery/defaults.js';
 import { PairTable } from '../delivery/pair-table.js';
 import type { Claim, PairStore, StoreNotice } from '../delivery/store.js';
 import { StoredLater } from '../delivery/stored-later.js';
 import { systemClock, type Clock } from '../util/clock.js';
+import { writeFileAtomicSync } from '../util/files.js';
 import { ownFile, type Ownership, type StoreDoor } from './owner-lock.js';
 import { PairsLog, lineOf } from './pairs-log.js';
 import { ensurePrivateDir } from './paths.js';
@@ -285,12 +286,10 @@ export class FilePairStore implements PairStore {
  */
 function seed(file: string, shared: string): void {
   if (existsSync(file) || !existsSync(shared)) return;
-  const tmp = `${file}.${process.pid}.seed`;
   try {
-    copyFileSync(shared, tmp);
-    renameSync(tmp, file);
+    writeFileAtomicSync(file, readFileSync(shared));
   } catch {
-    rmSync(tmp, { force: true }); // not copied: the file starts empty, as it would have without the shared one
+    // not copied: the file starts empty, as it would have without the shared one
   }
 }
 

@@ -1,10 +1,10 @@
 import { randomBytes } from 'node:crypto';
-import { closeSync, linkSync, openSync, readFileSync, readlinkSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { closeSync, openSync, readFileSync, readlinkSync, rmSync, statSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { basename } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { UsageError } from '../errors.js';
-import { fsReason } from '../util/files.js';
+import { fsReason, writeFileAtomicSync } from '../util/files.js';
 import { printable } from '../util/printable.js';
 import { STORE_HINT } from './paths.js';
 
@@ -202,14 +202,8 @@ function readOwner(ownerFile: string): Owner | undefined {
 
 /** Writes the owner file whole: renamed over whatever is there (`replace`), or linked where nothing is (`create`, which fails if something is). */
 function writeOwner(ownerFile: string, owner: Owner, how: 'replace' | 'create'): void {
-  const tmp = `${ownerFile}.${process.pid}.${owner.token}.new`;
-  try {
-    writeFileSync(tmp, `${JSON.stringify(owner)}\n`, { mode: 0o600 });
-    if (how === 'replace') renameSync(tmp, ownerFile);
-    else linkSync(tmp, ownerFile);
-  } finally {
-    rmSync(tmp, { force: true });
-  }
+  // not synced: the owner file says who runs now, and after a crash nobody does
+  writeFileAtomicSync(ownerFile, `${JSON.stringify(owner)}\n`, { exclusive: how === 'create', sync: false });
 }
 
 /** A process's start, in clock ticks since boot (Linux's /proc/PID/stat, field 22); undefined elsewhere. */
