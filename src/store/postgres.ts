@@ -1,12 +1,12 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Pool, PoolClient } from 'pg';
-import { NotFoundError, UnreachableError, UsageError } from '../errors.js';
-import { addSensitive } from '../util/redact.js';
+import { NotFoundError, UsageError } from '../errors.js';
 import { PairStoreError, type Claim, type PairStore, type StoreNotice } from '../delivery/store.js';
 import { StoredLater } from '../delivery/stored-later.js';
 import type { HistoryLimits } from './history-limits.js';
-import { shownUrl, storeSecrets } from './store-url.js';
+import { shownUrl } from './store-url.js';
+import { checkOut, connectionLost, openPool, quotedSchema } from './pg-open.js';
 import { migrateSchema, type Migration } from './pg-schema.js';
 
 /**
@@ -112,62 +112,11 @@ const HISTORY_STATEMENT_BYTES = 4 * 1024 * 1024;
 /** A body larger than this is written in a statement of its own, not in an array (see insertHistory). */
 const HISTORY_ARRAY_BODY = 64 * 1024;
 
-const quoteIdent = (name: string) => `"${name}"`;
-
 interface Waiting<T> {
   trigger: string;
   subscription: string;
   resolve: (value: T) => void;
   reject: (err: Error) => void;
-}
-
-/** The error codes of a database that could not be reached or went away: the socket's, and PostgreSQL's own (57P01-03 shutting down, class 08 connection exceptions). */
-const LOST_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', '57P01', '57P02', '57P03', '08006', '08001', '08003', '08000']);
-/** What `pg` says, without a code, when its connection ends or cannot be made within `connectionTimeoutMillis`. */
-const LOST_MESSAGES = /^(Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error and is not queryable)/;
-
-/** A connection checked out of the pool, listened to while it is held. */
-interface Held {
-  client: PoolClient;
-  /** The error its connection ended with, if it did. */
-  broken(): Error | undefined;
-  /** Hands it back: as broken (the pool drops it) when it is, or when `err` says it went away. */
-  release(err?: unknown): void;
-}
-
-/**
- * A connection of the pool, listened to from the moment it is handed over. While it is checked out, no
- * listener of the pool's is on it, and one the database ends (a restart: 57P01, "Connection terminated
- * unexpectedly") emitted an 'error' nothing listened for, and `listen` exited 1 (#32.2). Not with
- * `await pool.connect()`: its promise hands the connection over a turn of microtasks later, and the
- * chunk of the socket that finished its previous statement (and so freed it for us) may already hold the
- * database's goodbye, parsed at once. The callback is called as it is handed over.
- */
-function checkOut(pool: Pool): Promise<Held> {
-  return new Promise((resolve, reject) =>
-    pool.connect((err, client) => {
-      if (err || !client) return reject(err ?? new Error('no connection from the pool'));
-      let broken: Error | undefined;
-      const onError = (e: Error) => (broken ??= e);
-      client.on('error', onError);
-      resolve({
-        client,
-        broken: () => broken,
-        release(failed?: unknown) {
-          if (!broken && failed !== undefined && connectionLost(failed)) broken = failed as Error;
-          // a broken connection keeps the listener: it may say more before it is gone
-          if (!broken) client.removeListener('error', onError);
-          client.release(broken);
-        },
-      });
-    }),
-  );
-}
-
-/** Errors that mean the database could not be reached or went away, rather than a mistake in a statement. */
-function connectionLost(err: unknown): boolean {
-  const e = err as { code?: string; message?: string };
-  return LOST_CODES.has(e.code ?? '') || LOST_MESSAGES.test(e.message ?? '');
 }
 
 export class PgStore implements PairStore {
@@ -208,7 +157,7 @@ export class PgStore implements PairStore {
   ) {
     this.where = shownUrl(options.url);
     this.leaseMs = options.leaseMs;
-    this.s = quoteIdent(options.schema);
+    this.s = quotedSchema(options.schema, '--store-schema');
     this.later = new StoredLater({ store: (p) => this.commit(p.trigger, p.subscription), onNotice: options.onNotice, retryMs: options.settleMs ?? 1000 });
     const every = Math.max(1000, Math.min(60_000, Math.floor(options.ttlMs / 4)));
     this.sweeper = setInterval(() => void this.expire().catch(() => undefined), every).unref();
@@ -221,24 +170,13 @@ export class PgStore implements PairStore {
    * schema of a newer version than this wxhooks knows: exit 2.
    */
   static async open(options: PgStoreOptions): Promise<PgStore> {
-    if (!/^[a-z_][a-z0-9_]*$/.test(options.schema)) throw new UsageError(`--store-schema must be a lowercase SQL name (letters, digits, _), not "${options.schema}".`);
-    storeSecrets(options.url).forEach(addSensitive);
-    const { default: pg } = await import('pg');
-    const pool = new pg.Pool({ connectionString: options.url, max: 8, connectionTimeoutMillis: 5000, idleTimeoutMillis: 10_000 });
-    pool.on('error', () => undefined); // an idle connection that breaks: the next query finds out, and says so
+    const { pool, held } = await openPool({
+      url: options.url,
+      schema: options.schema,
+      schemaFlag: '--store-schema',
+      hint: 'Check that the server runs and accepts connections from here, and the user name and password in --store (or WXHOOKS_STORE_URL).',
+    });
     const store = new PgStore(pool, options);
-    let held: Held;
-    try {
-      held = await checkOut(pool);
-    } catch (err) {
-      await pool.end().catch(() => undefined);
-      clearInterval(store.sweeper);
-      const u = new URL(options.url);
-      throw new UnreachableError(`Cannot use the PostgreSQL store at ${u.hostname}:${u.port || 5432}: ${(err as Error).message}.`, {
-        hint: 'Check that the server runs and accepts connections from here, and the user name and password in --store (or WXHOOKS_STORE_URL).',
-        cause: err,
-      });
-    }
     try {
       await (options.readOnly ? store.checkVersion(held.client) : store.migrate(held.client));
     } catch (err) {
