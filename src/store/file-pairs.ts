@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { DEFAULTS } from '../delivery/defaults.js';
+import { DEFAULTS, sweepEvery } from '../delivery/defaults.js';
 import { PairTable } from '../delivery/pair-table.js';
 import type { Claim, PairStore, StoreNotice } from '../delivery/store.js';
 import { StoredLater } from '../delivery/stored-later.js';
@@ -51,8 +51,6 @@ export function pairsFileName(webhook?: string, temporary = false): string {
 
 /** Below this size the file is never compacted: rewriting it would cost more than the space it frees. */
 const MIN_COMPACT_BYTES = 64 * 1024;
-/** How often the store looks at its file, its clocks and the pairs it could not write. */
-const WATCH_MS = 1000;
 /** A difference between the two clocks' progress past this is a jump of the wall clock, and is reported. */
 const JUMP_MS = 5000;
 
@@ -112,8 +110,8 @@ export class FilePairStore implements PairStore {
     this.later = new StoredLater({ store: (p) => this.write(p.trigger, p.subscription, p.at), onNotice: options.onNotice, retryMs: 0 });
     this.lastWall = this.clock.now();
     this.lastMono = this.lastExpiry = this.clock.monotonic();
-    this.expireEvery = Math.max(WATCH_MS, Math.min(60_000, Math.floor(options.ttlMs / 4)));
-    const every = options.watchMs ?? WATCH_MS;
+    this.expireEvery = sweepEvery(options.ttlMs);
+    const every = options.watchMs ?? DEFAULTS.storeWatchMs;
     this.watcher = every > 0 ? setInterval(() => this.watch(), every).unref() : undefined;
   }
 

@@ -1,5 +1,6 @@
 import { closeSync, constants, createReadStream, fdatasync, fstatSync, fsyncSync, ftruncateSync, openSync, readSync, statSync, writeSync } from 'node:fs';
 import { createInterface } from 'node:readline';
+import { DEFAULTS } from '../delivery/defaults.js';
 import { PairStoreError } from '../delivery/store.js';
 import { UsageError } from '../errors.js';
 import type { Clock } from '../util/clock.js';
@@ -186,7 +187,7 @@ export class PairsLog {
     }
     const now = this.o.clock.monotonic();
     this.failingSince ??= now;
-    const persistent = now - this.failingSince >= (this.o.giveUpMs ?? 60_000);
+    const persistent = now - this.failingSince >= (this.o.giveUpMs ?? DEFAULTS.storeGiveUpMs);
     const error = new PairStoreError(
       persistent
         ? `The processed-pairs file ${this.file} has not been writable for ${Math.round((now - this.failingSince) / 1000)} s: ${fsReason(err)}.`

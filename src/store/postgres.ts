@@ -1,4 +1,5 @@
 import type { Pool } from 'pg';
+import { DEFAULTS, sweepEvery } from '../delivery/defaults.js';
 import type { Claim, PairStore } from '../delivery/store.js';
 import { StoredLater } from '../delivery/stored-later.js';
 import { PgHistoryStore, type PgHistoryOptions } from './pg-history.js';
@@ -61,9 +62,8 @@ export class PgStore extends PgHistoryStore<PgStoreOptions> implements PairStore
   private constructor(pool: Pool, options: PgStoreOptions) {
     super(pool, options);
     this.leaseMs = options.leaseMs;
-    this.later = new StoredLater({ store: (p) => this.commit(p.trigger, p.subscription), onNotice: options.onNotice, retryMs: options.settleMs ?? 1000 });
-    const every = Math.max(1000, Math.min(60_000, Math.floor(options.ttlMs / 4)));
-    this.sweeper = setInterval(() => void this.expire().catch(() => undefined), every).unref();
+    this.later = new StoredLater({ store: (p) => this.commit(p.trigger, p.subscription), onNotice: options.onNotice, retryMs: options.settleMs ?? DEFAULTS.storeWatchMs });
+    this.sweeper = setInterval(() => void this.expire().catch(() => undefined), sweepEvery(options.ttlMs)).unref();
     if (options.readOnly) clearInterval(this.sweeper);
   }
 
