@@ -1,4 +1,5 @@
 import type { PoolClient } from 'pg';
+import { DELIVERED_OUTCOMES } from '../delivery/outcomes.js';
 import type { StoreNotice } from '../delivery/store.js';
 import type { HistoryLimits } from './history-limits.js';
 import { PgConnection, type PgConnectionOptions } from './pg-connection.js';
@@ -214,7 +215,7 @@ export abstract class PgHistoryStore<O extends PgHistoryOptions> extends PgConne
    */
   async historyRuns(): Promise<{ runs: { model: string; initialization_time: string; hours: number[]; init_event: boolean }[]; tests: number }> {
     const tests = await this.run<{ n: number }>(
-      `SELECT count(*)::int AS n FROM ${this.s}.deliveries WHERE outcome IN ('accepted', 'duplicate') AND ${VERIFIED} AND coalesce((record->>'test')::boolean, false)`,
+      `SELECT count(*)::int AS n FROM ${this.s}.deliveries WHERE outcome IN (${DELIVERED}) AND ${VERIFIED} AND coalesce((record->>'test')::boolean, false)`,
       [],
     );
     const runs = await this.run<{ model: string; initialization_time: string; hours: number[]; init_event: boolean }>(
@@ -222,7 +223,7 @@ export abstract class PgHistoryStore<O extends PgHistoryOptions> extends PgConne
               coalesce(array_agg(DISTINCT (record->>'forecast_hour')::int) FILTER (WHERE type = 'forecast_hour.available' AND jsonb_typeof(record->'forecast_hour') = 'number'), '{}') AS hours,
               bool_or(type = 'initialization_time.available') AS init_event
        FROM ${this.s}.deliveries
-       WHERE outcome IN ('accepted', 'duplicate') AND type IN ('forecast_hour.available', 'initialization_time.available')
+       WHERE outcome IN (${DELIVERED}) AND type IN ('forecast_hour.available', 'initialization_time.available')
          AND ${VERIFIED} AND record->>'model' <> '' AND record->>'initialization_time' <> '' AND NOT coalesce((record->>'test')::boolean, false)
        GROUP BY 1, 2`,
       [],
@@ -278,6 +279,8 @@ export abstract class PgHistoryStore<O extends PgHistoryOptions> extends PgConne
  * `verified` column, so that the commands that only read a history read one of schema version 2 too.)
  */
 const VERIFIED = `(record ? 'layout')`;
+/** The outcomes that count as delivered (the core's DELIVERED_OUTCOMES), as an SQL list: what a run is made of. */
+const DELIVERED = DELIVERED_OUTCOMES.map((o) => `'${o.replaceAll("'", "''")}'`).join(', ');
 const ROW_COLUMNS = `id::int, received_at, instance, record, headers, body, size, ${VERIFIED} AS verified`;
 
 export interface HistoryRow {
