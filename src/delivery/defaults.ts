@@ -47,6 +47,12 @@ export const DEFAULTS = {
   historyPartBytes: 4096,
   /** The history: how many refused requests are kept, apart from the verified ones. */
   historyRefusedRows: 100,
+  /** `reconcile`, `catchUp` and the run watch: the runs looked at, by initialisation time, when no window is given (`--since`). */
+  reconcileSinceMs: 24 * 3_600_000,
+  /** `listen --watch-runs`, `runs watch`: how often the forecast API is asked what it published (`--watch-interval`). */
+  watchIntervalMs: 60_000,
+  /** `listen --watch-runs`, `runs watch`: a forecast hour available this long and not delivered is late (`--late-after`). */
+  lateAfterMs: 10 * 60_000,
   /** How many pairs the in-memory store keeps at most; past it, the oldest are forgotten. */
   memoryPairs: 100_000,
   /** A sink's `?dedupe=`: the JetStream duplicate window of a stream we create, the life of a Redis dedupe key (as `--dedupe-ttl`). */

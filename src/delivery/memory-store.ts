@@ -62,5 +62,9 @@ export class MemoryStore implements PairStore {
     this.table.release(trigger, subscription);
   }
 
+  async peek(trigger: string, subscription: string): Promise<'done' | 'held' | 'free'> {
+    return this.table.peek(trigger, subscription);
+  }
+
   async close(): Promise<void> {}
 }

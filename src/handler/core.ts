@@ -260,10 +260,10 @@ export class WebhooksCore {
    */
   protected async eventOf(v: VerifySuccess, bytes: Uint8Array): Promise<{ event: WebhookEvent; stored: Pair }> {
     const found = pairFrom(v);
-    const pair: Pair = 'trigger' in found ? found : hashedPair(found.subscription, await this.engine.sha256(found.hashPrefix, bytes));
+    const pair: Pair = 'trigger' in found ? found : hashedPair(found.subscription, await this.engine.sha256(found.hashPrefix, bytes), found.forecast, found.catchUp);
     // an id no store can key by is stored by its hash (the handlers see it as it came)
     const odd = unkeyableIds(pair);
-    const stored = odd.length ? withHashedIds(pair, Object.fromEntries(await Promise.all(odd.map(async (k) => [k, await this.engine.sha256('', encoder.encode(pair[k]))])))) : pair;
+    const stored = odd.length ? withHashedIds(pair, Object.fromEntries(await Promise.all(odd.map(async (k) => [k, await this.engine.sha256('', encoder.encode(pair[k]!))])))) : pair;
     const payload = v.payload;
     // the payload is typed by what the service sends; its type is not checked here, only verified
     const event = {

@@ -179,6 +179,11 @@ export class FilePairStore implements PairStore {
     this.table.release(trigger, subscription);
   }
 
+  async peek(trigger: string, subscription: string): Promise<'done' | 'held' | 'free'> {
+    // processed here and not yet written: processed all the same
+    return this.later.has(trigger, subscription) ? 'done' : this.table.peek(trigger, subscription);
+  }
+
   /** How many pairs are remembered. */
   get size(): number {
     return this.table.size;

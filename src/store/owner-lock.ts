@@ -36,10 +36,18 @@ export interface Owner {
   boot?: string;
   ns?: string;
   start?: number;
+  /** It holds the file for seconds, not for as long as a receiver runs (`reconcile --catch-up`): an opener waits for it rather than refuse. */
+  brief?: true;
 }
 
-/** Who asks: the advice for a file in use differs. */
-export type StoreDoor = 'listen' | 'app';
+/** Who asks: the advice for a file in use differs; `reconcile` holds the file only briefly. */
+export type StoreDoor = 'listen' | 'app' | 'reconcile';
+
+/** How long an opener waits for a brief holder (reconcile handing over its catch-ups) to let the file go. */
+const BRIEF_WAIT_MS = 60_000;
+
+/** Thrown inside the guard: the file is held by a live brief holder, to be waited for. */
+class HeldBriefly extends Error {}
 
 export interface Ownership {
   /** The owner file. */
@@ -83,19 +91,31 @@ function me(): Omit<Owner, 'token'> {
  */
 export async function ownFile(file: string, door: StoreDoor): Promise<Ownership> {
   const ownerFile = `${file}.owner`;
-  const mine: Owner = { ...me(), token: randomBytes(8).toString('hex') };
+  const mine: Owner = { ...me(), token: randomBytes(8).toString('hex'), ...(door === 'reconcile' ? { brief: true as const } : {}) };
   let previous: Owner | undefined;
-  try {
-    previous = await guarded(`${ownerFile}.guard`, () => {
-      const found = readOwner(ownerFile);
-      const state = found && stateOf(found);
-      if (found && state !== 'gone') throw inUse(file, ownerFile, found, state!, door);
-      writeOwner(ownerFile, mine, 'replace');
-      return found;
-    });
-  } catch (err) {
-    if (err instanceof UsageError) throw err;
-    throw new UsageError(`Cannot lock the processed-pairs file ${file}: ${fsReason(err)}.`, { hint: STORE_HINT, cause: err });
+  const started = Date.now();
+  for (;;) {
+    try {
+      previous = await guarded(`${ownerFile}.guard`, () => {
+        const found = readOwner(ownerFile);
+        const state = found && stateOf(found);
+        if (found && state !== 'gone') {
+          // a reconcile handing over its catch-ups lets go within seconds: wait for it rather than refuse
+          if (found.brief && state === 'running' && Date.now() - started < BRIEF_WAIT_MS) throw new HeldBriefly();
+          throw inUse(file, ownerFile, found, state!, door);
+        }
+        writeOwner(ownerFile, mine, 'replace');
+        return found;
+      });
+      break;
+    } catch (err) {
+      if (err instanceof HeldBriefly) {
+        await sleep(50);
+        continue;
+      }
+      if (err instanceof UsageError) throw err;
+      throw new UsageError(`Cannot lock the processed-pairs file ${file}: ${fsReason(err)}.`, { hint: STORE_HINT, cause: err });
+    }
   }
   heldHere.add(mine.token);
   return {
@@ -168,9 +188,11 @@ function inUse(file: string, ownerFile: string, owner: Owner, state: 'this proce
   const who =
     state === 'this process' ? 'this process, which has it open already' : `process ${owner.pid}${state === 'elsewhere' ? ` on ${owner.host}` : ''} (${owner.command}, started ${owner.started})`;
   const advice =
-    door === 'listen'
-      ? 'Run one listen per webhook: `listen --webhook ID` keeps a file of its own for each webhook (with --secret-env, give each listen its own WXHOOKS_CONFIG_DIR). Several receivers of one webhook share a PostgreSQL store instead (--store postgres://…), which processes each delivery once whichever receives it.'
-      : "Give each instance of the app its own dir, or share one PostgreSQL store between them (openStore('postgres://…')), which processes each delivery once whichever instance receives it.";
+    door === 'reconcile'
+      ? 'reconcile --catch-up hands its catch-ups to a running `listen --webhook ID` of this webhook when there is one; this holder is not one it found. Run reconcile again once it has stopped.'
+      : door === 'listen'
+        ? 'Run one listen per webhook: `listen --webhook ID` keeps a file of its own for each webhook (with --secret-env, give each listen its own WXHOOKS_CONFIG_DIR). Several receivers of one webhook share a PostgreSQL store instead (--store postgres://…), which processes each delivery once whichever receives it.'
+        : "Give each instance of the app its own dir, or share one PostgreSQL store between them (openStore('postgres://…')), which processes each delivery once whichever instance receives it.";
   const stale = state === 'elsewhere' ? ` If that process no longer runs, remove ${ownerFile}.` : '';
   return new UsageError(`The processed-pairs file ${file} is in use by ${who}. Two processes cannot share one: each would forget the pairs the other processed, and process a delivery twice.`, {
     hint: `${advice}${stale}`,
@@ -197,6 +219,7 @@ function readOwner(ownerFile: string): Owner | undefined {
     boot: str(o.boot),
     ns: str(o.ns),
     start: Number.isSafeInteger(o.start) ? o.start : undefined,
+    ...(o.brief === true ? { brief: true as const } : {}),
   };
 }
 

@@ -49,6 +49,7 @@ export class PgStore extends PgHistoryStore<PgStoreOptions> implements PairStore
   private completes: Waiting<void>[] = [];
   private releases: (Waiting<void> & { token: string })[] = [];
   private extensions: (Waiting<boolean> & { token: string })[] = [];
+  private peeks: Waiting<'done' | 'held' | 'free'>[] = [];
   /**
    * The claim this process holds on each pair: its token (extending and releasing act on our own claim
    * only), and how many of our deliveries hold it (one that took over our own lapsed claim adds one: the
@@ -92,11 +93,11 @@ export class PgStore extends PgHistoryStore<PgStoreOptions> implements PairStore
   }
 
   protected override flushes(): Promise<void>[] {
-    return [this.flushClaims(), this.flushExtensions(), this.flushCompletes(), this.flushReleases(), ...super.flushes()];
+    return [this.flushClaims(), this.flushPeeks(), this.flushExtensions(), this.flushCompletes(), this.flushReleases(), ...super.flushes()];
   }
 
   protected override queued(): boolean {
-    return this.claims.length > 0 || this.extensions.length > 0 || this.completes.length > 0 || this.releases.length > 0 || super.queued();
+    return this.claims.length > 0 || this.peeks.length > 0 || this.extensions.length > 0 || this.completes.length > 0 || this.releases.length > 0 || super.queued();
   }
 
   claim(trigger: string, subscription: string): Promise<Claim> {
@@ -106,6 +107,33 @@ export class PgStore extends PgHistoryStore<PgStoreOptions> implements PairStore
       this.claims.push({ trigger, subscription, resolve, reject });
       this.schedule();
     });
+  }
+
+  peek(trigger: string, subscription: string): Promise<'done' | 'held' | 'free'> {
+    if (this.later.has(trigger, subscription)) return Promise.resolve('done'); // processed here, its completion not yet committed
+    return new Promise((resolve, reject) => {
+      this.peeks.push({ trigger, subscription, resolve, reject });
+      this.schedule();
+    });
+  }
+
+  /** One statement for the turn's looks: each pair done within the TTL, claimed under a live lease, or neither. */
+  private async flushPeeks(): Promise<void> {
+    const batch = this.peeks;
+    this.peeks = [];
+    if (!batch.length) return;
+    try {
+      const rows = await this.run<{ trigger_id: string; subscription_id: string; state: string }>(
+        `SELECT p.trigger_id, p.subscription_id, p.state FROM ${this.s}.pairs p
+         JOIN unnest($1::text[], $2::text[]) AS t(trigger_id, subscription_id) ON p.trigger_id = t.trigger_id AND p.subscription_id = t.subscription_id
+         WHERE (p.state = 'done' AND p.done_at >= now() - $3 * interval '1 millisecond') OR (p.state = 'claimed' AND p.lease_until >= now())`,
+        [batch.map((w) => w.trigger), batch.map((w) => w.subscription), this.options.ttlMs],
+      );
+      const found = new Map(rows.map((r) => [key(r.trigger_id, r.subscription_id), r.state === 'done' ? ('done' as const) : ('held' as const)]));
+      for (const w of batch) w.resolve(found.get(key(w.trigger, w.subscription)) ?? 'free');
+    } catch (err) {
+      for (const w of batch) w.reject(err as Error);
+    }
   }
 
   extend(trigger: string, subscription: string): Promise<boolean> {
@@ -144,6 +172,18 @@ export class PgStore extends PgHistoryStore<PgStoreOptions> implements PairStore
       this.releases.push({ trigger, subscription, token: held?.token ?? '', resolve, reject });
       this.schedule();
     });
+  }
+
+  /** Which of these pairs are done (processed, within the TTL), as keys `subscription\0trigger`: for `reconcile`, which claims nothing. */
+  async doneAmong(pairs: readonly { trigger: string; subscription: string }[]): Promise<Set<string>> {
+    if (!pairs.length) return new Set();
+    const rows = await this.run<{ trigger_id: string; subscription_id: string }>(
+      `SELECT p.trigger_id, p.subscription_id FROM ${this.s}.pairs p
+       JOIN unnest($1::text[], $2::text[]) AS t(trigger_id, subscription_id) ON p.trigger_id = t.trigger_id AND p.subscription_id = t.subscription_id
+       WHERE p.state = 'done' AND p.done_at >= now() - $3 * interval '1 millisecond'`,
+      [pairs.map((p) => p.trigger), pairs.map((p) => p.subscription), this.options.ttlMs],
+    );
+    return new Set(rows.map((r) => key(r.trigger_id, r.subscription_id)));
   }
 
   /** Tries again the completions that could not be committed (what its timer does every second). */
