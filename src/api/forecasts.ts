@@ -137,13 +137,13 @@ export async function expectedNotifications(api: ForecastApi, hook: Pick<Webhook
   };
   const runsOf = (model: string): Promise<{ init: string; inProgress: boolean }[]> =>
     once(`times:${model}`, async () => {
+      const times = await api.initializationTimes(model); // a model the API does not know fails here, clearly
       if ('run' in window) {
         // a run the API has no hours of may still have degree days or cyclones: it is looked at all the same
         const info = await once(`run:${model}:${window.run.init}`, () => api.runInformation(model, window.run.init));
         return [{ init: info?.initialization_time ?? sameInstant(window.run.init), inProgress: info?.in_progress ?? false }];
       }
-      const t = await api.initializationTimes(model);
-      return [...t.available.map((init) => ({ init, inProgress: false })), ...t.in_progress.map((init) => ({ init, inProgress: true }))];
+      return [...times.available.map((init) => ({ init, inProgress: false })), ...times.in_progress.map((init) => ({ init, inProgress: true }))];
     });
   const info = (model: string, init: string) => once(`run:${model}:${init}`, () => api.runInformation(model, init));
 
