@@ -272,6 +272,7 @@ export class WebhooksCore {
       subscriptionId: pair.subscription,
       payload,
       signature: { layout: v.layout, timestamp: v.timestamp, triggerId: v.triggerId, secretIndex: v.secretIndex },
+      ...(pair.catchUp ? { catchUp: true } : {}),
     } as unknown as WebhookEvent;
     return { event, stored };
   }
