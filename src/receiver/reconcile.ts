@@ -4,6 +4,7 @@ import type { Webhook } from '../api/normalize.js';
 import type { Service } from '../api/service.js';
 import { forecastKey, forecastOf, handedKeys, lateOf, reconcile, type ExpectedNotification, type Keyed, type LateNotification, type Reconciled } from '../delivery/forecast.js';
 import { DELIVERED_OUTCOMES } from '../delivery/outcomes.js';
+import type { PairStore } from '../delivery/store.js';
 import { NotFoundError } from '../errors.js';
 import { pairsFileName } from '../store/file-pairs.js';
 import { pairsIn } from '../store/pairs-log.js';
@@ -151,4 +152,47 @@ export class RunWatch {
     this.stopped = true;
     await this.looking;
   }
+}
+
+/** What a store that listen (or an app) holds says was processed: its own look at each pair (claiming nothing). */
+export function storeLookup(store: PairStore): ProcessedLookup {
+  return async (pairs) => {
+    const out = new Set<string>();
+    const looks = await Promise.all(pairs.map((k) => (store.peek ? store.peek(k.trigger, k.subscription) : Promise.resolve('free' as const))));
+    looks.forEach((l, i) => l === 'done' && out.add(keyText(pairs[i]!)));
+    return out;
+  };
+}
+
+/** The environment `--on-late CMD` runs in: the caller's, and the late notification's details (WXHOOKS_LATE_*, and all of it as JSON). */
+export function lateEnvironment(late: LateNotification, env: Record<string, string | undefined>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(env)) if (v !== undefined) out[k] = v;
+  Object.assign(out, {
+    WXHOOKS_LATE_TYPE: late.type,
+    WXHOOKS_LATE_SUBSCRIPTION_ID: late.subscription_id,
+    WXHOOKS_LATE_MODEL: late.model,
+    WXHOOKS_LATE_INITIALIZATION_TIME: late.initialization_time,
+    WXHOOKS_LATE_FORECAST_HOUR: late.forecast_hour === undefined ? '' : String(late.forecast_hour),
+    WXHOOKS_LATE_CREATED_AT: late.created_at,
+    WXHOOKS_LATE_MS: String(Math.round(late.late_ms)),
+    WXHOOKS_LATE_JSON: JSON.stringify(late),
+  });
+  return out;
+}
+
+/**
+ * Runs `--on-late CMD` for one late notification, through the shell, with its details in the environment;
+ * what it prints goes to `out` (never to stdout, which may be NDJSON); resolves with its exit code (or
+ * why it could not run). Never rejects.
+ */
+export async function runOnLate(cmd: string, late: LateNotification, env: Record<string, string | undefined>, out: { write(text: string): unknown }): Promise<{ code: number | null; error?: string }> {
+  const { spawn } = await import('node:child_process');
+  return new Promise((resolve) => {
+    const child = spawn(cmd, { shell: true, env: lateEnvironment(late, env), stdio: ['ignore', 'pipe', 'pipe'] });
+    child.stdout.on('data', (d: Buffer) => out.write(d.toString('utf8')));
+    child.stderr.on('data', (d: Buffer) => out.write(d.toString('utf8')));
+    child.on('error', (err) => resolve({ code: null, error: err.message }));
+    child.on('close', (code) => resolve({ code }));
+  });
 }

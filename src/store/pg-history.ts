@@ -231,6 +231,22 @@ export abstract class PgHistoryStore<O extends PgHistoryOptions> extends PgConne
     return { runs, tests: tests[0]?.n ?? 0 };
   }
 
+  /**
+   * When each forecast hour of the history's runs first arrived, and its notification's created_at (for its
+   * delivery lag): the verified forecast_hour.available deliveries that carry one, test deliveries aside.
+   */
+  async historyArrivals(): Promise<{ model: string; initialization_time: string; forecast_hour: number; time: string; created_at: string }[]> {
+    return this.run(
+      `SELECT record->>'model' AS model, record->>'initialization_time' AS initialization_time, (record->>'forecast_hour')::int AS forecast_hour,
+              min(record->>'time') AS time, min(record->>'created_at') AS created_at
+       FROM ${this.s}.deliveries
+       WHERE outcome IN (${DELIVERED}) AND type = 'forecast_hour.available' AND jsonb_typeof(record->'forecast_hour') = 'number' AND record ? 'created_at' AND record ? 'time'
+         AND ${VERIFIED} AND record->>'model' <> '' AND record->>'initialization_time' <> '' AND NOT coalesce((record->>'test')::boolean, false)
+       GROUP BY 1, 2, 3`,
+      [],
+    );
+  }
+
   /** The ids of the history rows whose record or body holds `text` (any case), newest first. */
   async historySearch(text: string, limit: number): Promise<number[]> {
     const like = `%${likeText(pgText(text))}%`;
