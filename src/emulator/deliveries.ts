@@ -3,14 +3,12 @@ import { filtersMatch } from '../delivery/forecast.js';
 import { networkReason, readStart } from '../util/net.js';
 import { buildPayload } from '../signing/payload.js';
 import { newTriggerId, signDelivery } from '../signing/sign.js';
-import { syntheticResponse, type EventData } from './responses.js';
+import { syntheticResponse, type PublishedEvent } from './responses.js';
 
 export { filtersMatch };
 import type { DeliveryAttempt, EmuSubscription, EmuWebhook, EmulatorState } from './state.js';
 
-export interface PublishedEvent extends EventData {
-  type: string;
-}
+export type { PublishedEvent };
 
 export interface Notification {
   webhook: EmuWebhook;

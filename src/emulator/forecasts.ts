@@ -1,6 +1,5 @@
 import { DEGREE_DAYS, FORECAST_HOUR, INIT_TIME, TROPICAL_CYCLONES } from '../delivery/forecast.js';
-import { syntheticResponse } from './responses.js';
-import type { PublishedEvent } from './deliveries.js';
+import { syntheticResponse, type PublishedEvent } from './responses.js';
 
 /**
  * The emulator's forecast API: its record of what it published, read back as the service's forecast API
