@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { claimWithForecast, completeWithForecast, forecastKey, forecastOf, lateOf, reconcile, releaseWithForecast, type ExpectedNotification, type ForecastNamed } from '../src/delivery/forecast.js';
+import { claimWithForecast, completeWithForecast, forecastKey, forecastOf, releaseWithForecast, type ForecastNamed } from '../src/delivery/forecast.js';
+import { lateOf, reconcile, type ExpectedNotification } from '../src/delivery/reconcile.js';
 import { MemoryStore } from '../src/delivery/memory-store.js';
 import type { PairStore } from '../src/delivery/store.js';
 import { RunTracker, runView } from '../src/delivery/runs.js';

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
-import { forecastKey, TROPICAL_CYCLONES, type ExpectedNotification } from '../delivery/forecast.js';
+import { forecastKey, TROPICAL_CYCLONES } from '../delivery/forecast.js';
+import type { ExpectedNotification } from '../delivery/reconcile.js';
 import { buildPayload } from '../signing/payload.js';
 
 /**

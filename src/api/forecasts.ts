@@ -1,17 +1,5 @@
-import {
-  DEGREE_DAYS,
-  filterModels,
-  filtersMatch,
-  FORECAST_HOUR,
-  INIT_TIME,
-  RECONCILABLE,
-  TROPICAL_CYCLONES,
-  unreconcilable,
-  type ExpectedNotification,
-  type ExpectedRun,
-  type Expectations,
-  type ExpectingSubscription,
-} from '../delivery/forecast.js';
+import { DEGREE_DAYS, filterModels, filtersMatch, FORECAST_HOUR, INIT_TIME, TROPICAL_CYCLONES } from '../delivery/forecast.js';
+import { RECONCILABLE, unreconcilable, type ExpectedNotification, type ExpectedRun, type Expectations, type ExpectingSubscription } from '../delivery/reconcile.js';
 import { sameInstant } from '../delivery/runs.js';
 import { NotFoundError, UsageError } from '../errors.js';
 import type { HttpClient } from './http.js';

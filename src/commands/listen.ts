@@ -24,7 +24,7 @@ import { closeSinks, openSinks } from '../receiver/sinks-step.js';
 import type { Sink } from '../sinks/sink.js';
 import { startRelayDoor } from '../receiver/relay-door.js';
 import { reconcileWebhook, RunWatch, runOnLate, storeLookup } from '../receiver/reconcile.js';
-import type { LateNotification } from '../delivery/forecast.js';
+import type { LateNotification } from '../delivery/reconcile.js';
 import { describeLate } from '../output/late.js';
 import { describeRelayLink, relayLinkEvent } from '../output/listen-relay.js';
 import { checkRelayOptions, relayTemporary, webhookChannel, type RelayTarget } from './listen-relay.js';

@@ -1,4 +1,4 @@
-import type { LateNotification } from '../delivery/forecast.js';
+import type { LateNotification } from '../delivery/reconcile.js';
 import { formatDuration } from '../util/duration.js';
 import { printable } from '../util/printable.js';
 import type { Style } from './style.js';
