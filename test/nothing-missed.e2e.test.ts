@@ -47,7 +47,7 @@ it('try it with the emulator: missing while nothing listens, caught up through t
   const listenPort = String(await freePort());
   const swap = (args: string[]) => args.map((a) => a.replace('8787', listenPort).replace('1s,1s,1s', '10ms,10ms,10ms'));
   const dir = tempDir();
-  const app = await startServer((req, res) => sendJson(res, 200, { ok: true }));
+  const app = await startServer((_req, res) => sendJson(res, 200, { ok: true }));
   const emu = startCli([...swap(emulator!), '--port', emulatorPort], { WXHOOKS_CONFIG_DIR: dir });
   try {
     const exportLine = await emu.waitFor<string>((l) => typeof l === 'string' && l.trim().startsWith('export WX_BASE_URL='));
