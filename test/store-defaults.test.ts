@@ -5,7 +5,18 @@ import { DEFAULTS } from '../src/delivery/defaults.js';
 
 // One home for every default (DEFAULTS): the stores read the ones that are theirs, and restate none.
 
-const STORE_KEYS = ['pairTtlMs', 'claimLeaseMs', 'storeGiveUpMs', 'sweepIntervalMs', 'storeWatchMs', 'historyRows', 'historyBytes', 'historyPartBytes', 'historyRefusedRows'] as const;
+const STORE_KEYS = [
+  'pairTtlMs',
+  'claimLeaseMs',
+  'storeGiveUpMs',
+  'sweepIntervalMs',
+  'storeWatchMs',
+  'storeBriefWaitMs',
+  'historyRows',
+  'historyBytes',
+  'historyPartBytes',
+  'historyRefusedRows',
+] as const;
 
 /** The numbers a source writes as literals (`60_000`, `64 * 1024 * 1024`), comments left out. */
 function literals(source: string): number[] {

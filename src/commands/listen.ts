@@ -23,9 +23,9 @@ import { startReceiver, type RawDelivery, type RunningReceiver } from '../receiv
 import { closeSinks, openSinks } from '../receiver/sinks-step.js';
 import type { Sink } from '../sinks/sink.js';
 import { startRelayDoor } from '../receiver/relay-door.js';
-import { reconcileWebhook, RunWatch, runOnLate, storeLookup } from '../receiver/reconcile.js';
+import { reconcileWebhook, storeLookup, type RunWatch } from '../receiver/reconcile.js';
 import type { LateNotification } from '../delivery/reconcile.js';
-import { describeLate } from '../output/late.js';
+import { watchLateRuns } from '../output/late.js';
 import { describeRelayLink, relayLinkEvent } from '../output/listen-relay.js';
 import { checkRelayOptions, relayTemporary, webhookChannel, type RelayTarget } from './listen-relay.js';
 import { BODY_READS, DEFAULTS } from '../delivery/defaults.js';
@@ -545,26 +545,17 @@ async function startPage(
 async function watchRuns(ctx: Context, o: ListenOptions, l: Listening, store: PairStore, say: (event: Record<string, unknown>, text: string) => void, style: Style): Promise<RunWatch> {
   const { service } = l.temporary ?? (await serviceFor(ctx));
   const hook = l.temporary?.hook ?? l.hook ?? (await service.getWebhook(o.webhook!));
-  const watch = new RunWatch({
-    look: () => reconcileWebhook({ service, webhook: hook, window: { since: ctx.clock.now() - DEFAULTS.reconcileSinceMs }, models: o.watchModel, lookup: storeLookup(store) }),
-    lateAfterMs: o.lateAfter,
-    intervalMs: o.watchInterval,
-    clock: ctx.clock,
-    onLate(late) {
-      say({ event: 'late_hour', ...late }, describeLate(late, style));
-      if (o.onLate !== undefined)
-        void runOnLate(o.onLate, late, ctx.env, ctx.stderr).then((r) => {
-          if (r.code !== 0) line(ctx.stderr, style.yellow(`warning: --on-late ${r.error ? `could not run: ${printable(r.error)}` : `exited ${r.code}`}.`));
-        });
+  return watchLateRuns(
+    {
+      look: () => reconcileWebhook({ service, webhook: hook, window: { since: ctx.clock.now() - DEFAULTS.reconcileSinceMs }, models: o.watchModel, lookup: storeLookup(store) }),
+      lateAfterMs: o.lateAfter,
+      intervalMs: o.watchInterval,
+      clock: ctx.clock,
+      onLate: o.onLate,
+      what: '--watch-runs',
     },
-    onError: (err) =>
-      say(
-        { event: 'watch_failed', reason: (err as Error).message },
-        style.yellow(`warning: --watch-runs could not ask the forecast API (${printable((err as Error).message)}); it tries again in ${formatDuration(o.watchInterval)}.`),
-      ),
-  });
-  watch.start();
-  return watch;
+    { say, stderr: ctx.stderr, env: ctx.env, style },
+  );
 }
 
 /** The secret to verify with: the temporary webhook's (created now), or the one given; and the webhook, looked up when it can be. */

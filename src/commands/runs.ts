@@ -10,9 +10,9 @@ import { msDefault, repeatable, valued } from './options.js';
 import { deliverySourceOptions, resolveSecrets, secretSourceOptions, serviceFor } from './shared.js';
 import { DEFAULTS } from '../delivery/defaults.js';
 import { InterruptedError, UsageError } from '../errors.js';
-import { describeLate } from '../output/late.js';
+import { watchLateRuns } from '../output/late.js';
 import { styleFor } from '../output/style.js';
-import { fileLookup, pgLookup, reconcileWebhook, RunWatch, runOnLate } from '../receiver/reconcile.js';
+import { fileLookup, pgLookup, reconcileWebhook } from '../receiver/reconcile.js';
 import { configDir } from '../store/paths.js';
 import { storeKind } from '../store/store-url.js';
 import { formatDuration } from '../util/duration.js';
@@ -86,36 +86,28 @@ export async function runRunsWatch(ctx: Context, o: RunsWatchOptions): Promise<v
     kind === 'postgres' ? await (await import('../store/postgres.js')).PgStore.open({ url: storeUrl, schema: o.storeSchema, ttlMs: DEFAULTS.pairTtlMs, leaseMs: DEFAULTS.claimLeaseMs }) : undefined;
   const style = styleFor(ctx, ctx.stderr);
   const say = (event: Record<string, unknown>, text: string) => (ctx.global.json ? line(ctx.stdout, JSON.stringify(event)) : line(ctx.stderr, text));
-  const watch = new RunWatch({
-    look: () =>
-      reconcileWebhook({
-        service,
-        webhook: hook,
-        window: { since: ctx.clock.now() - DEFAULTS.reconcileSinceMs },
-        models: o.model,
-        lookup: pg ? pgLookup(pg) : fileLookup(configDir(ctx.env), hook.id),
-      }),
-    lateAfterMs: o.lateAfter,
-    intervalMs: o.watchInterval,
-    clock: ctx.clock,
-    onLate(late) {
-      say({ event: 'late_hour', ...late }, describeLate(late, style));
-      if (o.onLate !== undefined)
-        void runOnLate(o.onLate, late, ctx.env, ctx.stderr).then((r) => {
-          if (r.code !== 0) line(ctx.stderr, style.yellow(`warning: --on-late ${r.error ? `could not run: ${printable(r.error)}` : `exited ${r.code}`}.`));
-        });
-    },
-    onError: (err) =>
-      say(
-        { event: 'watch_failed', reason: (err as Error).message },
-        style.yellow(`warning: could not ask the forecast API (${printable((err as Error).message)}); trying again in ${formatDuration(o.watchInterval)}.`),
-      ),
-  });
   say(
     { event: 'watching', webhook_id: hook.id, interval_ms: o.watchInterval, late_after_ms: o.lateAfter },
     `Watching webhook ${hook.id}'s runs every ${formatDuration(o.watchInterval)}: a forecast hour out for ${formatDuration(o.lateAfter)} and not delivered is late. Ctrl-C to stop.`,
   );
-  watch.start();
+  const watch = watchLateRuns(
+    {
+      look: () =>
+        reconcileWebhook({
+          service,
+          webhook: hook,
+          window: { since: ctx.clock.now() - DEFAULTS.reconcileSinceMs },
+          models: o.model,
+          lookup: pg ? pgLookup(pg) : fileLookup(configDir(ctx.env), hook.id),
+        }),
+      lateAfterMs: o.lateAfter,
+      intervalMs: o.watchInterval,
+      clock: ctx.clock,
+      onLate: o.onLate,
+      what: 'runs watch',
+    },
+    { say, stderr: ctx.stderr, env: ctx.env, style },
+  );
   try {
     throw new InterruptedError(await ctx.interrupted);
   } finally {

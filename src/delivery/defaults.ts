@@ -39,6 +39,8 @@ export const DEFAULTS = {
   sweepIntervalMs: 60_000,
   /** How often a store tries again the processed pairs it could not write (and the file store looks at its file and its clocks). */
   storeWatchMs: 1_000,
+  /** How long a pairs file's opener waits for a brief holder (`reconcile --catch-up` handing over) to let it go, before it refuses. */
+  storeBriefWaitMs: 60_000,
   /** The history (`--inspect`, a postgres store's): how many verified requests are kept (`--history`). */
   historyRows: 500,
   /** The history: the body bytes the kept verified requests may hold together (`--history-size`). */

@@ -3,6 +3,7 @@ import { closeSync, openSync, readFileSync, readlinkSync, rmSync, statSync } fro
 import { hostname } from 'node:os';
 import { basename } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { DEFAULTS } from '../delivery/defaults.js';
 import { UsageError } from '../errors.js';
 import { fsReason, writeFileAtomicSync } from '../util/files.js';
 import { printable } from '../util/printable.js';
@@ -42,9 +43,6 @@ export interface Owner {
 
 /** Who asks: the advice for a file in use differs; `reconcile` holds the file only briefly. */
 export type StoreDoor = 'listen' | 'app' | 'reconcile';
-
-/** How long an opener waits for a brief holder (reconcile handing over its catch-ups) to let the file go. */
-const BRIEF_WAIT_MS = 60_000;
 
 /** Thrown inside the guard: the file is held by a live brief holder, to be waited for. */
 class HeldBriefly extends Error {}
@@ -101,7 +99,7 @@ export async function ownFile(file: string, door: StoreDoor): Promise<Ownership>
         const state = found && stateOf(found);
         if (found && state !== 'gone') {
           // a reconcile handing over its catch-ups lets go within seconds: wait for it rather than refuse
-          if (found.brief && state === 'running' && Date.now() - started < BRIEF_WAIT_MS) throw new HeldBriefly();
+          if (found.brief && state === 'running' && Date.now() - started < DEFAULTS.storeBriefWaitMs) throw new HeldBriefly();
           throw inUse(file, ownerFile, found, state!, door);
         }
         writeOwner(ownerFile, mine, 'replace');
