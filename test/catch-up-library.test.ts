@@ -2,8 +2,8 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../scripts/harness.js';
-import { startEmulator, type RunningEmulator } from '../src/emulator/server.js';
-import type { DeliveryAttempt } from '../src/emulator/state.js';
+import type { RunningEmulator } from '../src/emulator/server.js';
+import { publishingEmulator, type PublishingEmulator } from './helpers/published.js';
 import { Webhooks, createNodeMiddleware, openStore, type PairStore, type WebhookEvent } from '../src/index.js';
 import { buildPayload } from '../src/signing/payload.js';
 import { signDelivery } from '../src/signing/sign.js';
@@ -18,38 +18,18 @@ import { post } from './helpers/http.js';
 const INIT = latestCycle();
 const MODEL = 'wm-lib';
 let emu: RunningEmulator;
-const attempts: DeliveryAttempt[] = [];
-const wakers = new Set<() => void>();
+let published: PublishingEmulator;
 
 beforeAll(async () => {
-  emu = await startEmulator({
-    port: 0,
-    retryDelays: [10],
-    onAttempt: (a) => {
-      attempts.push(a);
-      for (const wake of wakers) wake();
-    },
-  });
+  published = await publishingEmulator([10]);
+  emu = published.emu;
 });
 afterAll(() => emu.close());
 
 const api = (path: string, init: RequestInit = {}) => fetch(`${emu.url}${path}`, { ...init, headers: { authorization: `Bearer ${emu.apiKey}`, 'content-type': 'application/json', ...init.headers } });
 
 /** Publishes an event; resolves with its trigger once its delivery was made, or failed for good. */
-async function publish(event: Record<string, unknown>): Promise<string> {
-  const trigger = ((await (await api('/emulator/v1/events', { method: 'POST', body: JSON.stringify({ model: MODEL, initialization_time: INIT, ...event }) })).json()) as { trigger_id: string })
-    .trigger_id;
-  await new Promise<void>((resolve) => {
-    const look = () => {
-      if (!attempts.some((a) => a.trigger_id === trigger && (a.outcome === 'delivered' || a.next_attempt_at === undefined))) return;
-      wakers.delete(look);
-      resolve();
-    };
-    wakers.add(look);
-    look();
-  });
-  return trigger;
-}
+const publish = async (event: Record<string, unknown>): Promise<string> => (await published.publish({ model: MODEL, initialization_time: INIT, ...event })).trigger;
 
 /** The app: its handlers keep what they saw (and whether it was a catch-up), its store a file. */
 function appOf(secret: string, store: PairStore) {

@@ -2,8 +2,9 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../scripts/harness.js';
-import { startEmulator, type RunningEmulator } from '../src/emulator/server.js';
+import type { RunningEmulator } from '../src/emulator/server.js';
 import type { DeliveryAttempt } from '../src/emulator/state.js';
+import { publishingEmulator, type PublishingEmulator } from './helpers/published.js';
 import { buildPayload } from '../src/signing/payload.js';
 import { signDelivery } from '../src/signing/sign.js';
 import { Verifier } from '../src/signing/verify.js';
@@ -27,34 +28,13 @@ import { startServer, type TestServer } from './helpers/server.js';
 const INIT = latestCycle();
 
 let emu: RunningEmulator;
-const attempts: DeliveryAttempt[] = [];
-const wakers = new Set<() => void>();
+let published: PublishingEmulator;
 
 beforeAll(async () => {
-  emu = await startEmulator({
-    port: 0,
-    retryDelays: [10, 10, 10],
-    onAttempt: (a) => {
-      attempts.push(a);
-      for (const wake of wakers) wake();
-    },
-  });
+  published = await publishingEmulator([10, 10, 10]);
+  emu = published.emu;
 });
 afterAll(() => emu.close());
-
-/** Resolves once the notification of `trigger` was delivered, or failed for good (its last retry failed). */
-function settled(trigger: string): Promise<DeliveryAttempt> {
-  return new Promise((resolve) => {
-    const look = () => {
-      const done = attempts.find((a) => a.trigger_id === trigger && (a.outcome === 'delivered' || a.next_attempt_at === undefined));
-      if (!done) return;
-      wakers.delete(look);
-      resolve(done);
-    };
-    wakers.add(look);
-    look();
-  });
-}
 
 interface Setup {
   env: Record<string, string>;
@@ -103,15 +83,7 @@ async function setUp(model = `wm-${Math.random().toString(36).slice(2, 8)}`): Pr
       await run.waitFor<{ event?: string }>((v) => v.event === 'listening');
       return run;
     },
-    async publish(event) {
-      const res = await fetch(`${emu.url}/emulator/v1/events`, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${emu.apiKey}`, 'content-type': 'application/json' },
-        body: JSON.stringify({ model, initialization_time: INIT, ...event }),
-      });
-      const trigger = ((await res.json()) as { trigger_id: string }).trigger_id;
-      return { trigger, attempt: await settled(trigger) };
-    },
+    publish: (event) => published.publish({ model, initialization_time: INIT, ...event }),
   };
 }
 

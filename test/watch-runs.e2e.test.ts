@@ -2,8 +2,8 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../scripts/harness.js';
-import { startEmulator, type RunningEmulator } from '../src/emulator/server.js';
-import type { DeliveryAttempt } from '../src/emulator/state.js';
+import type { RunningEmulator } from '../src/emulator/server.js';
+import { publishingEmulator, type PublishingEmulator } from './helpers/published.js';
 import type { Clock } from '../src/util/clock.js';
 import { latestCycle } from '../src/vocabulary.js';
 import { tempDir } from './helpers/cli.js';
@@ -19,38 +19,16 @@ const INIT = latestCycle();
 const MODEL = 'wm-watch';
 const OTHER = 'wm-watch-2';
 let emu: RunningEmulator;
-const attempts: DeliveryAttempt[] = [];
-const wakers = new Set<() => void>();
+let published: PublishingEmulator;
 
 beforeAll(async () => {
-  emu = await startEmulator({
-    port: 0,
-    retryDelays: [10],
-    onAttempt: (a) => {
-      attempts.push(a);
-      for (const wake of wakers) wake();
-    },
-  });
+  published = await publishingEmulator([10]);
+  emu = published.emu;
 });
 afterAll(() => emu.close());
 
 async function publish(event: Record<string, unknown>, model = MODEL): Promise<string> {
-  const res = await fetch(`${emu.url}/emulator/v1/events`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${emu.apiKey}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ model, initialization_time: INIT, ...event }),
-  });
-  const trigger = ((await res.json()) as { trigger_id: string }).trigger_id;
-  await new Promise<void>((resolve) => {
-    const look = () => {
-      if (!attempts.some((a) => a.trigger_id === trigger && (a.outcome === 'delivered' || a.next_attempt_at === undefined))) return;
-      wakers.delete(look);
-      resolve();
-    };
-    wakers.add(look);
-    look();
-  });
-  return trigger;
+  return (await published.publish({ model, initialization_time: INIT, ...event })).trigger;
 }
 
 /** The test's clock, which also says when the watch has finished a look and waits for the next (its n-th `after`). */

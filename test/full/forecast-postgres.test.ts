@@ -2,8 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort, startPostgres, type Postgres } from '../../scripts/harness.js';
 import { claimWithForecast, completeWithForecast, forecastKey, forecastOf, releaseWithForecast, type ForecastNamed } from '../../src/delivery/forecast.js';
 import type { PairStore } from '../../src/delivery/store.js';
-import { startEmulator, type RunningEmulator } from '../../src/emulator/server.js';
-import type { DeliveryAttempt } from '../../src/emulator/state.js';
+import type { RunningEmulator } from '../../src/emulator/server.js';
+import { publishingEmulator, type PublishingEmulator } from '../helpers/published.js';
 import { buildPayload } from '../../src/signing/payload.js';
 import { signDelivery } from '../../src/signing/sign.js';
 import { PgStore } from '../../src/store/postgres.js';
@@ -74,18 +74,11 @@ describe('the forecast beside the pair, in PostgreSQL', () => {
 
 describe('reconcile --catch-up with two receivers on one PostgreSQL store', () => {
   let emu: RunningEmulator;
-  const attempts: DeliveryAttempt[] = [];
-  const wakers = new Set<() => void>();
+  let published: PublishingEmulator;
   const procs: Running[] = [];
   beforeAll(async () => {
-    emu = await startEmulator({
-      port: 0,
-      retryDelays: [10],
-      onAttempt: (a) => {
-        attempts.push(a);
-        for (const w of wakers) w();
-      },
-    });
+    published = await publishingEmulator([10]);
+    emu = published.emu;
   });
   afterAll(async () => {
     for (const p of procs) await p.stop();
@@ -107,20 +100,7 @@ describe('reconcile --catch-up with two receivers on one PostgreSQL store', () =
       procs.push(p);
       return p;
     };
-    const publish = async (hour: number) => {
-      const res = await fetch(`${emu.url}/emulator/v1/events`, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${emu.apiKey}`, 'content-type': 'application/json' },
-        body: JSON.stringify({ type: 'forecast_hour.available', model: 'wm-pg', initialization_time: INIT, forecast_hour: hour }),
-      });
-      const trigger = ((await res.json()) as { trigger_id: string }).trigger_id;
-      await new Promise<void>((resolve) => {
-        const look = () => attempts.some((a) => a.trigger_id === trigger && (a.outcome === 'delivered' || a.next_attempt_at === undefined)) && (wakers.delete(look), resolve());
-        wakers.add(look);
-        look();
-      });
-      return trigger;
-    };
+    const publish = async (hour: number) => (await published.publish({ type: 'forecast_hour.available', model: 'wm-pg', initialization_time: INIT, forecast_hour: hour })).trigger;
     try {
       // A is down (the webhook's URL), B runs: +6h is missed
       const b = listen(portB);
