@@ -58,7 +58,12 @@ export const GROUPS: [name: string, summary: string, load: () => Promise<{ regis
   ['listen', 'receive deliveries locally: verify each one, skip duplicates, show it, forward it to your app', () => import('./commands/listen.js')],
   ['doctor', 'check the chain from the service to this machine, link by link, and say what to do about each broken one', () => import('./commands/doctor.js')],
   ['deliveries', 'the deliveries saved by `listen --save-dir`: list, show, and replay them to your app', () => import('./commands/deliveries.js')],
-  ['runs', 'model runs in a folder of saved deliveries: the forecast hours present, and those missing', () => import('./commands/runs.js')],
+  ['runs', 'model runs in a folder of saved deliveries: the forecast hours present, those missing, their lag; `runs watch`: late hours as they happen', () => import('./commands/runs.js')],
+  [
+    'reconcile',
+    'what the forecast API says a webhook should have been sent, against what was processed here; --catch-up hands over what is missing, once; exit 11 if something is',
+    () => import('./commands/reconcile.js'),
+  ],
   ['verify', 'check a captured delivery offline: which signature layout matched, or why none did', () => import('./commands/verify.js')],
   ['send', 'sign and POST one delivery, as the service would, to any receiver (to test your own endpoint)', () => import('./commands/send.js')],
   ['mcp', 'an MCP server over stdio for a coding agent: the deliveries of a running listen, replay, verify, send, the service', () => import('./commands/mcp.js')],

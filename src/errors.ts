@@ -25,6 +25,8 @@ export const ExitCode = {
   NOT_VERIFIED: 9,
   /** local storage failed while running: the processed-pairs file or the shared store could not be written for too long (`listen`) */
   STORAGE_FAILED: 10,
+  /** something is missing: `reconcile` found notifications the forecast API says exist that were not processed here (and, with --catch-up, could not be handed over) */
+  MISSING: 11,
   /** told to stop by SIGHUP (128 + 1, as shells count it) */
   HANGUP: 129,
   /** interrupted (Ctrl-C: SIGINT) */
@@ -50,6 +52,7 @@ export const EXIT_CODE_WORDS: Record<ExitCodeValue, string> = {
   8: 'secret not saved',
   9: 'not verified',
   10: 'storage failed',
+  11: 'missing',
   129: 'SIGHUP',
   130: 'interrupted',
   141: 'output closed',
@@ -113,6 +116,11 @@ export class NotVerifiedError extends WxError {
 /** Local storage failed while running (exit 10): what was acknowledged is stored; what was not, the service retries. */
 export class StorageError extends WxError {
   override readonly exitCode = ExitCode.STORAGE_FAILED;
+}
+
+/** Something is missing (exit 11): `reconcile` found notifications that were not processed here, a CI gate's failure. */
+export class MissingError extends WxError {
+  override readonly exitCode = ExitCode.MISSING;
 }
 
 /** Why a long-running command was told to stop: a signal, or its stdout closed by the reader (`listen | head`). */

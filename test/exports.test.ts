@@ -48,6 +48,8 @@ describe('the public surface', () => {
     expect(exportsOf('src/index.ts')).toEqual(
       [
         ...HANDLER_TYPES,
+        'CatchUpOptions',
+        'CaughtUp',
         'Claim',
         'ConnectionListener',
         'ConsumedMessage',

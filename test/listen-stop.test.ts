@@ -103,6 +103,11 @@ describe('ListenOptions, derived from the flag declarations', () => {
       inspectHost: 1,
       history: 1,
       historySize: 1,
+      watchRuns: 1,
+      watchInterval: 1,
+      lateAfter: 1,
+      onLate: 1,
+      watchModel: 1,
     } satisfies Record<keyof ListenOptions, 1>;
     expectTypeOf<keyof typeof keys>().toEqualTypeOf<keyof ListenOptions>();
     expect(names).toEqual(Object.keys(keys).sort());

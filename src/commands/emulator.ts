@@ -45,7 +45,11 @@ Examples:
 Its key and its webhooks are kept across restarts (in the store folder, see \`wxhooks config path\`; the
 webhooks per port), so the export lines pasted into other shells, and the webhooks' stored secrets, stay
 good. Each delivery attempt is shown on a line: the webhook, subscription, trigger, the receiver's
-answer or error, and when the next retry is due.`,
+answer or error, and when the next retry is due.
+
+It serves the forecast API's record of what it published, delivered or not (initialization_times,
+run_information with each hour's created_at, degree days' calculation_times, tropical_cyclones), so that
+\`wxhooks reconcile\` and \`listen --watch-runs\` work against it: a model it never published is a 404.`,
     )
     .action(act(runEmulator, { longRunning: true }));
 

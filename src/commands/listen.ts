@@ -26,6 +26,9 @@ import { sinkFlagHelp } from '../sinks/kinds.js';
 import type { Sink } from '../sinks/sink.js';
 import { sinkUrls } from '../sinks/sink-url.js';
 import { startRelayDoor, type RunningRelayDoor } from '../receiver/relay-door.js';
+import { reconcileWebhook, storeLookup, type RunWatch } from '../receiver/reconcile.js';
+import type { LateNotification } from '../delivery/reconcile.js';
+import { watchLateRuns } from '../output/late.js';
 import { describeRelayLink, relayLinkEvent } from '../output/listen-relay.js';
 import { checkRelayOptions, relayTemporary, type RelayTarget } from '../receiver/relay-target.js';
 import { lastingChannel } from '../relay/channels.js';
@@ -128,7 +131,13 @@ function declareListen(cmd: Command) {
         String(HISTORY_DEFAULTS.rows),
       ]),
     )
-    .addOption(valued('--history-size <size>', 'the body bytes the kept verified requests may hold together; past it, older bodies are kept in part', size, [HISTORY_DEFAULTS.bytes, '64MiB']));
+    .addOption(valued('--history-size <size>', 'the body bytes the kept verified requests may hold together; past it, older bodies are kept in part', size, [HISTORY_DEFAULTS.bytes, '64MiB']))
+    .optionsGroup('Late runs (the forecast API against what arrived):')
+    .option('--watch-runs', "ask the forecast API what it published for the webhook's subscriptions, and say which forecast hours are late: available for longer than --late-after and not delivered")
+    .addOption(valued('--watch-interval <duration>', 'with --watch-runs: how often the forecast API is asked', timeLimit, msDefault(DEFAULTS.watchIntervalMs)))
+    .addOption(valued('--late-after <duration>', 'with --watch-runs: how long an available hour may take to arrive', duration, msDefault(DEFAULTS.lateAfterMs)))
+    .option('--on-late <cmd>', 'with --watch-runs: a shell command run for each late notification, its details in WXHOOKS_LATE_* (WXHOOKS_LATE_JSON: all of them)')
+    .option('--watch-model <model>', 'with --watch-runs: a model a subscription without a model filter receives (repeatable)', collect);
 }
 
 /** What `runListen` is given: every flag of `declareListen`, parsed. */
@@ -205,6 +214,12 @@ function checkOptions(ctx: Context, o: ListenOptions): void {
   const storeUrl = o.store ?? ctx.env.WXHOOKS_STORE_URL ?? DEFAULTS.storeUrl;
   if (storeKind(storeUrl) === 'file' && o.inspect === undefined && (ctx.given('history') || ctx.given('historySize'))) {
     throw new UsageError('--history and --history-size are for what --inspect keeps, or a postgres --store keeps: give one of them.');
+  }
+  if (!o.watchRuns && (ctx.given('watchInterval') || ctx.given('lateAfter') || o.onLate !== undefined || o.watchModel !== undefined)) {
+    throw new UsageError('--watch-interval, --late-after, --on-late and --watch-model go with --watch-runs.');
+  }
+  if (o.watchRuns && o.webhook === undefined && o.publicUrl === undefined && o.relay === undefined) {
+    throw new UsageError("--watch-runs asks the forecast API what the webhook's subscriptions should have been sent: give --webhook ID (or --public-url, --relay).");
   }
   if (o.claimTimeout <= o.forwardTimeout) {
     throw new UsageError(
@@ -300,6 +315,7 @@ export async function runListen(ctx: Context, o: ListenOptions): Promise<void> {
   let announced: Announced | undefined;
   let secretWatch: { close(): void } | undefined;
   let sinks: Sink[] | undefined;
+  let runWatch: RunWatch | undefined;
   try {
     const limits: HistoryLimits = { ...HISTORY_DEFAULTS, rows: o.history, bytes: o.historySize };
     const opened = await openPairStore({
@@ -400,9 +416,19 @@ export async function runListen(ctx: Context, o: ListenOptions): Promise<void> {
     reportReady(ctx, o, receiver, listening, output, styleErr);
     if (o.webhook !== undefined && listening.base !== undefined)
       secretWatch = watchSecret(ctx, o.webhook, listening.base, listening.secrets[0]!, verifier, say, (secrets) => relayDoor?.rekey(secrets));
+    if (o.watchRuns) runWatch = await watchRuns(ctx, o, listening, store, say, styleErr);
 
     if (history && o.inspect) {
-      inspector = await startPage(ctx, o, history, receiver, listening, (event, id) => output.push(json ? JSON.stringify({ ...event, replay_of: id }) : formatEvent(event, style, view())));
+      const watching = runWatch;
+      inspector = await startPage(
+        ctx,
+        o,
+        history,
+        receiver,
+        listening,
+        (event, id) => output.push(json ? JSON.stringify({ ...event, replay_of: id }) : formatEvent(event, style, view())),
+        watching && (() => watching.late()),
+      );
       await announced.update({ inspector: inspector.url.replace(/\?token=.*$/, '') }); // for `wxhooks mcp` to find, without its token
       say({ event: 'inspector', url: inspector.url }, `Inspector: ${styleErr.bold(inspector.url)}`);
       if (!isLoopback(o.inspect.host))
@@ -427,6 +453,7 @@ export async function runListen(ctx: Context, o: ListenOptions): Promise<void> {
   } catch (err) {
     throw err instanceof BindError && err.reason === 'in_use' && receiver === undefined ? await portTaken(ctx, o, listening, err) : err;
   } finally {
+    await runWatch?.stop();
     secretWatch?.close();
     await announced?.remove();
     // in this order: no new request, every request taken answered and its pair stored, then the store closed
@@ -482,6 +509,7 @@ async function startPage(
   receiver: RunningReceiver,
   l: Listening,
   reportReplay: (event: ReceiverEvent, id: number) => void,
+  late?: () => LateNotification[],
 ): Promise<RunningInspector> {
   const { keptValue } = await import('../store/kept.js');
   const token = await keptValue(configDir(ctx.env), 'inspector-token.json', () => randomBytes(24).toString('base64url'));
@@ -499,6 +527,7 @@ async function startPage(
     hostNames: o.inspectHost,
     history,
     token: token.value,
+    late,
     about: {
       url: receiver.url,
       ...shownRoutes(o.forwardTo),
@@ -524,6 +553,28 @@ async function startPage(
     },
   });
   return page;
+}
+
+/**
+ * `--watch-runs`: every --watch-interval, what the forecast API published for the webhook's subscriptions
+ * against what this listen's store holds as handed over; each notification available for longer than
+ * --late-after and not delivered is said once (a line, a `late_hour` event), run through --on-late, and
+ * listed in the inspector's Runs view while it is late. A look that fails is said, and the next tries again.
+ */
+async function watchRuns(ctx: Context, o: ListenOptions, l: Listening, store: PairStore, say: (event: Record<string, unknown>, text: string) => void, style: Style): Promise<RunWatch> {
+  const { service } = l.temporary ?? (await serviceFor(ctx));
+  const hook = l.temporary?.hook ?? l.hook ?? (await service.getWebhook(o.webhook!));
+  return watchLateRuns(
+    {
+      look: () => reconcileWebhook({ service, webhook: hook, window: { since: ctx.clock.now() - DEFAULTS.reconcileSinceMs }, models: o.watchModel, lookup: storeLookup(store) }),
+      lateAfterMs: o.lateAfter,
+      intervalMs: o.watchInterval,
+      clock: ctx.clock,
+      onLate: o.onLate,
+      what: '--watch-runs',
+    },
+    { say, stderr: ctx.stderr, env: ctx.env, style },
+  );
 }
 
 /** The secret to verify with: the temporary webhook's (created now), or the one given; and the webhook, looked up when it can be. */

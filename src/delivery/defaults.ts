@@ -48,8 +48,26 @@ export const DEFAULTS = {
   retryDelaysMs: [5_000, 30_000, 120_000] as readonly number[],
   /** How long the processed-pairs file may stay unwritable before `listen` stops (exit 10). */
   storeGiveUpMs: 60_000,
-  /** Expired pairs are swept at least this often (a store sweeps a TTL under four of these every quarter TTL, at least every second). */
+  /** Expired pairs are swept at least this often (a store sweeps a TTL under four of these every quarter TTL, at least every second: `sweepEvery`). */
   sweepIntervalMs: 60_000,
+  /** How often a store tries again the processed pairs it could not write (and the file store looks at its file and its clocks). */
+  storeWatchMs: 1_000,
+  /** How long a pairs file's opener waits for a brief holder (`reconcile --catch-up` handing over) to let it go, before it refuses. */
+  storeBriefWaitMs: 60_000,
+  /** The history (`--inspect`, a postgres store's): how many verified requests are kept (`--history`). */
+  historyRows: 500,
+  /** The history: the body bytes the kept verified requests may hold together (`--history-size`). */
+  historyBytes: 64 * MiB,
+  /** The history: how much of an older verified body is kept past `historyBytes`, and of a refused one. */
+  historyPartBytes: 4096,
+  /** The history: how many refused requests are kept, apart from the verified ones. */
+  historyRefusedRows: 100,
+  /** `reconcile`, `catchUp` and the run watch: the runs looked at, by initialisation time, when no window is given (`--since`). */
+  reconcileSinceMs: 24 * 3_600_000,
+  /** `listen --watch-runs`, `runs watch`: how often the forecast API is asked what it published (`--watch-interval`). */
+  watchIntervalMs: 60_000,
+  /** `listen --watch-runs`, `runs watch`: a forecast hour available this long and not delivered is late (`--late-after`). */
+  lateAfterMs: 10 * 60_000,
   /** How many pairs the in-memory store keeps at most; past it, the oldest are forgotten. */
   memoryPairs: 100_000,
   /** A sink's `?dedupe=`: the JetStream duplicate window of a stream we create, the life of a Redis dedupe key (as `--dedupe-ttl`). */
@@ -70,12 +88,6 @@ export const DEFAULTS = {
   consumerRetryDelayMs: 10_000,
   /** A sink consumer's `maxDeliveries`: deliveries of one message before it goes to the dead letters. */
   consumerMaxDeliveries: 5,
-  /**
-   * What a history of requests keeps (`listen --history`, `--history-size`, the shared store's history):
-   * the newest `rows` verified requests, their bodies at most `bytes` together (past that, the older keep
-   * their first `partBytes`), and apart from them the newest `refusedRows` refused requests, `partBytes` each.
-   */
-  history: { rows: 500, bytes: 64 * MiB, partBytes: 4096, refusedRows: 100 },
   /** A sink consumer's `claimTimeoutMs`: how long a message may go unanswered before another worker gets it (as `--claim-timeout`). */
   consumerClaimTimeoutMs: 60_000,
   /** `send`'s generated body (`--type`, `--webhook-id`, `--subscription-id`, `--model`) and how it is signed (`--layout`); the MCP server's send_delivery too. */
@@ -136,6 +148,9 @@ export const DEFAULTS = {
    */
   relayConcurrency: 16,
 } as const;
+
+/** How often a store sweeps pairs past a TTL of `ttlMs`: every quarter of it, at least every DEFAULTS.storeWatchMs, at most every DEFAULTS.sweepIntervalMs. */
+export const sweepEvery = (ttlMs: number): number => Math.max(DEFAULTS.storeWatchMs, Math.min(DEFAULTS.sweepIntervalMs, Math.floor(ttlMs / 4)));
 
 /** A whole request (its body included) must arrive within this many read timeouts. */
 export const BODY_READS = 6;

@@ -45,14 +45,14 @@ const encoder = new TextEncoder();
  */
 export function keyed(v: VerifySuccess, body: Uint8Array, sha256: Receiving<Uint8Array>['sha256']): { pair: Pair; keyed: Pair } | PromiseLike<{ pair: Pair; keyed: Pair }> {
   const found = pairFrom(v);
-  const pair = 'trigger' in found ? found : andThen(sha256(found.hashPrefix, body), (digest) => hashedPair(found.subscription, digest));
+  const pair = 'trigger' in found ? found : andThen(sha256(found.hashPrefix, body), (digest) => hashedPair(found.subscription, digest, found.forecast, found.catchUp));
   return andThen(pair, (p) => {
     const odd = unkeyableIds(p);
     if (!odd.length) return { pair: p, keyed: p };
-    const digests: Partial<Record<'trigger' | 'subscription', Uint8Array>> = {};
+    const digests: Partial<Record<(typeof odd)[number], Uint8Array>> = {};
     let pending: PromiseLike<unknown> | undefined;
     for (const k of odd) {
-      const d = sha256('', encoder.encode(p[k]));
+      const d = sha256('', encoder.encode(p[k]!));
       if (isPromise(d)) pending = Promise.all([pending, d.then((x) => void (digests[k] = x))]);
       else digests[k] = d;
     }

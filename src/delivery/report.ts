@@ -44,6 +44,10 @@ export interface ReceiverEvent {
   initialization_time?: string;
   forecast_hour?: number;
   test?: boolean;
+  /** A catch-up built from the forecast API by `reconcile --catch-up` (its signed body says so), not a delivery of the service's. */
+  catch_up?: true;
+  /** The notification's own `created_at` (when the service made it; for a forecast hour, about when the hour became available): what its delivery lag is counted from. */
+  created_at?: string;
   /** The layout whose signature matched: set on every request that verified, and only on those (see `verified`). */
   layout?: string;
   /** Set on the first match in auto mode: the layout is now pinned. */

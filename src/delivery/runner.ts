@@ -1,5 +1,6 @@
 import { ANSWERS, type Answer } from './answers.js';
 import { DEFAULTS } from './defaults.js';
+import { claimWithForecast, completeWithForecast, releaseWithForecast, type Keyed } from './forecast.js';
 import type { Pair } from './pair.js';
 import { decide, type Facts, type Handled } from './steps.js';
 import type { PairStore } from './store.js';
@@ -47,14 +48,16 @@ const isPending = (h: Handled | PromiseLike<Handled>): h is PromiseLike<Handled>
 
 /** Claims, handles, completes or releases one verified delivery; resolves with its answer. */
 export async function settle(o: SettleOptions): Promise<Settled> {
+  // the forecast it names is claimed, completed and released with its pair: handed over once, by the service or a catch-up (src/delivery/forecast.ts)
   const { store, pair } = o;
   const out: Settled = { answer: ANSWERS.internal };
+  let holding: Keyed[] = [];
   for (;;) {
     const step = decide(out);
     switch (step.do) {
       case 'claim':
         try {
-          out.claim = await store.claim(pair.trigger, pair.subscription);
+          ({ claim: out.claim, holding } = await claimWithForecast(store, pair));
         } catch (err) {
           out.claimFailed = err ?? new Error('the store failed');
         }
@@ -67,14 +70,14 @@ export async function settle(o: SettleOptions): Promise<Settled> {
       }
       case 'complete':
         try {
-          await store.complete(pair.trigger, pair.subscription);
+          await completeWithForecast(store, pair, holding);
           out.stored = { ok: true };
         } catch (error) {
           out.stored = { ok: false, error };
         }
         break;
       case 'release':
-        await store.release(pair.trigger, pair.subscription);
+        await releaseWithForecast(store, pair, holding);
         out.answer = step.answer;
         return out;
       case 'answer':

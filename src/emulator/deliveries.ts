@@ -1,13 +1,14 @@
 import { Agent, request } from 'undici';
+import { filtersMatch } from '../delivery/forecast.js';
 import { networkReason, readStart } from '../util/net.js';
 import { buildPayload } from '../signing/payload.js';
 import { newTriggerId, signDelivery } from '../signing/sign.js';
-import { syntheticResponse, type EventData } from './responses.js';
+import { syntheticResponse, type PublishedEvent } from './responses.js';
+
+export { filtersMatch };
 import type { DeliveryAttempt, EmuSubscription, EmuWebhook, EmulatorState } from './state.js';
 
-export interface PublishedEvent extends EventData {
-  type: string;
-}
+export type { PublishedEvent };
 
 export interface Notification {
   webhook: EmuWebhook;
@@ -48,24 +49,6 @@ class Slots {
       else this.used--;
     }
   }
-}
-
-function hourOfDay(iso: string): string {
-  const d = new Date(iso);
-  return `${d.getUTCHours()}:${String(d.getUTCMinutes()).padStart(2, '0')}`;
-}
-
-const asList = (v: unknown): string[] => (Array.isArray(v) ? v.map(String) : v === undefined || v === null ? [] : [String(v)]);
-
-/** Whether a subscription's filters let an event through (model, initialization_time_hours, event_type). */
-export function filtersMatch(filters: Record<string, unknown>, event: PublishedEvent): boolean {
-  const models = asList(filters.model);
-  if (models.length && !models.includes(event.model)) return false;
-  const hours = asList(filters.initialization_time_hours).map((h) => h.replace(/^0(\d):/, '$1:'));
-  if (hours.length && !hours.includes(hourOfDay(event.initialization_time))) return false;
-  const events = asList(filters.event_type);
-  if (events.length && (!event.event_type || !events.includes(event.event_type))) return false;
-  return true;
 }
 
 export function payloadFor(hook: EmuWebhook, sub: EmuSubscription, event: PublishedEvent, triggerId: string, test: boolean, shape: SchedulerOptions['shape'] = 'documented'): Buffer {

@@ -349,5 +349,6 @@ function eventFrom(v: Verified, pair: Pair): WebhookEvent {
     signature: { layout: v.layout, timestamp: v.timestamp, triggerId: v.triggerId, secretIndex: v.secretIndex },
   } as unknown as WebhookEvent;
   if (pair.replayOf !== undefined) event.replay = { id: pair.trigger, of: pair.replayOf };
+  if (pair.catchUp) event.catchUp = true;
   return event;
 }

@@ -53,7 +53,12 @@ export interface OpenStoreOptions {
  * for any runtime with Web Crypto; both are doors of the delivery core's shape (src/delivery/door.ts).
  */
 
+export type { CatchUpOptions, CaughtUp } from './catch-up.js';
+
 export class Webhooks extends WebhooksCore {
+  /** The secret a catch-up is signed with (the newest of a rotation's). */
+  private readonly catchUpSecret: string;
+
   constructor(options: WebhooksOptions) {
     // every call verified on its own (a handler serves whoever is configured to send to it: nothing is pinned)
     const secret = secretsFrom(options);
@@ -68,6 +73,21 @@ export class Webhooks extends WebhooksCore {
       },
       options,
     );
+    this.catchUpSecret = secretsFrom(options)[0]!; // the current one
+  }
+
+  /**
+   * Runs the handlers for what the app's own store has not processed of what the forecast API says the
+   * webhook's subscriptions should have been sent since `since` (a Date, a duration such as `'24h'`, or
+   * milliseconds; default 24 h): each notification built as the service would have built it, with
+   * `event.catchUp === true`, and handled once with the service's own delivery of the same forecast,
+   * whichever comes first (the same store, the same exactly-once). Resolves with what became of each
+   * (`accepted`: handed over now). A forecast API that fails (401, 404, 5xx, a timeout) rejects, before
+   * any handler runs.
+   */
+  async catchUp(o: import('./catch-up.js').CatchUpOptions): Promise<import('./catch-up.js').CaughtUp[]> {
+    const { catchUp } = await import('./catch-up.js'); // the service's client only when asked for
+    return catchUp(o, this.catchUpSecret, (request) => this.verifyAndReceive(request));
   }
 
   /**

@@ -96,6 +96,8 @@ export interface Payload<T extends DeliveryType = DeliveryType> {
   created_at: string;
   /** True for a test delivery (a ping). */
   test: boolean;
+  /** True for a catch-up built from the forecast API (`reconcile --catch-up`, `webhooks.catchUp`), not a delivery of the service's. */
+  catch_up?: true;
   data: DataOfType[T];
 }
 
@@ -116,6 +118,8 @@ export interface WebhookEventOf<T extends DeliveryType> {
    * is processed once), `of` the trigger id of the delivery it replays.
    */
   replay?: { id: string; of: string };
+  /** A catch-up built from the forecast API (`webhooks.catchUp`, `reconcile --catch-up`): handled once with the service's own delivery of the same forecast, whichever came first. */
+  catchUp?: true;
 }
 
 /** A verified delivery of any known type: `event.type` narrows `event.payload`. */

@@ -315,7 +315,7 @@ export function registerDeliveryTools(server: McpServer, m: McpContext): void {
     'list_runs',
     {
       title: 'Model runs',
-      description: `Each model run seen, newest first: its forecast hours, whether its initialization_time.available came, and against expect_hours (or the listen's --expect-hours) which hours are missing. Test deliveries (pings) are counted apart.${OUTSIDE}`,
+      description: `Each model run seen, newest first: its forecast hours, whether its initialization_time.available came, against expect_hours (or the listen's --expect-hours) which hours are missing, and each hour's delivery lag (received minus created_at). With a listen run with --watch-runs, \`late\`: the forecast hours the forecast API says are out for longer than --late-after and were not delivered. Test deliveries (pings) are counted apart.${OUTSIDE}`,
       inputSchema: z.strictObject({
         expect_hours: z.string().optional().describe('the forecast hours a run should have, such as 0-240/6'),
         limit: z.number().int().min(1).max(PAGE.max).optional().describe(`runs in the answer (default ${PAGE.default})`),
@@ -324,7 +324,7 @@ export function registerDeliveryTools(server: McpServer, m: McpContext): void {
       outside: true,
     },
     async (a) => {
-      const { runs, tests, expect_hours } = await attached(m).runs();
+      const { runs, tests, expect_hours, late } = await attached(m).runs();
       const expect = a.expect_hours !== undefined ? hours(a.expect_hours, 'expect_hours') : expect_hours;
       const shown = runs.slice(-(a.limit ?? PAGE.default)).reverse();
       return {
@@ -335,6 +335,7 @@ export function registerDeliveryTools(server: McpServer, m: McpContext): void {
         runs_seen: runs.length,
         tests,
         expect_hours: expect ? compressHours(expect) : null,
+        ...(late ? { late } : {}),
       };
     },
   );

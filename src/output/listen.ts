@@ -101,7 +101,7 @@ function request(e: ReceiverEvent, style: Style, drop = 0, view: EventView = {})
     case 'accepted':
     case 'refused_by_flag': {
       const mark = e.outcome === 'accepted' ? style.green('✓') : style.yellow('!');
-      const fields = add(style.bold(type ?? '(no type)') + (e.test ? style.cyan(' test') : ''), details(e, style, drop), '  ');
+      const fields = add(style.bold(type ?? '(no type)') + (e.test ? style.cyan(' test') : '') + (e.catch_up ? style.cyan(' catch-up') : ''), details(e, style, drop), '  ');
       let text = `${time} ${mark} ${status}  ${add(fields, forward(e, drop), '  ')}`;
       if (e.outcome === 'refused_by_flag') text += style.yellow(`  (answered ${status} as --respond-status asks; not marked processed)`);
       // the layout pinned is a detail for those who choose one: said with --verbose

@@ -813,7 +813,7 @@ const runsSoon = () => {
 
 async function showRuns(): Promise<void> {
   const res = await fetch(api('/api/runs'));
-  const { runs, tests, expect_hours } = (await res.json()) as RunsView & { expect_hours: number[] | null };
+  const { runs, tests, expect_hours, late = [] } = (await res.json()) as RunsView & { expect_hours: number[] | null };
   const expected = expect_hours ?? config.expect_hours ?? undefined;
   runsView.replaceChildren(
     el(
@@ -825,15 +825,32 @@ async function showRuns(): Promise<void> {
     ),
   );
   if (tests) runsView.append(el('p', 'hint', tests === 1 ? '1 test delivery (a ping) is left out of the runs.' : `${tests} test deliveries (pings) are left out of the runs.`));
+  // listen --watch-runs: what the forecast API says is out, for longer than --late-after, and has not arrived
+  if (late.length) {
+    const list = el('ul', 'late');
+    for (const l of late)
+      list.append(
+        el(
+          'li',
+          '',
+          `${l.model} ${when(l.initialization_time)}${l.forecast_hour !== undefined ? ` +${l.forecast_hour}h` : ''} (${l.type}): available since ${when(l.created_at, 'time')}, ${duration(l.late_ms)} ago, not delivered`,
+        ),
+      );
+    runsView.append(el('p', 'state open', `${late.length} late (listen --watch-runs):`), list);
+  }
   if (!runs.length) runsView.append(el('div', 'empty', 'No model run yet: runs appear as forecast_hour.available deliveries arrive.'));
-  for (const run of runs) {
+  for (const run of [...runs, ...lateOnly(runs, late)]) {
     const have = new Set(run.hours);
+    const lags = new Map((run.lags ?? []).map((x) => [x.forecast_hour, x.lag_ms]));
+    const lateHours = new Set(late.filter((l) => l.model === run.model && l.initialization_time === run.initialization_time && l.forecast_hour !== undefined).map((l) => l.forecast_hour!));
     const missing = expected ? missingHours(have, expected) : [];
     const extra = expected ? run.hours.filter((h) => !expected.includes(h)) : [];
     const cells = el('div', 'cells');
-    for (const h of expected ?? run.hours) {
-      const cell = el('span', `cell${have.has(h) ? ' in' : ' missing'}`, `+${h}`);
-      cell.title = `+${h}h ${have.has(h) ? 'arrived' : 'missing'}`;
+    for (const h of [...new Set([...(expected ?? run.hours), ...lateHours])].sort((a, b) => a - b)) {
+      const cell = el('span', `cell${have.has(h) ? ' in' : lateHours.has(h) ? ' late' : ' missing'}`, `+${h}`);
+      const lag = lags.get(h);
+      cell.title = `+${h}h ${have.has(h) ? `arrived${lag !== undefined ? ` ${duration(lag)} after it was made (its delivery lag)` : ''}` : lateHours.has(h) ? 'late: out, and not delivered' : 'missing'}`;
+      if (lag !== undefined) cell.dataset.lagMs = String(lag);
       cells.append(cell);
     }
     for (const h of extra) cells.append(el('span', 'cell in extra', `+${h}`));
@@ -854,10 +871,38 @@ async function showRuns(): Promise<void> {
       el('span', `state ${complete === true ? 'done' : complete === false ? 'open' : ''}`, verdictText),
       cells,
     );
+    if (run.lags?.length) {
+      const slowest = run.lags.reduce((a, b) => (b.lag_ms > a.lag_ms ? b : a));
+      box.append(el('div', 'hint', `delivery lag: median ${duration(median(run.lags.map((x) => x.lag_ms)))}, slowest +${slowest.forecast_hour}h ${duration(slowest.lag_ms)}`));
+    }
     box.dataset.run = `${run.model}@${run.initialization_time}`;
     box.dataset.complete = String(complete ?? '');
     runsView.append(box);
   }
+}
+
+/** Runs the forecast API says have late hours, of which nothing arrived yet: shown with their late hours. */
+function lateOnly(runs: RunsView['runs'], late: NonNullable<RunsView['late']>): RunsView['runs'] {
+  const known = new Set(runs.map((r) => `${r.model}@${r.initialization_time}`));
+  const out = new Map<string, RunsView['runs'][number]>();
+  for (const l of late) {
+    const key = `${l.model}@${l.initialization_time}`;
+    if (!known.has(key) && l.forecast_hour !== undefined) out.set(key, { model: l.model, initialization_time: l.initialization_time, hours: [], init_event: false });
+  }
+  return [...out.values()];
+}
+
+/** A time span in a few characters: 850 ms, 12 s, 3.5 min, 2.1 h. */
+function duration(ms: number): string {
+  const a = Math.abs(ms);
+  const text = a < 1000 ? `${Math.round(a)} ms` : a < 60_000 ? `${Math.round(a / 1000)} s` : a < 3_600_000 ? `${+(a / 60_000).toFixed(1)} min` : `${+(a / 3_600_000).toFixed(1)} h`;
+  return ms < 0 ? `-${text}` : text;
+}
+
+function median(xs: number[]): number {
+  const sorted = [...xs].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
 }
 
 function showTab(which: 'deliveries' | 'runs'): void {

@@ -455,7 +455,9 @@ export class PgHistory implements HistorySource {
   async runs(): Promise<RunsView> {
     // grouped by the database; the tracker then joins the same instant written two ways
     const tracker = new RunTracker();
-    const { runs, tests } = await this.store.historyRuns();
+    const [{ runs, tests }, arrivals] = await Promise.all([this.store.historyRuns(), this.store.historyArrivals()]);
+    // each hour's first arrival first, with its times: its delivery lag
+    for (const a of arrivals) tracker.add({ type: 'forecast_hour.available', ...a });
     for (const g of runs) {
       for (const hour of g.hours) tracker.add({ type: 'forecast_hour.available', model: g.model, initialization_time: g.initialization_time, forecast_hour: hour });
       if (g.init_event) tracker.add({ type: 'initialization_time.available', model: g.model, initialization_time: g.initialization_time });

@@ -7,6 +7,7 @@ import { LineBuffer } from '../util/line-buffer.js';
 import { listenOn, shownHost } from '../util/net.js';
 import { verified } from './event.js';
 import type { DeliveryRecord, HistorySource } from './history.js';
+import type { RunsView } from '../delivery/runs.js';
 import { fromRow, listedRow } from './listed.js';
 import { REPLAY_REFUSALS } from './replay.js';
 
@@ -31,6 +32,8 @@ export interface InspectorOptions {
   about: Record<string, unknown>;
   /** The session's token: given (kept from an earlier listen, so that an open page can reconnect to a restarted one), else made now. */
   token?: string;
+  /** `listen --watch-runs`: the notifications late at its last look, for the Runs view. */
+  late?: () => NonNullable<RunsView['late']>;
 }
 
 export interface RunningInspector {
@@ -262,7 +265,7 @@ export async function startInspector(o: InspectorOptions): Promise<RunningInspec
       const records = await o.history.since(Number(u.searchParams.get('after') ?? 0) || 0);
       return json(res, 200, { records: records.map((r) => fromRow(listedRow(r, r.id, r.replay_of))) });
     }
-    if (req.method === 'GET' && path === '/api/runs') return json(res, 200, { ...(await o.history.runs()), expect_hours: o.about.expect_hours ?? null });
+    if (req.method === 'GET' && path === '/api/runs') return json(res, 200, { ...(await o.history.runs()), expect_hours: o.about.expect_hours ?? null, ...(o.late ? { late: o.late() } : {}) });
     if (req.method === 'GET' && path === '/api/search') {
       const q = (u.searchParams.get('q') ?? '').trim();
       return json(res, 200, { ids: q ? await o.history.search(q, 5000) : [] });

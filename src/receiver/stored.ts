@@ -37,6 +37,8 @@ export interface StoredEntry {
   model?: string;
   initialization_time?: string;
   forecast_hour?: number;
+  /** The notification's own created_at (its delivery lag is received_at minus this). */
+  created_at?: string;
   /** The instance that received it (a store's history). */
   instance?: string;
 }
@@ -86,6 +88,7 @@ function fromFile(d: SavedFile, secrets: readonly string[] = []): StoredDelivery
     model: facts.model,
     initialization_time: facts.initialization_time,
     forecast_hour: facts.forecast_hour,
+    created_at: idText(p?.created_at),
     headers: d.saved.headers,
     body,
     payload: p,
@@ -122,6 +125,7 @@ function entryOfRow(row: HistoryRow): StoredEntry {
     model: r.model,
     initialization_time: r.initialization_time,
     forecast_hour: r.forecast_hour,
+    created_at: r.created_at,
     instance: row.instance,
   };
 }

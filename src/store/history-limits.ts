@@ -17,8 +17,8 @@ export interface HistoryLimits {
 /** A verified body larger than this is kept in part (its start) even within the budget. */
 export const KEEP_BODY = 1024 * 1024;
 
-/** The defaults' home is DEFAULTS (src/delivery/defaults.ts): this is its row, by the name the history's readers know. */
-export const HISTORY_DEFAULTS: HistoryLimits = DEFAULTS.history;
+/** The limits when none are given: DEFAULTS' (src/delivery/defaults.ts). */
+export const HISTORY_DEFAULTS: HistoryLimits = { rows: DEFAULTS.historyRows, bytes: DEFAULTS.historyBytes, partBytes: DEFAULTS.historyPartBytes, refusedRows: DEFAULTS.historyRefusedRows };
 
 /**
  * The most of a refused request's claimed Trigger-Id that is kept or shown, in characters. A real one is

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { constants, type Stats } from 'node:fs';
+import { closeSync, constants, fsyncSync, linkSync, openSync, renameSync, rmSync, writeSync, type Stats } from 'node:fs';
 import { type FileHandle, link, mkdir, open, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { UsageError } from '../errors.js';
@@ -150,9 +150,12 @@ export interface WriteOptions {
   sync?: boolean;
 }
 
+/** The temporary name a file is written under, beside it, before it takes its own name. */
+const temporaryName = (file: string) => `${file}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
+
 /** Writes a temporary file beside `file`, whole (and synced unless told not to); returns its path. */
 async function writeTemporary(file: string, data: string | Buffer | Iterable<string>, options: WriteOptions): Promise<string> {
-  const tmp = `${file}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
+  const tmp = temporaryName(file);
   const handle = await open(tmp, 'wx', options.mode ?? 0o600);
   try {
     if (typeof data === 'string' || Buffer.isBuffer(data)) await handle.writeFile(data);
@@ -204,6 +207,49 @@ export async function writeFileAtomic(file: string, data: string | Buffer | Iter
     throw err;
   }
   if (options.sync !== false) await syncFolder(dirname(file));
+}
+
+export interface WriteSyncOptions extends WriteOptions {
+  /** Only where no file is (a link, which fails with EEXIST rather than replace one); default: replace what is there. */
+  exclusive?: boolean;
+}
+
+/**
+ * writeFileAtomic for the moments that cannot wait for the event loop (a lock's owner file, written while
+ * a guard is held for microseconds; a store's file before it is opened): the same temporary file beside
+ * `file`, then renamed over it, or with `exclusive` linked where nothing is.
+ */
+export function writeFileAtomicSync(file: string, data: string | Buffer, options: WriteSyncOptions = {}): void {
+  const tmp = temporaryName(file);
+  try {
+    const fd = openSync(tmp, 'wx', options.mode ?? 0o600);
+    try {
+      const bytes = typeof data === 'string' ? Buffer.from(data, 'utf8') : data;
+      for (let done = 0; done < bytes.length; ) done += writeSync(fd, bytes, done, bytes.length - done);
+      if (options.sync !== false) fsyncSync(fd);
+    } finally {
+      closeSync(fd);
+    }
+    if (options.exclusive) linkSync(tmp, file);
+    else renameSync(tmp, file);
+  } finally {
+    rmSync(tmp, { force: true });
+  }
+  if (options.sync !== false) syncFolderSync(dirname(file));
+}
+
+/** syncFolder, synchronously. */
+function syncFolderSync(dir: string): void {
+  try {
+    const fd = openSync(dir, 'r');
+    try {
+      fsyncSync(fd);
+    } finally {
+      closeSync(fd);
+    }
+  } catch {
+    // Windows cannot open a folder; the rename is atomic all the same
+  }
 }
 
 /**
