@@ -28,6 +28,7 @@ import { sinkUrls } from '../sinks/sink-url.js';
 import { startRelayDoor, type RunningRelayDoor } from '../receiver/relay-door.js';
 import { reconcileWebhook, storeLookup, type RunWatch } from '../receiver/reconcile.js';
 import type { LateNotification } from '../delivery/reconcile.js';
+import type { RunFigures } from '../observe/figures.js';
 import { watchLateRuns } from '../output/late.js';
 import { describeRelayLink, relayLinkEvent } from '../output/listen-relay.js';
 import { checkRelayOptions, relayTemporary, type RelayTarget } from '../receiver/relay-target.js';
@@ -53,6 +54,9 @@ import { accumulated, msDefault, portOption, schemeOption, sizeDefault, toleranc
 import { baseUrlFor, serviceFor } from '../tasks/service.js';
 import { resolveSecrets, secretStoreFor, type SecretSource } from '../tasks/secrets.js';
 import { secretSourceOptions } from '../flags/sources.js';
+import { tracesAsked } from '../observe/asked.js';
+import type { ListenWatch, Serving } from '../observe/listen.js';
+import { version } from '../version.js';
 
 /**
  * Bodies over this are parsed for their small members only (what the report shows): a 450 KB gridded
@@ -137,7 +141,15 @@ function declareListen(cmd: Command) {
     .addOption(valued('--watch-interval <duration>', 'with --watch-runs: how often the forecast API is asked', timeLimit, msDefault(DEFAULTS.watchIntervalMs)))
     .addOption(valued('--late-after <duration>', 'with --watch-runs: how long an available hour may take to arrive', duration, msDefault(DEFAULTS.lateAfterMs)))
     .option('--on-late <cmd>', 'with --watch-runs: a shell command run for each late notification, its details in WXHOOKS_LATE_* (WXHOOKS_LATE_JSON: all of them)')
-    .option('--watch-model <model>', 'with --watch-runs: a model a subscription without a model filter receives (repeatable)', collect);
+    .option('--watch-model <model>', 'with --watch-runs: a model a subscription without a model filter receives (repeatable)', collect)
+    .optionsGroup('In production:')
+    .addOption(
+      valued(
+        '--metrics <[host:]port>',
+        "serve /healthz, /readyz and Prometheus /metrics on a port of their own (never the receiver's; the host is 127.0.0.1 unless given). Traces: the OTEL_* variables (docs/production.md)",
+        hostPort,
+      ),
+    );
 }
 
 /** What `runListen` is given: every flag of `declareListen`, parsed. */
@@ -221,6 +233,9 @@ function checkOptions(ctx: Context, o: ListenOptions): void {
   if (o.watchRuns && o.webhook === undefined && o.publicUrl === undefined && o.relay === undefined) {
     throw new UsageError("--watch-runs asks the forecast API what the webhook's subscriptions should have been sent: give --webhook ID (or --public-url, --relay).");
   }
+  if (o.metrics && o.relay === undefined && o.metrics.port !== 0 && o.metrics.port === o.port) {
+    throw new UsageError(`--metrics ${o.metrics.port} is the receiver's own port: health and metrics are served on a port of their own.`, { hint: 'Give --metrics another port, such as 9464.' });
+  }
   if (o.claimTimeout <= o.forwardTimeout) {
     throw new UsageError(
       `--claim-timeout (${formatDuration(o.claimTimeout)}) must be longer than --forward-timeout (${formatDuration(o.forwardTimeout)}): a claim must outlive the forward it covers.`,
@@ -300,10 +315,13 @@ export async function runListen(ctx: Context, o: ListenOptions): Promise<void> {
   const output = reportWriter(ctx.stdout, json, ctx.stdout.isTTY ? status : undefined);
   /** How a line is shown: fitted to the terminal's width of the moment, the layout pinned said with --verbose. */
   const view = () => ({ width: ctx.stdout.isTTY ? ctx.stdout.columns : undefined, verbose: ctx.global.verbose });
-  /** A line about listen itself: NDJSON on stdout with --json, else on stderr. */
-  const say = (event: Record<string, unknown>, text: string) => (json ? output.push(JSON.stringify(event)) : line(ctx.stderr, text));
+  /** `--metrics`, `--inspect`, OpenTelemetry: what listen knows of itself (src/observe/listen.ts); none otherwise. */
+  let watch: ListenWatch | undefined;
+  /** A line about listen itself: NDJSON on stdout with --json, else on stderr. (Its readiness and late hours follow the same lines.) */
+  const say = (event: Record<string, unknown>, text: string) => (watch?.said(event), json ? output.push(JSON.stringify(event)) : line(ctx.stderr, text));
   const log = o.check ? new EventLog() : undefined; // what --check waits on (only then: nothing else reads it)
 
+  watch = await watchListenFor(ctx, o);
   const listening = await listeningFor(ctx, o, say, styleErr);
   listening.secrets.forEach(addSensitive);
   const { temporary } = listening;
@@ -361,7 +379,9 @@ export async function runListen(ctx: Context, o: ListenOptions): Promise<void> {
       readTimeoutMs: o.readTimeout,
       clock: ctx.clock,
       keepsRaw: history !== undefined,
+      watch: watch?.receive,
       onEvent(event: ReceiverEvent, raw?: RawDelivery) {
+        watch?.event(event);
         output.push(json ? JSON.stringify(event) : formatEvent(event, style, view()));
         log?.push(event);
         history?.add(event, raw);
@@ -417,6 +437,7 @@ export async function runListen(ctx: Context, o: ListenOptions): Promise<void> {
     if (o.webhook !== undefined && listening.base !== undefined)
       secretWatch = watchSecret(ctx, o.webhook, listening.base, listening.secrets[0]!, verifier, say, (secrets) => relayDoor?.rekey(secrets));
     if (o.watchRuns) runWatch = await watchRuns(ctx, o, listening, store, say, styleErr);
+    await serveWatch(ctx, watch, { store, sinks, inflight: receiver.inflight, relay: Boolean(listening.relay), late: runWatch?.late.bind(runWatch) }, say, styleErr);
 
     if (history && o.inspect) {
       const watching = runWatch;
@@ -428,6 +449,7 @@ export async function runListen(ctx: Context, o: ListenOptions): Promise<void> {
         listening,
         (event, id) => output.push(json ? JSON.stringify({ ...event, replay_of: id }) : formatEvent(event, style, view())),
         watching && (() => watching.late()),
+        watch && (() => watch!.figures.figures()),
       );
       await announced.update({ inspector: inspector.url.replace(/\?token=.*$/, '') }); // for `wxhooks mcp` to find, without its token
       say({ event: 'inspector', url: inspector.url }, `Inspector: ${styleErr.bold(inspector.url)}`);
@@ -459,6 +481,7 @@ export async function runListen(ctx: Context, o: ListenOptions): Promise<void> {
     // in this order: no new request, every request taken answered and its pair stored, then the store closed
     await inspector?.close();
     await receiver?.close();
+    await watch?.close(); // after the last delivery's span ended: it is sent
     await closeSinks(sinks); // after the last delivery in flight was published and answered
     await store?.close();
     await temporary?.remove();
@@ -510,6 +533,7 @@ async function startPage(
   l: Listening,
   reportReplay: (event: ReceiverEvent, id: number) => void,
   late?: () => LateNotification[],
+  figures?: () => RunFigures,
 ): Promise<RunningInspector> {
   const { keptValue } = await import('../store/kept.js');
   const token = await keptValue(configDir(ctx.env), 'inspector-token.json', () => randomBytes(24).toString('base64url'));
@@ -528,6 +552,7 @@ async function startPage(
     history,
     token: token.value,
     late,
+    figures,
     about: {
       url: receiver.url,
       ...shownRoutes(o.forwardTo),
@@ -553,6 +578,27 @@ async function startPage(
     },
   });
   return page;
+}
+
+/** listen's watch (src/observe/listen.ts), loaded only for --metrics, --inspect or the OTEL_* variables. */
+async function watchListenFor(ctx: Context, o: ListenOptions): Promise<ListenWatch | undefined> {
+  const tracing = tracesAsked(ctx.env);
+  if (!o.metrics && !tracing && o.inspect === undefined) return undefined;
+  const { watchListen } = await import('../observe/listen.js');
+  return watchListen({ metrics: o.metrics, tracing, inspect: o.inspect !== undefined, env: ctx.env, now: ctx.clock.now(), version: version(), warn: (text) => line(ctx.stderr, `warning: ${text}`) });
+}
+
+/** `--metrics`: its port served once listen takes deliveries, and said (a `metrics` line); where traces go, said too. */
+async function serveWatch(ctx: Context, watch: ListenWatch | undefined, serving: Serving, say: (event: Record<string, unknown>, text: string) => void, style: Style): Promise<void> {
+  if (!watch) return;
+  const served = await watch.serve(serving);
+  if (served)
+    say(
+      { event: 'metrics', url: `${served.url}/metrics`, health: `${served.url}/healthz`, ready: `${served.url}/readyz` },
+      `Metrics: ${style.bold(`${served.url}/metrics`)} (health: /healthz, ready: /readyz)`,
+    );
+  const t = watch.traces;
+  if (t) say({ event: 'traces', url: t.url, protocol: t.protocol }, `Traces: each delivery a span, sent to ${t.url} (OTLP ${t.protocol})`);
 }
 
 /**

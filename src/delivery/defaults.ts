@@ -90,6 +90,10 @@ export const DEFAULTS = {
   consumerMaxDeliveries: 5,
   /** A sink consumer's `claimTimeoutMs`: how long a message may go unanswered before another worker gets it (as `--claim-timeout`). */
   consumerClaimTimeoutMs: 60_000,
+  /** `/readyz` (`--metrics`): how long a check (the store asked, a broker) may take before it counts as not ready. */
+  readyCheckMs: 2_000,
+  /** OpenTelemetry: where spans go when only OTEL_TRACES_EXPORTER=otlp says to send them (the OTLP/HTTP default). */
+  otlpTracesUrl: 'http://localhost:4318/v1/traces',
   /** `send`'s generated body (`--type`, `--webhook-id`, `--subscription-id`, `--model`) and how it is signed (`--layout`); the MCP server's send_delivery too. */
   sendType: 'forecast_hour.available',
   sendWebhookId: '1',

@@ -11,6 +11,8 @@ import type { Scheme } from '../signing/layouts.js';
 import { examineHeaders, type HeaderSource, type VerifyFailure, type VerifyFailureReason, type VerifyResult, type VerifySuccess } from '../signing/rules.js';
 import { isKnownType, SUBSCRIPTION_TYPES, suggestion } from '../vocabulary.js';
 import { MemoryStore } from '../delivery/memory-store.js';
+import { librarySpan } from '../observe/library.js';
+import { watchedReceiving } from '../observe/steps.js';
 import type { DeliveryType, WebhookEvent, WebhookEventOf } from './types.js';
 
 /**
@@ -191,7 +193,8 @@ export class WebhooksCore {
     this.handlerTimeoutMs = options.handlerTimeoutMs ?? handlerTimeoutFor(this.store.leaseMs);
     this.timers = options.timers;
     this.log = options.log ?? console;
-    this.receiving = { store: this.store, verify: (h, b, now) => this.verified(h, b, now), sha256: engine.sha256, timeoutMs: this.handlerTimeoutMs, timers: this.timers };
+    // each step told to the delivery's span, when an SDK records it (src/observe/)
+    this.receiving = watchedReceiving({ store: this.store, verify: (h, b, now) => this.verified(h, b, now), sha256: engine.sha256, timeoutMs: this.handlerTimeoutMs, timers: this.timers });
     HOOKS.set(this, {
       refuseEarly: (headers) => {
         const h = examineHeaders(headers, this.now(), this.tolerance);
@@ -273,13 +276,19 @@ export class WebhooksCore {
    * cannot be reached).
    */
   async verifyAndReceive(request: { headers: HeaderSource; body: RawBody }): Promise<Receipt> {
-    return verifyAndSettle(
-      this.receiving,
-      request.headers,
-      bytesOf(request.body),
-      this.now(),
-      (v, pair) => this.work(v, pair),
-      (d) => this.receipt(d),
+    const body = bytesOf(request.body);
+    // in a span of its own, which the handlers run inside (a no-op unless the app registered an OpenTelemetry SDK)
+    return librarySpan(
+      body.length,
+      () =>
+        verifyAndSettle(
+          this.receiving,
+          request.headers,
+          body,
+          this.now(),
+          (v, pair) => this.work(v, pair),
+          (d) => this.receipt(d),
+        ) as Promise<Receipt>,
     );
   }
 

@@ -8,6 +8,7 @@ import { listenOn, shownHost } from '../util/net.js';
 import { verified } from './event.js';
 import type { DeliveryRecord, HistorySource } from './history.js';
 import type { RunsView } from '../delivery/runs.js';
+import type { RunFigures } from '../observe/figures.js';
 import { fromRow, listedRow } from './listed.js';
 import { REPLAY_REFUSALS } from './replay.js';
 
@@ -34,6 +35,8 @@ export interface InspectorOptions {
   token?: string;
   /** `listen --watch-runs`: the notifications late at its last look, for the Runs view. */
   late?: () => NonNullable<RunsView['late']>;
+  /** The figures of this run (src/observe/figures.ts): the page's Figures view and `wxhooks mcp`'s metrics tool. */
+  figures?: () => RunFigures;
 }
 
 export interface RunningInspector {
@@ -266,6 +269,7 @@ export async function startInspector(o: InspectorOptions): Promise<RunningInspec
       return json(res, 200, { records: records.map((r) => fromRow(listedRow(r, r.id, r.replay_of))) });
     }
     if (req.method === 'GET' && path === '/api/runs') return json(res, 200, { ...(await o.history.runs()), expect_hours: o.about.expect_hours ?? null, ...(o.late ? { late: o.late() } : {}) });
+    if (req.method === 'GET' && path === '/api/metrics') return o.figures ? json(res, 200, o.figures()) : refuse(res, 404, 'this listen keeps no figures');
     if (req.method === 'GET' && path === '/api/search') {
       const q = (u.searchParams.get('q') ?? '').trim();
       return json(res, 200, { ids: q ? await o.history.search(q, 5000) : [] });

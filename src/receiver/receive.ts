@@ -19,6 +19,7 @@ import { saveDelivery, savedMeta } from './saved.js';
 import { publishToSinks } from './sinks-step.js';
 import { sinkDelivery, type SinkDelivery } from '../sinks/message.js';
 import type { Sink } from '../sinks/sink.js';
+import type { ReceiveWatch } from '../observe/receive-watch.js';
 
 /**
  * What listen does with a delivery whose bytes are in, whichever door it came through (its HTTP server,
@@ -78,6 +79,8 @@ export interface ReceiveOptions {
   keepsRaw?: boolean;
   timers?: Timers;
   monotonic: () => number;
+  /** `--metrics`, OpenTelemetry: each step timed, each delivery a span (src/observe/receive-watch.ts); nothing of it otherwise. */
+  watch?: ReceiveWatch;
 }
 
 /** The report of a verified delivery, told what became of it (its outcome, and why when it was not accepted). */
@@ -105,7 +108,9 @@ export async function makeReceive(o: ReceiveOptions): Promise<{ receive: (a: Arr
   // undici is loaded only when there is somewhere to forward to
   const routes = routesOf(o.forwardTo);
   const agent: Dispatcher | undefined = routes ? new (await import('undici')).Agent({ keepAliveTimeout: DEFAULTS.forwardKeepAliveMs, connections: DEFAULTS.forwardConnections }) : undefined;
-  const receiving: Receiving<Buffer> = {
+  const w = o.watch;
+  const sinks = w && o.sinks ? w.sinks(o.sinks) : o.sinks;
+  const unwatched: Receiving<Buffer> = {
     store: o.store,
     verify: (headers, body, now) => o.verifier.verify(headers, body, now),
     sha256,
@@ -113,6 +118,7 @@ export async function makeReceive(o: ReceiveOptions): Promise<{ receive: (a: Arr
     timeoutMs: Math.max(handlerTimeoutFor(o.store.leaseMs), 2 * forwardTimeoutMs),
     timers: o.timers,
   };
+  const receiving = w ? w.receiving(unwatched) : unwatched;
 
   /** Listen's handling of a delivery: saved, published to the sinks, then forwarded; the report told what each did. */
   async function processDelivery(a: Arrived, event: ReceiverEvent, pair: Pair, answers: { answer?: RawDelivery['answer'] }, message?: SinkDelivery) {
@@ -126,7 +132,7 @@ export async function makeReceive(o: ReceiveOptions): Promise<{ receive: (a: Arr
       }
     }
     if (processed.saveError === undefined && message) {
-      const p = await publishToSinks(o.sinks!, message);
+      const p = await (w ? w.publish(message, () => publishToSinks(sinks!, message)) : publishToSinks(sinks!, message));
       event.published = p.published;
       processed.sinkError = p.sinkError;
       if (p.sinkError) event.message = `${p.sinkError.refused ? 'refused for good by' : 'not taken by'} ${p.sinkError.why}`;
@@ -135,7 +141,9 @@ export async function makeReceive(o: ReceiveOptions): Promise<{ receive: (a: Arr
     // a type the user chose not to route is processed and acknowledged, and its report says so (DECISIONS.md)
     if (processed.saveError === undefined && !processed.sinkError && routes && !to) event.not_forwarded = notRouted(event.type);
     if (processed.saveError === undefined && !processed.sinkError && to && agent) {
-      processed.forward = await forwardDelivery(to, a.headers, a.body, forwardTimeoutMs, agent);
+      processed.forward = await (w
+        ? w.forward(to, (trace) => forwardDelivery(to, a.headers, a.body, forwardTimeoutMs, agent, trace))
+        : forwardDelivery(to, a.headers, a.body, forwardTimeoutMs, agent));
       // the report (a line, NDJSON) keeps the app's status and first line; the history its whole answer
       const { answer, ...forward } = processed.forward;
       event.forward = forward;
@@ -172,5 +180,5 @@ export async function makeReceive(o: ReceiveOptions): Promise<{ receive: (a: Arr
     ) as Received | Promise<Received>;
   }
 
-  return { receive, close: async () => void (await agent?.close().catch(() => undefined)) };
+  return { receive: w ? w.receive(receive) : receive, close: async () => void (await agent?.close().catch(() => undefined)) };
 }

@@ -183,6 +183,7 @@ export async function startRelayDoor(o: RelayDoorOptions): Promise<RunningRelayD
     get refusedOverBudget() {
       return budget.refused;
     },
+    inflight: budget,
     rekey(next: string[]) {
       // until the relay has them (and says what it replaced), the secrets of a moment ago still verify
       const before = secrets;

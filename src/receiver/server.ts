@@ -37,6 +37,8 @@ export interface RunningReceiver {
   port: number;
   /** Requests answered 503 because the bodies in flight would have gone over `--max-inflight`. */
   readonly refusedOverBudget: number;
+  /** The body bytes held now, against `--max-inflight` (`/metrics` reads it). */
+  readonly inflight?: { readonly used: number; readonly max: number };
   /** Stops taking requests, and resolves once every request taken has been answered, and its pair stored. */
   close(): Promise<void>;
 }
@@ -222,6 +224,7 @@ export async function startReceiver(options: ReceiverOptions): Promise<RunningRe
     get refusedOverBudget() {
       return budget.refused;
     },
+    inflight: budget,
     async close() {
       const closed = new Promise<void>((resolve) => {
         server.close(() => resolve());
