@@ -437,7 +437,7 @@ export async function runListen(ctx: Context, o: ListenOptions): Promise<void> {
     if (o.webhook !== undefined && listening.base !== undefined)
       secretWatch = watchSecret(ctx, o.webhook, listening.base, listening.secrets[0]!, verifier, say, (secrets) => relayDoor?.rekey(secrets));
     if (o.watchRuns) runWatch = await watchRuns(ctx, o, listening, store, say, styleErr);
-    await serveWatch(ctx, watch, { store, sinks, inflight: receiver.inflight, relay: Boolean(listening.relay), late: runWatch?.late.bind(runWatch) }, say, styleErr);
+    await serveWatch(watch, { store, sinks, inflight: receiver.inflight, relay: Boolean(listening.relay), late: runWatch?.late.bind(runWatch) }, say, styleErr);
 
     if (history && o.inspect) {
       const watching = runWatch;
@@ -589,7 +589,7 @@ async function watchListenFor(ctx: Context, o: ListenOptions): Promise<ListenWat
 }
 
 /** `--metrics`: its port served once listen takes deliveries, and said (a `metrics` line); where traces go, said too. */
-async function serveWatch(ctx: Context, watch: ListenWatch | undefined, serving: Serving, say: (event: Record<string, unknown>, text: string) => void, style: Style): Promise<void> {
+async function serveWatch(watch: ListenWatch | undefined, serving: Serving, say: (event: Record<string, unknown>, text: string) => void, style: Style): Promise<void> {
   if (!watch) return;
   const served = await watch.serve(serving);
   if (served)

@@ -16,7 +16,9 @@ import { BODY_READS, DEFAULTS } from '../delivery/defaults.js';
 import { formatDuration } from '../util/duration.js';
 import { fsReason } from '../util/files.js';
 import { isLoopback } from '../util/net.js';
-import { integer, size, timeLimit } from '../util/parse.js';
+import { hostPort, integer, size, timeLimit, type HostPort } from '../util/parse.js';
+import { tracesAsked } from '../observe/asked.js';
+import { version } from '../version.js';
 import { printable } from '../util/printable.js';
 import { addSensitive, redact } from '../util/redact.js';
 import { msDefault, portOption, repeatable, sizeDefault, valued } from '../flags/options.js';
@@ -45,6 +47,7 @@ export function register(relay: Command, act: Act): void {
     .addOption(valued('--read-timeout <duration>', `headers must arrive within this, the whole request within ${BODY_READS} times it`, timeLimit, msDefault(DEFAULTS.readTimeoutMs)))
     .addOption(valued('--max-channels <n>', 'the channels kept at most: past it, the relay token creates no more', integer(1), [DEFAULTS.relayMaxChannels, String(DEFAULTS.relayMaxChannels)]))
     .option('--fsync', 'with --store file: sync each delivery to the disk before answering (survives a power loss; slower)')
+    .addOption(valued('--metrics <[host:]port>', 'serve /healthz, /readyz and Prometheus /metrics on a port of their own (127.0.0.1 unless a host is given); traces: the OTEL_* variables', hostPort))
     .addHelpText(
       'after',
       `
@@ -162,6 +165,7 @@ export interface RelayServeOptions {
   readTimeout: number;
   maxChannels: number;
   fsync?: boolean;
+  metrics?: HostPort;
 }
 
 /** The relay token from the environment, checked. */
@@ -186,6 +190,17 @@ async function openStorage(ctx: Context, opts: RelayServeOptions): Promise<Relay
   const { configDir } = await import('../store/paths.js');
   const { FileRelayStorage } = await import('../relay/file-storage.js');
   return FileRelayStorage.open({ dir: resolve(opts.dir ?? join(configDir(ctx.env), 'relay')), fsync: opts.fsync });
+}
+
+/** A line about the relay itself: JSON with --json, else for a person; both on stdout, as its log. */
+const say = (ctx: Context, event: Record<string, unknown>, text: string) => line(ctx.stdout, ctx.global.json ? JSON.stringify(event) : text);
+
+/** The relay's watch (src/observe/relay.ts), when --metrics or the OTEL_* variables ask for one: nothing is loaded otherwise. */
+async function relayWatchFor(ctx: Context, opts: RelayServeOptions) {
+  const tracing = tracesAsked(ctx.env);
+  if (!opts.metrics && !tracing) return undefined;
+  const { watchRelay } = await import('../observe/relay.js');
+  return watchRelay({ metrics: opts.metrics, tracing, env: ctx.env, version: version(), now: () => ctx.clock.now(), warn: (text) => line(ctx.stderr, `warning: ${text}`) });
 }
 
 /** One line of the relay's log, for a person. */
@@ -219,6 +234,8 @@ export async function runRelayServe(ctx: Context, opts: RelayServeOptions): Prom
   const { startRelayServer } = await import('../relay/node-host.js');
   // what is logged never holds a secret: the token and the channels' secrets are registered, and every line passes redact
   const log = (e: RelayEvent) => line(ctx.stdout, redact(ctx.global.json ? JSON.stringify(e) : printable(describe(e, style))));
+  // --metrics, OpenTelemetry (src/observe/relay.ts): loaded only when asked for
+  const watch = await relayWatchFor(ctx, opts);
   let running: Awaited<ReturnType<typeof startRelayServer>>;
   try {
     running = await startRelayServer({
@@ -233,12 +250,15 @@ export async function runRelayServe(ctx: Context, opts: RelayServeOptions): Prom
       readTimeoutMs: opts.readTimeout,
       maxChannels: opts.maxChannels,
       clock: ctx.clock,
-      onEvent: log,
+      onEvent: (e) => (watch?.event(e), log(e)),
+      traced: watch?.traced,
     });
   } catch (err) {
+    await watch?.close();
     await storage.close();
     throw err;
   }
+  const served = await watch?.serve(running, storage.where);
   if (ctx.global.json) {
     line(ctx.stdout, JSON.stringify({ event: 'listening', url: running.url, store: storage.where, keep_seconds: Math.round(opts.keep / 1000), max_bytes: opts.maxBytes }));
   } else {
@@ -248,9 +268,14 @@ export async function runRelayServe(ctx: Context, opts: RelayServeOptions): Prom
     );
     line(ctx.stdout, style.dim(`  the service posts to ${running.url}/in/<channel>; listen --relay connects with ${RELAY_TOKEN_ENV}`));
   }
+  if (served)
+    say(ctx, { event: 'metrics', url: `${served.url}/metrics`, health: `${served.url}/healthz`, ready: `${served.url}/readyz` }, `  metrics: ${served.url}/metrics (health: /healthz, ready: /readyz)`);
+  if (watch?.traces)
+    say(ctx, { event: 'traces', url: watch.traces.url, protocol: watch.traces.protocol }, `  traces: each request a span, sent to ${watch.traces.url} (OTLP ${watch.traces.protocol})`);
   if (!isLoopback(opts.host)) line(ctx.stderr, `warning: the relay is reachable from other machines on ${opts.host} over plain HTTP: put a TLS proxy in front of it.`);
   const signal = await ctx.interrupted;
   await running.close();
+  await watch?.close();
   await storage.close();
   throw new InterruptedError(signal);
 }

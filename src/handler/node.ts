@@ -13,6 +13,8 @@ import type { ConsumeOptions, SinkConsumer } from '../sinks/sink.js';
 import { isoMillis } from '../util/clock.js';
 import { hooksOf, WebhooksCore, WebhookHandlerError, WebhookSetupError, WebhookTimeoutError, secretsFrom, type WebhooksOptions } from './core.js';
 import type { WebhookEvent } from './types.js';
+import { ConsumerWatch } from '../observe/consumer.js';
+import { version } from '../version.js';
 
 /**
  * How an app's `openStore` opens a store. Declared here, apart from the stores' own options, so that the
@@ -107,14 +109,21 @@ export class Webhooks extends WebhooksCore {
   async consume(url: string, options: WebhooksConsumeOptions): Promise<SinkConsumer> {
     const { consume } = await import('../sinks/index.js'); // the brokers' clients only when asked for
     const timeoutMs = options.handlerTimeoutMs ?? this.handlerTimeoutMs;
-    return consume<Opened>(url, {
-      ...options,
-      store: this.store,
-      handlerTimeoutMs: timeoutMs,
-      timers: this.timers,
-      verify: (m) => this.openMessage(m),
-      handler: (_m, opened, signal) => this.runMessage(opened!.event, signal, timeoutMs),
-    });
+    const { metrics, ...rest } = options;
+    // a span per message, its figures, and with `metrics` a port of its own (src/observe/consumer.ts)
+    const watch = new ConsumerWatch(options.group, this.store);
+    const consumer = await consume<Opened>(
+      url,
+      watch.options({
+        ...rest,
+        store: this.store,
+        handlerTimeoutMs: timeoutMs,
+        timers: this.timers,
+        verify: (m) => this.openMessage(m),
+        handler: (_m, opened, signal) => this.runMessage(opened!.event, signal, timeoutMs),
+      }),
+    );
+    return watch.started(consumer, metrics, version());
   }
 
   /** A message verified as of when the broker stored it, and its pair, type and timestamp as its signed content gives them. */
@@ -153,7 +162,14 @@ interface Opened {
 }
 
 /** What `webhooks.consume(url, …)` takes: the group and the consumer's limits (the handlers are `on(...)`'s, the store, the check and the timers the instance's). */
-export type WebhooksConsumeOptions = Omit<ConsumeOptions, 'handler' | 'store' | 'verify' | 'timers'>;
+export type WebhooksConsumeOptions = Omit<ConsumeOptions, 'handler' | 'store' | 'verify' | 'timers'> & {
+  /**
+   * Serve `GET /healthz`, `/readyz` (the broker, the store) and Prometheus `/metrics` on this address, a
+   * port of the worker's own: `'127.0.0.1:9465'`, or a port on 127.0.0.1 (0 picks a free one: see
+   * `consumer.metricsUrl`). Closed by `stop()`.
+   */
+  metrics?: string | number;
+};
 
 export interface NodeMiddlewareOptions {
   /** The path it answers (default `/webhooks`); other paths go to `next()`, or are answered 404. */

@@ -1,6 +1,7 @@
 import type { FullRecord, RunsView } from '../receiver/history.js';
 import type { Listed } from '../receiver/listed.js';
 import type { ForwardResult } from '../receiver/forward.js';
+import type { RunFigures } from '../observe/figures.js';
 
 /** What the server is attached to, as the status tool and the logs show it: never a token or a password. */
 export interface Attached {
@@ -46,6 +47,8 @@ export interface Attachment {
    * caller has seen, so that nothing after it is missed while the watch starts (default: the newest now).
    */
   watch(listener: (record: Listed) => void, after?: number): () => void;
+  /** The counters of the listen's run (a running listen only: its inspector's `/api/metrics`). */
+  figures?(): Promise<RunFigures>;
   /** Looks again for what it reads, when it was not there (a listen started since): before status answers. */
   lookAgain?(): Promise<void>;
   close(): Promise<void>;

@@ -6,6 +6,7 @@ import { fromRow, type Listed } from '../receiver/listed.js';
 import { forwardsAnywhere } from '../receiver/routes.js';
 import { isTimeout, networkReason } from '../util/net.js';
 import type { Attached, Attachment, Replayed } from './attachment.js';
+import type { RunFigures } from '../observe/figures.js';
 
 /** How long a stream to the inspector waits before it connects again, when the listen went away. */
 const RECONNECT_MS = 1000;
@@ -112,6 +113,12 @@ export class LiveListen implements Attachment {
 
   async runs(): Promise<RunsView & { expect_hours: number[] | null }> {
     return (await this.api<RunsView & { expect_hours: number[] | null }>('GET', 'api/runs')).data;
+  }
+
+  async figures(): Promise<RunFigures> {
+    const { status, data } = await this.api<RunFigures & { error?: string }>('GET', 'api/metrics');
+    if (status !== 200) throw new RefusedError(`The listen at ${this.about.where} keeps no figures: ${data.error ?? status}.`, { status, hint: 'A listen of this version keeps them with --inspect.' });
+    return data;
   }
 
   async replay(id: number, body?: Buffer): Promise<Replayed> {

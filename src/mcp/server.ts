@@ -3,6 +3,7 @@ import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js'
 import { z } from 'zod';
 import { version } from '../version.js';
 import { registerDeliveryTools, registerVerifyTool } from './deliveries.js';
+import { registerMetricsTool } from './metrics.js';
 import { registerResources } from './resources.js';
 import { registerServiceTools } from './service.js';
 import { OutsideMarks } from './answers.js';
@@ -50,6 +51,7 @@ export async function startMcpServer(o: McpServerOptions): Promise<{ close(): Pr
   );
   if (m.attachment) {
     registerDeliveryTools(server, m);
+    registerMetricsTool(server, m);
     registerResources(server, m, m.attachment);
   }
   registerVerifyTool(server, m);

@@ -20,6 +20,9 @@ export interface Timed {
 
 const now = () => performance.now();
 
+/** A store operation's event, once it is done. */
+const DONE: Record<string, string> = { claim: 'claim', extend: 'extended', complete: 'completed', release: 'released', peek: 'looked' };
+
 const isPromise = <T>(x: T | PromiseLike<T>): x is PromiseLike<T> => typeof (x as { then?: unknown })?.then === 'function';
 
 /** The verifier, its result told to the span (and its time to `timed`). */
@@ -48,7 +51,7 @@ export function watchedStore(store: PairStore, timed?: Timed): PairStore {
     return call().then(
       (r) => {
         timed?.store.observe([name], (now() - began) / 1000);
-        if (traced) step(name === 'claim' ? 'claim' : `${name}d`, said?.(r));
+        if (traced) step(DONE[name] ?? name, said?.(r));
         return r;
       },
       (error: unknown) => {

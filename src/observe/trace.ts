@@ -118,6 +118,17 @@ export function inSpan<R>(name: string, start: SpanStart, work: (span: Span) => 
   }, failed) as R;
 }
 
+/** A span begun (ended by the caller: a stream's message, whose work is several calls). */
+export function startSpan(name: string, start: SpanStart): Span {
+  return tracer.startSpan(name, { kind: KINDS[start.kind], startTime: start.startTime, attributes: start.attributes }, start.parent ?? context.active());
+}
+
+/** Runs `work` with `span` active (when there is one worth carrying: an SDK registered). */
+export function inSpanOf<T>(span: Span | undefined, work: () => T): T {
+  if (!span || (!span.isRecording() && !trace.isSpanContextValid(span.spanContext()))) return work();
+  return context.with(trace.setSpan(context.active(), span), work);
+}
+
 /** Adds a step to the delivery's span (the active one), when one records: `verified`, `claim`, `completed`, … */
 export function step(name: string, attributes?: Attributes): void {
   const span = trace.getActiveSpan();

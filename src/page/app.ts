@@ -12,6 +12,7 @@ import type { DegreeDaysResponse, EventContextResponse, InterpolatedPointForecas
 import { RESPONSE_TYPES } from '../vocabulary.js';
 import { fromRow, type Listed } from '../receiver/listed.js';
 import { ChartProblem, drawGridded, drawTrack } from './charts.js';
+import { showFigures } from './figures.js';
 
 interface Config {
   url?: string;
@@ -102,7 +103,11 @@ const groupKey = (r: Listed) => (!isRefused(r) && r.trigger_id && !r.replay_of ?
 const app = document.getElementById('app')!;
 const state = el('span', 'state', 'connecting…');
 state.setAttribute('role', 'status');
-const tabs = { deliveries: button('Deliveries', 'on', () => showTab('deliveries')), runs: button('Runs', '', () => showTab('runs')) };
+const tabs = {
+  deliveries: button('Deliveries', 'on', () => showTab('deliveries')),
+  runs: button('Runs', '', () => showTab('runs')),
+  figures: button('Figures', '', () => showTab('figures')),
+};
 tabs.deliveries.setAttribute('aria-pressed', 'true');
 const zoneButton = button('', 'light small', () => {
   zone = zone === 'utc' ? 'local' : 'utc';
@@ -128,7 +133,7 @@ app.append(
     '',
     el('h1', '', 'wxhooks inspector'),
     el('span', 'about', `listen on ${config.url ?? '?'}${config.relay ? ' (through the relay: what this listen refuses waits there)' : ''}${forwardsTo() ? ` → ${forwardsTo()}` : ''}`),
-    el('nav', '', tabs.deliveries, tabs.runs),
+    el('nav', '', tabs.deliveries, tabs.runs, tabs.figures),
     el('span', 'tools', zoneButton, pauseButton, clearButton),
     state,
   ),
@@ -173,7 +178,11 @@ const main = el('main', '', list, detail);
 const runsView = el('section', 'runs');
 runsView.setAttribute('aria-label', 'model runs');
 runsView.hidden = true;
-app.append(filters, main, runsView);
+/** This run's counters (src/page/figures.ts). */
+const figuresView = el('section', 'runs');
+figuresView.setAttribute('aria-label', 'figures of this run');
+figuresView.hidden = true;
+app.append(filters, main, runsView, figuresView);
 
 // ------------------------------------------------------------------ the list (only the rows in view are drawn)
 const ROW = 30;
@@ -321,6 +330,7 @@ function take(batch: unknown[][]): void {
       typeSelect.append(o);
     }
     if (!runsView.hidden && r.type !== undefined && RUN_TYPES.includes(r.type)) runsSoon();
+    if (!figuresView.hidden) figuresSoon();
   }
   if (!inOrder) order.sort((a, b) => a - b); // what a reconnect filled in, or the shared store's ids committed out of order
   trim();
@@ -905,15 +915,22 @@ function median(xs: number[]): number {
   return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
 }
 
-function showTab(which: 'deliveries' | 'runs'): void {
-  const runs = which === 'runs';
-  tabs.runs.className = runs ? 'on' : '';
-  tabs.deliveries.className = runs ? '' : 'on';
-  tabs.runs.setAttribute('aria-pressed', String(runs));
-  tabs.deliveries.setAttribute('aria-pressed', String(!runs));
-  main.hidden = filters.hidden = runs;
-  runsView.hidden = !runs;
-  if (runs) void showRuns();
+let figuresTimer: ReturnType<typeof setTimeout> | undefined;
+const figuresSoon = () => {
+  clearTimeout(figuresTimer);
+  figuresTimer = setTimeout(() => void showFigures(figuresView, api), 300);
+};
+
+function showTab(which: 'deliveries' | 'runs' | 'figures'): void {
+  for (const [name, b] of Object.entries(tabs)) {
+    b.className = name === which ? 'on' : '';
+    b.setAttribute('aria-pressed', String(name === which));
+  }
+  main.hidden = filters.hidden = which !== 'deliveries';
+  runsView.hidden = which !== 'runs';
+  figuresView.hidden = which !== 'figures';
+  if (which === 'runs') void showRuns();
+  if (which === 'figures') void showFigures(figuresView, api);
 }
 
 // ------------------------------------------------------------------ a delivery's own address opens it

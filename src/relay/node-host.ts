@@ -21,6 +21,8 @@ export interface RelayServerOptions extends Omit<RelayOptions, 'now' | 'onEvent'
   onEvent?: (event: RelayEvent) => void;
   /** Headers must arrive within this, the whole request within BODY_READS times it (as `listen`'s --read-timeout). */
   readTimeoutMs?: number;
+  /** OpenTelemetry (src/observe/relay.ts): each request answered in a span of its own. */
+  traced?: (path: string, answer: () => Promise<Answer>) => Promise<Answer>;
 }
 
 export interface RunningRelay {
@@ -28,6 +30,8 @@ export interface RunningRelay {
   port: number;
   /** Closes every connection (1001: `listen` connects again) and stops; the storage is the caller's to close. */
   close(): Promise<void>;
+  /** What each channel holds now, and the bytes being read (`/metrics`). */
+  backlog: Relay['backlog'];
 }
 
 /** A ws connection, as the relay's logic sees it. */
@@ -98,7 +102,9 @@ export async function startRelayServer(options: RelayServerOptions): Promise<Run
   server.on('request', (req, res) => {
     const url = req.url ?? '/';
     const query = url.indexOf('?');
-    const task = relay.http(relayRequest(req, query === -1 ? url : url.slice(0, query), query === -1 ? '' : url.slice(query + 1))).then(
+    const path = query === -1 ? url : url.slice(0, query);
+    const answer = () => relay.http(relayRequest(req, path, query === -1 ? '' : url.slice(query + 1)));
+    const task = (options.traced ? options.traced(path, answer) : answer()).then(
       (a) => write(res, a),
       () => write(res, { status: 500, outcome: 'error', body: '{"error":"internal error in the relay"}', close: true }),
     );
@@ -146,6 +152,7 @@ export async function startRelayServer(options: RelayServerOptions): Promise<Run
   return {
     url,
     port,
+    backlog: () => relay.backlog(),
     async close() {
       closing = true;
       for (const set of byChannel.values()) for (const s of set) s.ws.close(CLOSE.goingAway, 'the relay is stopping');

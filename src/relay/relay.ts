@@ -179,6 +179,12 @@ export class Relay {
     };
   }
 
+  /** What each channel holds now, and the bytes being read, for `/metrics` (no sweep: a scrape changes nothing). */
+  async backlog(): Promise<{ channels: ChannelStatus[]; inFlight: { used: number; max: number } }> {
+    const usage = await this.state.storage.usage();
+    return { channels: [...this.state.channels.keys()].map((name) => this.statusOf(name, usage.get(name))), inFlight: { used: this.state.reading, max: this.state.settings.maxInflight } };
+  }
+
   /** What is queued per channel (never a secret). */
   async status(): Promise<Answer> {
     const state = this.state;

@@ -188,6 +188,8 @@ export interface SinkConsumer {
   readonly where: string;
   /** Where dead letters go: a subject, or a stream's key. */
   readonly deadLetters: string;
+  /** With `webhooks.consume`'s `metrics` option: where /healthz, /readyz and /metrics are served (`http://host:port`). */
+  readonly metricsUrl?: string;
   /**
    * Stops taking messages, lets the handlers under way finish (each within its handler timeout; a message
    * waiting for the store is given back at once), and closes. With `timeoutMs`, handlers still running
