@@ -14,7 +14,8 @@ import { context, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, ty
  *   wxhooks.consume    a stream's message at `webhooks.consume()`: a child of the publish, across the stream
  */
 
-const tracer = trace.getTracer('wxhooks');
+/** Asked for each span, not kept: an SDK registered later (or again, after another stopped) is the one used. */
+const tracer = () => trace.getTracer('wxhooks');
 
 /** What a delivery's span says when it ends. */
 export interface SpanEnd {
@@ -91,7 +92,7 @@ export function inSpan<R>(name: string, start: SpanStart, work: (span: Span) => 
   const parent = start.parent ?? context.active();
   const linked = start.link && trace.getSpanContext(start.link);
   const links: Link[] | undefined = linked && trace.isSpanContextValid(linked) ? [{ context: linked }] : undefined;
-  const span = tracer.startSpan(name, { kind: KINDS[start.kind], links, startTime: start.startTime, attributes: start.attributes }, parent);
+  const span = tracer().startSpan(name, { kind: KINDS[start.kind], links, startTime: start.startTime, attributes: start.attributes }, parent);
   if (!span.isRecording() && !trace.isSpanContextValid(span.spanContext())) {
     // no SDK: the work runs as it would without a span (the middleware's cost with the API alone)
     return work(span);
@@ -120,7 +121,7 @@ export function inSpan<R>(name: string, start: SpanStart, work: (span: Span) => 
 
 /** A span begun (ended by the caller: a stream's message, whose work is several calls). */
 export function startSpan(name: string, start: SpanStart): Span {
-  return tracer.startSpan(name, { kind: KINDS[start.kind], startTime: start.startTime, attributes: start.attributes }, start.parent ?? context.active());
+  return tracer().startSpan(name, { kind: KINDS[start.kind], startTime: start.startTime, attributes: start.attributes }, start.parent ?? context.active());
 }
 
 /** Runs `work` with `span` active (when there is one worth carrying: an SDK registered). */
