@@ -108,6 +108,7 @@ describe('ListenOptions, derived from the flag declarations', () => {
       lateAfter: 1,
       onLate: 1,
       watchModel: 1,
+      metrics: 1,
     } satisfies Record<keyof ListenOptions, 1>;
     expectTypeOf<keyof typeof keys>().toEqualTypeOf<keyof ListenOptions>();
     expect(names).toEqual(Object.keys(keys).sort());

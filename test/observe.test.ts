@@ -221,7 +221,7 @@ describe('OpenTelemetry spans, to an OTLP/HTTP receiver in the test', () => {
     const web = new WebWebhooks({ secret: TEST_SECRET });
     web.on('forecast_hour.available', () => void seen.push(trace.getActiveSpan()?.spanContext().traceId ?? 'none'));
     const w = signed('trg_web');
-    const answer = await createWebHandler(web)(new Request('http://x/', { method: 'POST', headers: w.headers, body: w.body }));
+    const answer = await createWebHandler(web)(new Request('http://x/', { method: 'POST', headers: w.headers, body: new Uint8Array(w.body) }));
     expect(answer.status).toBe(200);
 
     const spans = await receiver.waitFor((s) => s.filter((x) => x.attributes['wxhooks.door'] === 'library').length === 2);
