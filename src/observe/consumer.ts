@@ -115,7 +115,7 @@ export class ConsumerWatch {
 
   /** The worker started: with `metrics`, its port served; its stop closes the port and ends the spans still open. */
   async started(consumer: SinkConsumer, metrics: string | number | undefined, version: string): Promise<SinkConsumer> {
-    let close = async () => undefined as void;
+    let close: () => Promise<void> = async () => undefined;
     if (metrics !== undefined) {
       const at = hostPort(String(metrics), 'metrics');
       const { startObserveServer } = await import('./serve.js');

@@ -22,7 +22,7 @@ export interface OtlpReceiver extends TestServer {
 }
 
 type AnyValue = { stringValue?: string; intValue?: string | number; boolValue?: boolean; doubleValue?: number };
-const valueOf = (v: AnyValue) => v.stringValue ?? (v.intValue !== undefined ? Number(v.intValue) : (v.boolValue ?? v.doubleValue));
+const plain = (v: AnyValue) => v.stringValue ?? (v.intValue !== undefined ? Number(v.intValue) : (v.boolValue ?? v.doubleValue));
 
 export async function startOtlpReceiver(): Promise<OtlpReceiver> {
   const spans: ReceivedSpan[] = [];
@@ -57,7 +57,7 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
             spanId: s.spanId,
             parentSpanId: s.parentSpanId || undefined,
             kind: s.kind,
-            attributes: Object.fromEntries((s.attributes ?? []).map((a) => [a.key, valueOf(a.value)])),
+            attributes: Object.fromEntries((s.attributes ?? []).map((a) => [a.key, plain(a.value)])),
             events: (s.events ?? []).map((e) => e.name),
             service,
             links: (s.links ?? []).map((l) => l.traceId),
