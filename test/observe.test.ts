@@ -13,6 +13,7 @@ import { receiveWatch } from '../src/observe/receive-watch.js';
 import { startSdk, type Tracing } from '../src/observe/sdk.js';
 import { Buckets, Counter, MAX_SERIES } from '../src/observe/series.js';
 import { BIN, cleanEnv, tempDir } from './helpers/cli.js';
+import { startCli } from './helpers/process.js';
 import { get, post } from './helpers/http.js';
 import { otlpEnv, samples, startOtlpReceiver, type OtlpReceiver } from './helpers/otlp.js';
 import { signed, startTestReceiver, TEST_SECRET, type TestReceiver } from './helpers/receiver.js';
@@ -70,7 +71,9 @@ describe('the series', () => {
 });
 
 /** listen's receiving with its watch, as `listen --metrics` runs it: a receiver, its app, its port. */
-async function watchedListen(o: { tracing?: boolean; relay?: boolean } = {}): Promise<{ r: TestReceiver; app: TestServer; w: ListenWatch; metrics: string }> {
+async function watchedListen(
+  o: { tracing?: boolean; relay?: boolean; late?: () => { type: string; model: string }[] } = {},
+): Promise<{ r: TestReceiver; app: TestServer; w: ListenWatch; metrics: string }> {
   const app = await startServer((req, res) => {
     res.writeHead((req.json as { trigger_id?: string })?.trigger_id === 'trg_app_fails' ? 500 : 200);
     res.end('ok');
@@ -80,7 +83,7 @@ async function watchedListen(o: { tracing?: boolean; relay?: boolean } = {}): Pr
   if (o.tracing) w.receive = receiveWatch({ figures: w.figures, tracing: true });
   const r = await startTestReceiver({ watch: w.receive, forwardTo: `${app.url}/hooks`, onEvent: (e) => w.event(e) });
   cleanups.push(() => r.close());
-  const served = await w.serve({ store: r.store, inflight: r.receiver.inflight, relay: Boolean(o.relay) });
+  const served = await w.serve({ store: r.store, inflight: r.receiver.inflight, relay: Boolean(o.relay), late: o.late });
   cleanups.push(() => w.close());
   return { r, app, w, metrics: served!.url };
 }
@@ -152,6 +155,21 @@ describe('listen --metrics, in this process', () => {
     expect((await get(`${metrics}/readyz`)).status).toBe(200);
     w.said({ event: 'relay_lost', reason: 'connection reset' });
     expect(JSON.parse((await get(`${metrics}/readyz`)).body).checks.relay).toBe('unreachable: connection reset');
+  });
+});
+
+describe('listen --watch-runs on /metrics', () => {
+  it('counts each late notification listen says, and gauges those late at its last look, by type and model', async () => {
+    let lateNow = [{ type: 'forecast_hour.available', model: 'wm-6' }];
+    const { w, metrics } = await watchedListen({ late: () => lateNow });
+    w.said({ event: 'late_hour', type: 'forecast_hour.available', model: 'wm-6', subscription_id: '3', initialization_time: '2026-11-28T00:00:00Z', forecast_hour: 6 });
+    let m = samples((await get(`${metrics}/metrics`)).body);
+    expect(m.get('wxhooks_late_notifications_total{type="forecast_hour.available",model="wm-6"}')).toBe(1);
+    expect(m.get('wxhooks_late_notifications{type="forecast_hour.available",model="wm-6"}')).toBe(1);
+    lateNow = [];
+    m = samples((await get(`${metrics}/metrics`)).body);
+    expect(m.get('wxhooks_late_notifications{type="forecast_hour.available",model="wm-6"}')).toBeUndefined();
+    expect(w.figures.figures().late).toEqual({ said: 1, now: 0 });
   });
 });
 
@@ -230,6 +248,30 @@ describe('OpenTelemetry spans, to an OTLP/HTTP receiver in the test', () => {
     expect(library.map((s) => s.traceId).sort()).toEqual([...seen].sort());
     expect(library.map((s) => s.attributes['wxhooks.trigger_id']).sort()).toEqual(['trg_node', 'trg_web']);
     expect(library.every((s) => s.attributes['wxhooks.outcome'] === 'accepted' && s.kind === 2)).toBe(true); // SERVER: no span of the app's around it
+  });
+});
+
+describe('relay serve --metrics, with traces', () => {
+  it('serves /readyz (its storage asked) and /metrics, and gives each request a span whose route never names the channel', async () => {
+    const receiver = await startOtlpReceiver();
+    cleanups.push(() => receiver.close());
+    const relay = startCli(['relay', 'serve', '--port', '0', '--json', '--metrics', '0'], { WXHOOKS_RELAY_TOKEN: 'relay-token-0123456789abcdef', ...otlpEnv(receiver) });
+    cleanups.push(() => relay.stop());
+    const url = (await relay.waitFor<{ event?: string; url: string }>((e) => e.event === 'listening')).url;
+    const metrics = (await relay.waitFor<{ event?: string; url: string }>((e) => e.event === 'metrics')).url.replace(/\/metrics$/, '');
+    expect(await relay.waitFor<{ event?: string; protocol: string }>((e) => e.event === 'traces')).toMatchObject({ protocol: 'http/json' });
+    const ready = await get(`${metrics}/readyz`);
+    expect(ready.status).toBe(200);
+    expect(JSON.parse(ready.body).checks).toEqual({ [`storage ${JSON.parse(relay.lines[0]!).store}`]: 'ok' });
+    const d = signed('trg_relay');
+    expect((await post(`${url}/in/no-such-channel-a1`, d.headers, d.body)).status).toBe(401);
+    const spans = await receiver.waitFor((s) => s.some((x) => x.name === 'wxhooks.relay.receive'));
+    const span = spans.find((x) => x.name === 'wxhooks.relay.receive')!;
+    expect(span).toMatchObject({ service: 'wxhooks-relay', attributes: { 'url.path': '/in/{channel}', 'wxhooks.door': 'relay', 'http.response.status_code': 401 } });
+    expect(receiver.bodies.join('\n')).not.toContain('no-such-channel-a1');
+    const m = samples((await get(`${metrics}/metrics`)).body);
+    expect([...m.entries()].filter(([k]) => k.startsWith('wxhooks_relay_requests_total')).reduce((n, [, v]) => n + v, 0)).toBe(1);
+    expect(m.get('wxhooks_info{door="relay",version="0.1.0"}')).toBe(1);
   });
 });
 
