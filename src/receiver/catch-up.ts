@@ -19,7 +19,7 @@ import type { ForwardRoutes } from './routes.js';
  * one notification: whichever comes first is handed over, the other is a duplicate.
  *
  * A catch-up is signed with the webhook's secret: its bytes were built by wxhooks from what the
- * authenticated webhook and forecast APIs answered, never from what a sender sent (notes/forecast-decisions.md).
+ * authenticated webhook and forecast APIs answered, never from what a sender sent (DECISIONS.md, "Signing a catch-up").
  */
 
 /** What became of one catch-up: the outcome listen (or the receiving here) reported, and why when it was not handed over. */
