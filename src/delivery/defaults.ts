@@ -29,6 +29,8 @@ export const DEFAULTS = {
   maxBodyBytes: 25 * MiB,
   /** The body bytes all requests together may hold while they are read and handled: `--max-inflight`, `maxInflight`. */
   maxInflightBytes: 256 * MiB,
+  /** The deadline of a request to the service, retries included: the global `--timeout`, `catchUp`'s `timeoutMs`. */
+  serviceTimeoutMs: 30_000,
   /** How long your app may take to answer a forwarded delivery: `--forward-timeout`. */
   forwardTimeoutMs: 30_000,
   /** Headers must arrive within this (`--read-timeout`), and a whole body within BODY_READS times it. */
