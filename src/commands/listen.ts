@@ -29,13 +29,16 @@ import { secretSourceOptions } from '../flags/sources.js';
 import { listen } from '../tasks/listen.js';
 import type { Listening } from '../tasks/listen-secrets.js';
 
+/** `--inspect` without an address. */
+const INSPECT_DEFAULT = `${DEFAULTS.host}:${DEFAULTS.inspectPort}`;
+
 /** listen's flags, in the groups its help shows; `ListenOptions` is derived from them. */
 function declareListen(cmd: Command) {
   return declare(cmd)
     .optionsGroup('Where it listens:')
-    .addOption(portOption(8787))
-    .option('--host <host>', 'address to bind', '127.0.0.1')
-    .option('--path <path>', 'the path deliveries are POSTed to', '/')
+    .addOption(portOption(DEFAULTS.listenPort))
+    .option('--host <host>', 'address to bind', DEFAULTS.host)
+    .option('--path <path>', 'the path deliveries are POSTed to', DEFAULTS.listenPath)
     .option('--relay <url>', 'no port of its own: take deliveries from your relay (`wxhooks relay`), token from WXHOOKS_RELAY_TOKEN; without --webhook, a temporary webhook whose URL is the relay')
     .optionsGroup('What it verifies with:')
     .with<Pick<SecretSource, 'webhook' | 'secretEnv'>>((c) => secretSourceOptions(c, 'verify with'))
@@ -87,19 +90,21 @@ function declareListen(cmd: Command) {
     .addOption(
       valued(
         '--inspect [host:port]',
-        'serve the inspector page: every delivery live, in detail, replayable (default 127.0.0.1:8789); listen prints its link, with the token it needs',
+        `serve the inspector page: every delivery live, in detail, replayable (default ${INSPECT_DEFAULT}); listen prints its link, with the token it needs`,
         hostPort,
-      ).preset('127.0.0.1:8789'),
+      ).preset(INSPECT_DEFAULT),
     )
     .option('--inspect-allow-remote', 'let --inspect bind an address other machines can reach (the token is still needed)')
     .option('--inspect-host <name>', 'with --inspect-allow-remote: a host name the page is reached by (repeatable), besides its address', collect)
     .addOption(
-      valued('--history <n>', 'with --inspect, or a postgres store: how many verified requests are kept (refused ones apart: the last 100, their first 4 KiB)', integer(1, 1_000_000), [
-        HISTORY_DEFAULTS.rows,
-        String(HISTORY_DEFAULTS.rows),
-      ]),
+      valued(
+        '--history <n>',
+        `with --inspect, or a postgres store: how many verified requests are kept (refused ones apart: the last ${DEFAULTS.historyRefusedRows}, their first ${DEFAULTS.historyPartBytes / 1024} KiB)`,
+        integer(1, 1_000_000),
+        [HISTORY_DEFAULTS.rows, String(HISTORY_DEFAULTS.rows)],
+      ),
     )
-    .addOption(valued('--history-size <size>', 'the body bytes the kept verified requests may hold together; past it, older bodies are kept in part', size, [HISTORY_DEFAULTS.bytes, '64MiB']))
+    .addOption(valued('--history-size <size>', 'the body bytes the kept verified requests may hold together; past it, older bodies are kept in part', size, sizeDefault(HISTORY_DEFAULTS.bytes)))
     .optionsGroup('Late runs (the forecast API against what arrived):')
     .option('--watch-runs', "ask the forecast API what it published for the webhook's subscriptions, and say which forecast hours are late: available for longer than --late-after and not delivered")
     .addOption(valued('--watch-interval <duration>', 'with --watch-runs: how often the forecast API is asked', timeLimit, msDefault(DEFAULTS.watchIntervalMs)))
