@@ -1,6 +1,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { DEFAULTS } from '../delivery/defaults.js';
 import { door, type DoorIO } from '../delivery/door.js';
+import { outcomeLabel } from '../delivery/outcomes.js';
 import { RelayClient, type RelayClientEvent, type RelayedDelivery, type RelayReady, type RetiredSecret, type Verdict } from '../relay/client.js';
 import { MAX_WINDOW } from '../relay/protocol.js';
 import type { Scheme } from '../signing/layouts.js';
@@ -173,7 +174,7 @@ export async function startRelayDoor(o: RelayDoorOptions): Promise<RunningRelayD
       if (verdict !== true && verdict !== false) {
         const { d } = h;
         r.event.relay_kept = { channel: o.channel, seq: d.seq };
-        r.event.message = `${r.event.message ?? 'not verified'} Kept at the relay as refused delivery #${d.seq} of channel ${o.channel}, out of the queue, until dropped.`;
+        r.event.message = `${r.event.message ?? outcomeLabel(r.event.outcome)} Kept at the relay as refused delivery #${d.seq} of channel ${o.channel}, out of the queue, until dropped.`;
         r.event.hint = `It verified at the relay when it came, so something changed since (a secret replaced here, a narrower --tolerance). List what the relay keeps refused with \`wxhooks relay refused ${o.relay} --channel ${o.channel}\`, drop it with \`wxhooks relay drop ${o.relay} --channel ${o.channel} --seq ${d.seq}\`.`;
       }
       o.onEvent(r.event, r.raw);
