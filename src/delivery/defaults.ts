@@ -117,6 +117,8 @@ export const DEFAULTS = {
   consumerClaimTimeoutMs: 60_000,
   /** The model a command names when none is given: `send`'s generated body, `trigger`, the emulator's events, MCP's send_delivery. */
   model: 'wm-6',
+  /** `wxhooks mcp`'s wait_for_delivery and wait_for_run: how long they wait unless told (`timeout_seconds`). */
+  mcpWaitSeconds: 30,
   /** `send`'s generated body (`--type`, `--webhook-id`, `--subscription-id`, `--model`) and how it is signed (`--layout`); the MCP server's send_delivery too. */
   sendType: 'forecast_hour.available',
   sendWebhookId: '1',

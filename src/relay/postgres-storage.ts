@@ -1,7 +1,7 @@
 import type { Pool, PoolClient } from 'pg';
 import { DEFAULTS } from '../delivery/defaults.js';
 import { StorageError, UsageError } from '../errors.js';
-import { openPool, quotedSchema } from '../store/pg-open.js';
+import { openPgStore, quotedSchema } from '../store/pg-open.js';
 import { shownUrl } from '../store/store-url.js';
 import type { ChannelRecord, ChannelUsage, Refusal, RelayStorage, Removed, StoredDelivery } from './storage.js';
 import { migrateSchema, type Migration } from '../store/pg-schema.js';
@@ -81,22 +81,11 @@ export class PgRelayStorage implements RelayStorage {
    */
   static async open(options: PgRelayStorageOptions): Promise<PgRelayStorage> {
     const schema = options.schema ?? DEFAULTS.relaySchema;
-    const { pool, held } = await openPool({
-      url: options.url,
-      schema,
-      schemaFlag: '--schema',
-      hint: 'Check that the server runs and accepts connections from here, and the user name and password in --store.',
-    });
-    const store = new PgRelayStorage(pool, schema, options.url);
-    try {
-      await store.migrate(held.client);
-    } catch (err) {
-      held.release(err);
-      await store.close();
-      throw err;
-    }
-    held.release();
-    return store;
+    return openPgStore(
+      { url: options.url, schema, schemaFlag: '--schema', hint: 'Check that the server runs and accepts connections from here, and the user name and password in --store.' },
+      (pool) => new PgRelayStorage(pool, schema, options.url),
+      (store, client) => store.migrate(client),
+    );
   }
 
   private migrate(client: PoolClient): Promise<void> {
