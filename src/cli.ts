@@ -160,7 +160,7 @@ function exitCodeHelp(): string {
  */
 export async function buildProgram(argv: string[], io: Io, act: Act = actFor(io)): Promise<Command> {
   const wanted = requestedGroup(argv.slice(2));
-  const [{ Command, Help, Option }, { msDefault, valued }, { timeLimit }, { DEFAULTS }, ...loaded] = await Promise.all([
+  const [{ Command, Help, Option }, { valued, msDefault }, { timeLimit }, { DEFAULTS }, ...loaded] = await Promise.all([
     import('commander'),
     import('./flags/options.js'),
     import('./util/parse.js'),
@@ -170,7 +170,7 @@ export async function buildProgram(argv: string[], io: Io, act: Act = actFor(io)
   const program = new Command('wxhooks').description("Manage, receive, verify and emulate the weather forecast service's webhooks.").version(version(), '-V, --version', 'print the version');
   for (const [flags, description] of GLOBAL_OPTIONS) {
     if (flags.startsWith('--auth')) program.addOption(new Option(flags, description).choices(['auto', 'bearer', 'basic']));
-    else if (flags.startsWith('--timeout')) program.addOption(valued(flags, description, timeLimit, msDefault(DEFAULTS.serviceTimeoutMs)));
+    else if (flags.startsWith('--timeout')) program.addOption(valued(flags, description, timeLimit, msDefault(DEFAULTS.requestTimeoutMs)));
     else program.option(flags, description);
   }
   program
