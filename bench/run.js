@@ -552,8 +552,9 @@ async function handlerLibrary() {
   const { gzipSync } = await import('node:zlib');
   const min = buildSync({ entryPoints: [join(ROOT, 'dist', 'web.js')], bundle: true, minify: true, format: 'esm', platform: 'neutral', write: false }).outputFiles[0].contents;
   const gz = gzipSync(min, { level: 9 }).length;
-  // 6 KB until the delivery core (#33), 10.2 KB by the one door function, 11.4 KB with it and a replay's
-  // mark; the bar is 8 KB (#43.7): notes/door-decisions.md says where the bytes are and what it would take
+  // 6 KB until the delivery core (#33), 10.2 KB before the one door function, 12.5 KB with it, a replay's
+  // mark and the forecast's identity; the bar is 8 KB (#43.7): DECISIONS.md ("Two entries, one set of
+  // rules") says where the bytes are and what it would take
   row('handler', '`wxhooks/web`, minified and gzipped', `${(gz / 1024).toFixed(1)} KB`, '8 KB', gz / 8192, within(1.0));
 }
 
@@ -781,7 +782,7 @@ async function sharedStore() {
     db = await startPostgres();
   } catch (err) {
     log(`store: skipped: ${err.message}`);
-    row('store', 'PostgreSQL store', 'skipped: no PostgreSQL server binaries (see README)', '', undefined);
+    row('store', 'PostgreSQL store', 'skipped: no PostgreSQL server binaries (install them, or set PG_BIN)', '', undefined);
     return;
   }
   const { default: pg } = await import('pg');

@@ -1,4 +1,4 @@
-// The README's screenshots (docs/inspector.png, docs/inspector-runs.png), from a real session: an
+// The screenshots of the README and docs/inspector.md (docs/inspector.png, docs/inspector-runs.png), from a real session: an
 // emulator, `listen --inspect` in front of a small app that refuses one delivery once, and a short
 // `trigger run`; then the page in headless Chromium (playwright-core, as the tests launch it). Needs the
 // built CLI (`npm run build`) and Chromium (CHROMIUM_PATH, else Debian's /usr/bin/chromium).

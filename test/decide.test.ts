@@ -160,6 +160,21 @@ describe('the table of answers', () => {
     expect([isDelivered('duplicate'), isDelivered('replayed'), isDelivered('rate_limited')]).toEqual([true, false, false]);
   });
 
+  it("what --check reads of each outcome, and the inspector's filter entries, are rows' fields too", async () => {
+    const { OUTCOME_FILTERS, checkShows } = await import('../src/delivery/outcomes.js');
+    expect(OUTCOME_NAMES.filter((o) => checkShows(o) === 'verified')).toEqual(['accepted', 'duplicate', 'in_progress', 'refused_by_flag']);
+    expect(OUTCOME_NAMES.filter((o) => checkShows(o) === 'not_verified')).toEqual(['unverified', 'bad_request', 'method_not_allowed', 'not_found']);
+    expect(OUTCOME_FILTERS.map((f) => [f.value, f.words, [...f.outcomes]])).toEqual([
+      ['accepted', 'accepted', ['accepted']],
+      ['duplicate', 'duplicate', ['duplicate']],
+      ['unverified', 'not verified (400/401)', ['unverified', 'bad_request']],
+      ['forward_failed', 'your app failed (502)', ['forward_failed']],
+      ['sink_failed', 'a sink failed (502/503)', ['sink_failed']],
+      ['limits', 'refused: limits (408/413/503)', ['overloaded', 'timed_out', 'too_large']],
+      ['replayed', 'replays', ['replayed']],
+    ]);
+  });
+
   it('one vocabulary: the library\'s and listen\'s names are in it, and "processed" is not', () => {
     expect(OUTCOME_NAMES).toEqual(expect.arrayContaining(['accepted', 'duplicate', 'in_progress', 'handler_failed', 'handler_timed_out', 'store_failed', 'unverified', 'bad_request']));
     expect(OUTCOME_NAMES).not.toContain('processed');

@@ -82,8 +82,8 @@ describe('every shell block is run by a test, or says why none can', () => {
   }
 });
 
-/** Guides other parts of the project write; linked before they land. */
-const WRITTEN_ELSEWHERE = new Set(['docs/relay.md', 'docs/streams.md', 'docs/agent.md', 'docs/nothing-missed.md', 'docs/testing.md', 'docs/production.md', 'docs/architecture.md']);
+/** Guides being written elsewhere, linked before they land (the tests' tiers, production, the code's layout): a name leaves once its guide is here. */
+const WRITTEN_ELSEWHERE = new Set(['docs/testing.md', 'docs/production.md', 'docs/architecture.md']);
 
 describe('every link leads somewhere', () => {
   for (const file of ['README.md', ...GUIDES, 'DECISIONS.md', 'BENCHMARKS.md']) {

@@ -172,6 +172,7 @@ describe('docs/inspector.md', () => {
     const api = await fetch(new URL('/api/deliveries', link.origin), { headers: { 'x-wxhooks-token': link.searchParams.get('token')! } });
     const records = ((await api.json()) as { records: { trigger_id: string; outcome: string; type: string }[] }).records;
     expect(new Set(records.map((r) => `${r.trigger_id} ${r.outcome} ${r.type}`)).size).toBe(4); // +0h, +6h, +12h, the run's event: each accepted
+    expect(records).toHaveLength(4); // each once (test/inspector-saved.test.ts)
     expect(readdirSync(s.saved)).toHaveLength(4);
   });
 

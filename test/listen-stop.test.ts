@@ -1,7 +1,8 @@
 import type { Command } from 'commander';
 import { describe, expect, expectTypeOf, it } from 'vitest';
 import { buildProgram } from '../src/cli.js';
-import { whenToStop, type ListenOptions, type Seen, type StopInput } from '../src/commands/listen.js';
+import type { ListenOptions } from '../src/commands/listen.js';
+import { whenToStop, type Seen, type StopInput } from '../src/receiver/stop.js';
 import type { HostPort } from '../src/util/parse.js';
 import { testIo } from './helpers/context.js';
 

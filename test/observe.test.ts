@@ -12,6 +12,11 @@ import { watchListen, type ListenWatch } from '../src/observe/listen.js';
 import { receiveWatch } from '../src/observe/receive-watch.js';
 import { startSdk, type Tracing } from '../src/observe/sdk.js';
 import { Buckets, Counter, MAX_SERIES } from '../src/observe/series.js';
+import type { LateNotification, Reconciled } from '../src/delivery/reconcile.js';
+import type { RunWatch } from '../src/receiver/reconcile.js';
+import type { RelayTarget } from '../src/receiver/relay-target.js';
+import type { RelayClientEvent } from '../src/relay/client.js';
+import { watchedView, type ListenView } from '../src/tasks/listen.js';
 import { BIN, cleanEnv, tempDir } from './helpers/cli.js';
 import { startCli } from './helpers/process.js';
 import { get, post } from './helpers/http.js';
@@ -71,6 +76,12 @@ describe('the series', () => {
 });
 
 /** listen's receiving with its watch, as `listen --metrics` runs it: a receiver, its app, its port. */
+/** A listen's view that shows nothing. */
+function quietView(): ListenView {
+  const none = () => undefined;
+  return { delivery: none, replayed: none, notice: none, link: none, warn: none, ready: none, checked: none, watchRuns: () => ({}) as RunWatch, waiting: none, closed: none };
+}
+
 async function watchedListen(
   o: { tracing?: boolean; relay?: boolean; late?: () => { type: string; model: string }[] } = {},
 ): Promise<{ r: TestReceiver; app: TestServer; w: ListenWatch; metrics: string }> {
@@ -151,9 +162,12 @@ describe('listen --metrics, in this process', () => {
     const down = await get(`${metrics}/readyz`);
     expect(down.status).toBe(503);
     expect(JSON.parse(down.body)).toMatchObject({ ready: false, checks: { store: 'ok', relay: 'not connected yet' }, not_ready: ['relay: not connected yet'] });
-    w.said({ event: 'relay_connected', channel: 'c' });
+    // told through listen's view, as the relay door tells it
+    const view = watchedView(quietView(), w);
+    const relay = { url: 'http://127.0.0.1:1', channel: 'c' } as RelayTarget;
+    view.link({ kind: 'connected', again: false, channel: 'c', inboundUrl: 'http://127.0.0.1:1/in/c', created: true, temporary: false, queued: 0, bytes: 0, refused: 0 } as RelayClientEvent, relay);
     expect((await get(`${metrics}/readyz`)).status).toBe(200);
-    w.said({ event: 'relay_lost', reason: 'connection reset' });
+    view.link({ kind: 'disconnected', reason: 'connection reset' }, relay);
     expect(JSON.parse((await get(`${metrics}/readyz`)).body).checks.relay).toBe('unreachable: connection reset');
   });
 });
@@ -162,7 +176,16 @@ describe('listen --watch-runs on /metrics', () => {
   it('counts each late notification listen says, and gauges those late at its last look, by type and model', async () => {
     let lateNow = [{ type: 'forecast_hour.available', model: 'wm-6' }];
     const { w, metrics } = await watchedListen({ late: () => lateNow });
-    w.said({ event: 'late_hour', type: 'forecast_hour.available', model: 'wm-6', subscription_id: '3', initialization_time: '2026-11-28T00:00:00Z', forecast_hour: 6 });
+    // the run watch tells listen's view of each late notification, which tells the watch
+    let told: ((late: LateNotification) => void) | undefined;
+    const said: LateNotification[] = [];
+    watchedView({ ...quietView(), watchRuns: (_look, t) => ((told = t), {} as RunWatch) }, w).watchRuns(
+      async () => ({}) as Reconciled,
+      (l) => said.push(l),
+    );
+    const late = { type: 'forecast_hour.available', model: 'wm-6', subscription_id: '3', initialization_time: '2026-11-28T00:00:00Z', forecast_hour: 6 } as LateNotification;
+    told!(late);
+    expect(said).toEqual([late]);
     let m = samples((await get(`${metrics}/metrics`)).body);
     expect(m.get('wxhooks_late_notifications_total{type="forecast_hour.available",model="wm-6"}')).toBe(1);
     expect(m.get('wxhooks_late_notifications{type="forecast_hour.available",model="wm-6"}')).toBe(1);

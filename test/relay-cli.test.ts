@@ -61,6 +61,19 @@ describe('relay: parsing and refusals', () => {
     for (const r of [store, dir, keep]) expect(r.stderr).not.toContain(TOKEN);
   });
 
+  it("serve --store postgres://…: opened as the stores open theirs (a schema's name checked: exit 2; a server away: exit 6 naming the host, never the password)", async () => {
+    const env = { WXHOOKS_RELAY_TOKEN: TOKEN };
+    const schema = await runInProcess(['relay', 'serve', '--port', '0', '--store', 'postgres://u:pw@127.0.0.1:1/db', '--schema', 'Bad-Name'], { env });
+    expect(schema.code).toBe(2);
+    expect(schema.stderr).toContain('--schema must be a lowercase SQL name');
+    const port = await freePort();
+    const away = await runInProcess(['relay', 'serve', '--port', '0', '--store', `postgres://relay:hunter2-relay-pw@127.0.0.1:${port}/db`], { env });
+    expect(away.code).toBe(6);
+    expect(away.stderr).toContain(`Cannot use the PostgreSQL store at 127.0.0.1:${port}`);
+    expect(away.stderr).toContain('--store');
+    expect(away.stderr).not.toContain('hunter2-relay-pw');
+  });
+
   it('token: a new random one each time, long enough for serve', async () => {
     const a = await runInProcess(['relay', 'token']);
     const b = await runInProcess(['relay', 'token', '--json']);

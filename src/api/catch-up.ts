@@ -9,7 +9,7 @@ import { buildPayload } from '../signing/payload.js';
  * API has the response the subscription asks for (a run's tropical cyclones), else `data.response_unavailable`
  * saying why. Its trigger is the forecast's own (`catchup_` and a hash of its identity), so two catch-ups of
  * one forecast are one pair too. Everything in it comes from the authenticated webhook and forecast APIs:
- * nothing of what any sender sent (the rule that lets `reconcile` sign it: notes/forecast-decisions.md).
+ * nothing of what any sender sent (the rule that lets `reconcile` sign it: DECISIONS.md, "Signing a catch-up").
  */
 export interface CatchUp {
   notification: ExpectedNotification;

@@ -9,13 +9,14 @@ import { styleFor } from '../output/style.js';
 import { diagnose, type Check } from '../tasks/doctor.js';
 import { identifier, port, url } from '../util/parse.js';
 import { printable } from '../util/printable.js';
+import { DEFAULTS } from '../delivery/defaults.js';
 
 export function register(cmd: Command, act: Act): void {
   cmd
     .addOption(valued('--webhook <id>', 'the webhook to check, link by link', identifier))
     .addOption(valued('--public-url <url>', 'the public URL (a tunnel) that should lead to this machine', url))
     .addOption(valued('--relay <url>', 'your relay (`wxhooks relay`): check it answers, takes WXHOOKS_RELAY_TOKEN, and with --webhook knows its channel (default: WXHOOKS_RELAY_URL)', url))
-    .addOption(valued('--port <port>', "the local port the URL leads to (default: the URL's own port when it is local, else 8787)", port))
+    .addOption(valued('--port <port>', `the local port the URL leads to (default: the URL's own port when it is local, else ${DEFAULTS.listenPort})`, port))
     .addHelpText(
       'after',
       `

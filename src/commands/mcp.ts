@@ -10,12 +10,13 @@ import { valued } from '../flags/options.js';
 import { baseUrlFor } from '../tasks/service.js';
 import { resolveSecrets, secretStoreFor } from '../tasks/secrets.js';
 import { secretSourceOptions } from '../flags/sources.js';
+import { DEFAULTS } from '../delivery/defaults.js';
 
 export function register(cmd: Command, act: Act): void {
   cmd
     .option('--listen <url>', "a running listen's inspector: its address, or the link it printed (default: the running `listen --inspect` recorded in the store folder)")
     .option('--store <url>', "or the history of the receivers' shared PostgreSQL store (read only; else WXHOOKS_STORE_URL, when no listen runs)")
-    .option('--store-schema <name>', 'with --store: the schema its tables are in', 'wxhooks')
+    .option('--store-schema <name>', 'with --store: the schema its tables are in', DEFAULTS.schema)
     .option('--save-dir <dir>', 'or the deliveries a `listen --save-dir` wrote to this folder')
     .addOption(valued('--forward-to <url>', 'with --store or --save-dir: where replays go (your app); without it they replay nowhere', url));
   secretSourceOptions(cmd, 'sign and verify with')

@@ -4,6 +4,7 @@ import type { Window } from '../api/forecasts.js';
 import { line, type Act, type Context } from '../context.js';
 import { DEFAULTS } from '../delivery/defaults.js';
 import { describeForecast } from '../delivery/forecast.js';
+import { isDelivered } from '../delivery/outcomes.js';
 import type { Reconciled } from '../delivery/reconcile.js';
 import { compressHours, parseRunName } from '../delivery/runs.js';
 import type { PairStore } from '../delivery/store.js';
@@ -141,7 +142,7 @@ export async function runReconcile(ctx: Context, o: ReconcileCommandOptions): Pr
       handed = await handOver(ctx, o, catchUps, { secret: entry.secret, dir, webhook: hook.id, base: base.url, kind, openPg });
     }
     render(ctx, hook.id, window, report, handed, now);
-    const still = report.missing.length - (handed?.results.filter((r) => r.outcome === 'accepted' || r.outcome === 'duplicate').length ?? 0);
+    const still = report.missing.length - (handed?.results.filter((r) => isDelivered(r.outcome)).length ?? 0);
     if (still > 0) {
       throw new MissingError(
         handed

@@ -36,7 +36,7 @@ export function register(relay: Command, act: Act): void {
     .command('serve')
     .description('run a relay on this machine (a small VM): the service posts to it, listen --relay takes from it')
     .addOption(portOption(DEFAULTS.relayPort))
-    .option('--host <host>', 'address to bind (behind a TLS proxy, keep 127.0.0.1)', DEFAULTS.relayHost)
+    .option('--host <host>', 'address to bind (behind a TLS proxy, keep 127.0.0.1)', DEFAULTS.host)
     .option('--store <store>', 'where deliveries wait: file (a folder, see --dir) or a postgres:// URL', DEFAULTS.relayStore)
     .option('--dir <dir>', 'the folder of --store file (default: relay/ in the store folder)')
     .option('--schema <name>', 'the PostgreSQL schema of --store postgres://', DEFAULTS.relaySchema)

@@ -26,7 +26,7 @@ export function register(cmd: Command, act: Act): void {
     .option('--trigger-id <id>', 'the Trigger-Id (default: a new one; a saved delivery keeps its own)')
     .option('--webhook-id <id>', 'webhook_id in a generated body', DEFAULTS.sendWebhookId)
     .option('--subscription-id <id>', 'subscription_id in a generated body', DEFAULTS.sendSubscriptionId)
-    .option('--model <model>', 'data.model in a generated body', DEFAULTS.sendModel)
+    .option('--model <model>', 'data.model in a generated body', DEFAULTS.model)
     .addOption(valued('--timestamp <seconds>', 'sign with this Unix time instead of now (to test your stale-timestamp check)', unixSeconds))
     .addHelpText(
       'after',

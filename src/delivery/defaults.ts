@@ -1,4 +1,4 @@
-import type { LayoutName } from '../signing/layouts.js';
+import { DEFAULT_SCHEME, type LayoutName } from '../signing/layouts.js';
 import { DEFAULT_TOLERANCE } from '../signing/rules.js';
 
 const MiB = 1024 * 1024;
@@ -6,10 +6,20 @@ const MiB = 1024 * 1024;
 /**
  * The one table of defaults: `listen`'s flags (their values and their help), the handler library's
  * options, the stores, the emulator and `doctor` read them here. A default is changed here and nowhere
- * else. (The tolerance's home is the verifier's rules, which sit below the core: it is listed here by
- * reference.)
+ * else. (The tolerance's and the scheme's homes are the verifier's rules and layouts, which sit below the
+ * core: they are listed here by reference.)
  */
 export const DEFAULTS = {
+  /** `listen --port`: where deliveries are taken (and what `doctor` looks at when the webhook's URL is not local). */
+  listenPort: 8787,
+  /** The address `listen`, `emulator` and `relay serve` bind unless told (`--host`): this machine only. */
+  host: '127.0.0.1',
+  /** `listen --path`: the path deliveries are POSTed to (the handler library answers every path unless given one). */
+  listenPath: '/',
+  /** `listen --inspect` without an address: the inspector page's port, on `host`. */
+  inspectPort: 8789,
+  /** How long a request to the service may take, retries included: `--timeout`, `catchUp`'s `timeoutMs`. */
+  requestTimeoutMs: 30_000,
   /** How long a processed (trigger, subscription) pair is remembered: `--dedupe-ttl`, the stores' `ttlMs`. */
   pairTtlMs: 24 * 3_600_000,
   /** How long a claim holds unless extended: `--claim-timeout`, the stores' `leaseMs`. The core extends a claim every third of it. */
@@ -23,6 +33,8 @@ export const DEFAULTS = {
   schema: 'wxhooks',
   /** Where processed pairs are kept when no store is named (`--store`, else WXHOOKS_STORE_URL, else this). */
   storeUrl: 'file',
+  /** Which signature layouts are tried: `--scheme`, the handlers' `scheme` (its home is the layout table's). */
+  scheme: DEFAULT_SCHEME,
   /** Seconds a timestamp may be off the clock, either way: `--tolerance`, the handlers' `tolerance`. */
   toleranceSeconds: DEFAULT_TOLERANCE,
   /** The largest body read: `--max-body`, the handlers' `maxBody`. Larger is answered 413. */
@@ -46,6 +58,19 @@ export const DEFAULTS = {
   retryAfterSeconds: 5,
   /** The emulator's delays before each retry of a failed delivery (`emulator --retry-delays`). */
   retryDelaysMs: [5_000, 30_000, 120_000] as readonly number[],
+  /** `emulator --port`. */
+  emulatorPort: 8788,
+  /** `emulator --attempt-timeout`: a delivery attempt with no answer by then has failed. */
+  emulatorAttemptTimeoutMs: 10_000,
+  /** `emulator --concurrency`: delivery attempts in flight at once, across every webhook. */
+  emulatorConcurrency: 64,
+  /** `emulator --shape`: the field names of the service's documentation (`live`: the live service's). */
+  emulatorShape: 'documented' as 'documented' | 'live',
+  /** `emulator deliveries --last`: the attempts listed. */
+  emulatorAttemptsShown: 50,
+  /** `trigger run --hours` and `--interval`: the forecast hours of the run published, and the pause between them. */
+  triggerHours: '0-24/6',
+  triggerIntervalMs: 0,
   /** How long the processed-pairs file may stay unwritable before `listen` stops (exit 10). */
   storeGiveUpMs: 60_000,
   /** Expired pairs are swept at least this often (a store sweeps a TTL under four of these every quarter TTL, at least every second: `sweepEvery`). */
@@ -94,18 +119,19 @@ export const DEFAULTS = {
   readyCheckMs: 2_000,
   /** OpenTelemetry: where spans go when only OTEL_TRACES_EXPORTER=otlp says to send them (the OTLP/HTTP default). */
   otlpTracesUrl: 'http://localhost:4318/v1/traces',
+  /** The model a command names when none is given: `send`'s generated body, `trigger`, the emulator's events, MCP's send_delivery. */
+  model: 'wm-6',
+  /** `wxhooks mcp`'s wait_for_delivery and wait_for_run: how long they wait unless told (`timeout_seconds`). */
+  mcpWaitSeconds: 30,
   /** `send`'s generated body (`--type`, `--webhook-id`, `--subscription-id`, `--model`) and how it is signed (`--layout`); the MCP server's send_delivery too. */
   sendType: 'forecast_hour.available',
   sendWebhookId: '1',
   sendSubscriptionId: '1',
-  sendModel: 'wm-6',
   sendLayout: 'standard' satisfies LayoutName,
 
   // The relay (`relay serve`, the Worker, `listen --relay`): its flags and vars, its protocol, its client.
   /** `relay serve --port`. */
   relayPort: 8790,
-  /** `relay serve --host`: a TLS proxy on the same machine is in front of it. */
-  relayHost: '127.0.0.1',
   /** `relay serve --store`: a folder (`file`) or a postgres:// URL. */
   relayStore: 'file',
   /** `relay serve --schema`: the PostgreSQL schema of the relay's tables. */

@@ -4,6 +4,7 @@ import { networkReason, readStart } from '../util/net.js';
 import { buildPayload } from '../signing/payload.js';
 import { newTriggerId, signDelivery } from '../signing/sign.js';
 import { syntheticResponse, type PublishedEvent } from './responses.js';
+import { DEFAULTS } from '../delivery/defaults.js';
 
 export { filtersMatch };
 import type { DeliveryAttempt, EmuSubscription, EmuWebhook, EmulatorState } from './state.js';
@@ -71,7 +72,7 @@ export class DeliveryScheduler {
     private readonly state: EmulatorState,
     private readonly options: SchedulerOptions,
   ) {
-    this.slots = new Slots(options.concurrency ?? 64);
+    this.slots = new Slots(options.concurrency ?? DEFAULTS.emulatorConcurrency);
   }
 
   /** Every active subscription of the event's type whose filters match: one notification each, one trigger id for all. */
@@ -112,7 +113,7 @@ export class DeliveryScheduler {
         url: n.webhook.url,
         started_at: new Date(started).toISOString(),
       };
-      const timeout = this.options.attemptTimeoutMs ?? 10_000;
+      const timeout = this.options.attemptTimeoutMs ?? DEFAULTS.emulatorAttemptTimeoutMs;
       try {
         const res = await request(n.webhook.url, {
           method: 'POST',

@@ -4,6 +4,7 @@ import { authProblem, type EmulatorCredentials } from './auth.js';
 import { payloadFor, type DeliveryScheduler, type PublishedEvent } from './deliveries.js';
 import { Missing } from './forecasts.js';
 import type { EmuSubscription, EmuWebhook, EmulatorState } from './state.js';
+import { DEFAULTS } from '../delivery/defaults.js';
 
 /** Which field names the emulator answers with: the documentation's (default) or the live service's. */
 export type Shape = 'documented' | 'live';
@@ -357,7 +358,7 @@ export class EmulatorRouter {
     const triggerId = newTriggerId();
     const hour = new Date();
     hour.setUTCMinutes(0, 0, 0);
-    const event: PublishedEvent = { type: sub.type, model: 'wm-6', initialization_time: isoSeconds(hour), forecast_hour: 0 };
+    const event: PublishedEvent = { type: sub.type, model: DEFAULTS.model, initialization_time: isoSeconds(hour), forecast_hour: 0 };
     const body = payloadFor(hook, sub, event, triggerId, true, this.options.shape);
     const attempt = await this.scheduler.deliver({ webhook: hook, subscription: sub, type: sub.type, triggerId, body, test: true });
     if (attempt.outcome === 'delivered') return { status: 204 };
@@ -369,7 +370,7 @@ export class EmulatorRouter {
   private async publish(body: unknown): Promise<EmuResponse> {
     if (!isObject(body)) bad('the body must be a JSON object');
     const type = checkType(body.type);
-    const model = body.model === undefined ? 'wm-6' : body.model;
+    const model = body.model === undefined ? DEFAULTS.model : body.model;
     if (typeof model !== 'string' || !model) bad('model must be a string');
     const init = body.initialization_time ?? latestCycle();
     if (typeof init !== 'string' || Number.isNaN(Date.parse(init))) bad('initialization_time must be an ISO 8601 time');

@@ -58,7 +58,7 @@ export { collect };
 export const portOption = (fallback: number, what = 'port to listen on (0 picks a free one)') => valued('--port <port>', what, port, [fallback, String(fallback)]);
 
 /** `--scheme`: its choices are the layout table's names. */
-export const schemeOption = (description: string) => new Option('--scheme <name>', description).choices(SCHEMES).default('auto') as TypedOption<'--scheme <name>', Scheme>;
+export const schemeOption = (description: string) => new Option('--scheme <name>', description).choices(SCHEMES).default(DEFAULTS.scheme) as TypedOption<'--scheme <name>', Scheme>;
 
 /** `--tolerance`: the same limits wherever a timestamp is checked. */
 export const toleranceOption = (description: string) => valued('--tolerance <seconds>', description, toleranceSeconds, [DEFAULTS.toleranceSeconds, String(DEFAULTS.toleranceSeconds)]);

@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { identifier } from '../util/parse.js';
 import { valued } from './options.js';
+import { DEFAULTS } from '../delivery/defaults.js';
 
 /** `--webhook ID` and `--secret-env VAR`: where a command that verifies or signs takes its secret from. */
 export function secretSourceOptions(cmd: Command, verb: string): Command {
@@ -14,5 +15,5 @@ export function deliverySourceOptions(cmd: Command): Command {
   return cmd
     .option('--dir <dir>', 'a folder that `listen --save-dir` wrote to')
     .option('--store <url>', "or the receivers' shared PostgreSQL store, its history (else WXHOOKS_STORE_URL)")
-    .option('--store-schema <name>', 'with --store: the schema its tables are in', 'wxhooks');
+    .option('--store-schema <name>', 'with --store: the schema its tables are in', DEFAULTS.schema);
 }

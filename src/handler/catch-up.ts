@@ -59,7 +59,7 @@ export async function catchUp(o: CatchUpOptions, secret: string, receive: (reque
   if (!base) throw new TypeError("catchUp needs the service's address: { baseUrl }, or WX_BASE_URL");
   const now = Date.now();
   const credentials = resolveCredentials({ WX_API_KEY: o.apiKey, WX_CLIENT_ID: o.clientId }, 'auto', () => Date.now());
-  const http = new HttpClient({ baseUrl: normalizeBaseUrl(base, 'catchUp({ baseUrl })'), credentials, timeoutMs: o.timeoutMs ?? 30_000 });
+  const http = new HttpClient({ baseUrl: normalizeBaseUrl(base, 'catchUp({ baseUrl })'), credentials, timeoutMs: o.timeoutMs ?? DEFAULTS.requestTimeoutMs });
   const hook = await new Service(http).getWebhook(o.webhookId);
   const expected = await expectedNotifications(new ForecastApi(http), hook, { since: sinceOf(o.since, now) }, o.models);
   const out: CaughtUp[] = [];

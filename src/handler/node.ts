@@ -51,7 +51,7 @@ export interface OpenStoreOptions {
  * The handler library's Node entry (`import { Webhooks, createNodeMiddleware } from 'wxhooks'`):
  * verification with Node's crypto, the same as `listen`'s, and a middleware for node:http and Express
  * (Fastify: the body read as a Buffer, then `verifyAndReceive`'s receipt, or this middleware given the raw
- * request with that Buffer as its body: README). `wxhooks/web` (src/handler/web.ts) is the same library
+ * request with that Buffer as its body: docs/library.md). `wxhooks/web` (src/handler/web.ts) is the same library
  * for any runtime with Web Crypto; both are doors of the delivery core's shape (src/delivery/door.ts).
  */
 

@@ -1,7 +1,9 @@
 import type { FullRecord, RunsView } from '../receiver/history.js';
 import type { Listed } from '../receiver/listed.js';
+import { NotFoundError, NotVerifiedError, RefusedError, type WxError } from '../errors.js';
 import type { ForwardResult } from '../receiver/forward.js';
 import type { RunFigures } from '../observe/figures.js';
+import type { ReplayRefused } from '../receiver/replay.js';
 
 /** What the server is attached to, as the status tool and the logs show it: never a token or a password. */
 export interface Attached {
@@ -23,6 +25,21 @@ export interface Attached {
 export interface Replayed {
   result: ForwardResult & { trigger_id: string };
   replay_id?: number;
+}
+
+/**
+ * A replay refused by replay's rules (src/receiver/replay.ts), as the typed error a tool answers with: in
+ * the rules' own words, the delivery gone as `gone` says it (where it was looked for).
+ */
+export function replayRefused(id: number, r: Pick<ReplayRefused, 'rule' | 'error'>, gone: string): WxError {
+  switch (r.rule) {
+    case 'gone':
+      return new NotFoundError(gone);
+    case 'notVerified':
+      return new NotVerifiedError(`${r.error.charAt(0).toUpperCase()}${r.error.slice(1)}.`, { hint: "What did not verify is never signed with the webhook's secret." });
+    default:
+      return new RefusedError(`Delivery ${id} cannot be replayed: ${r.error}.`);
+  }
 }
 
 /**

@@ -1,11 +1,12 @@
-import { AuthError, NotFoundError, NotVerifiedError, RefusedError, UnreachableError, UsageError } from '../errors.js';
+import { AuthError, NotFoundError, RefusedError, UnreachableError, UsageError } from '../errors.js';
 import { verified } from '../receiver/event.js';
 import type { ForwardResult } from '../receiver/forward.js';
 import type { FullRecord, RunsView } from '../receiver/history.js';
 import { fromRow, type Listed } from '../receiver/listed.js';
+import { REPLAY_REFUSALS } from '../receiver/replay.js';
 import { forwardsAnywhere } from '../receiver/routes.js';
 import { isTimeout, networkReason } from '../util/net.js';
-import type { Attached, Attachment, Replayed } from './attachment.js';
+import { replayRefused, type Attached, type Attachment, type Replayed } from './attachment.js';
 import type { RunFigures } from '../observe/figures.js';
 
 /** How long a stream to the inspector waits before it connects again, when the listen went away. */
@@ -125,11 +126,8 @@ export class LiveListen implements Attachment {
     const found = await this.one(id);
     if (!found)
       throw new NotFoundError(`No delivery ${id} is kept by the listen at ${this.about.where}.`, { hint: 'list_deliveries shows what is kept (the listen keeps its last --history deliveries).' });
-    if (!verified(found.record)) {
-      throw new NotVerifiedError(`Delivery ${id} did not verify (${found.record.message ?? found.record.outcome}): only verified deliveries are replayed.`, {
-        hint: "What did not verify is never signed with the webhook's secret.",
-      });
-    }
+    // replay's rule, before asking the listen (whose answer to it is a 409 like any other refusal)
+    if (!verified(found.record)) throw replayRefused(id, REPLAY_REFUSALS.notVerified(found.record), '');
     if (this.about.listen && !forwardsAnywhere(this.about.listen))
       throw new RefusedError(this.about.replay_unavailable ?? 'This listen forwards nowhere.', { hint: 'Start listen with --forward-to URL.' });
     const before = (await this.records()).at(-1)?.id ?? 0;

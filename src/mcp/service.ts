@@ -8,6 +8,7 @@ import { secretStoreFor } from '../tasks/secrets.js';
 import { describeScheme, serviceFor } from '../tasks/service.js';
 import { PAGE } from './answers.js';
 import { defineTool, type McpContext } from './tool.js';
+import { DEFAULTS } from '../delivery/defaults.js';
 
 /** A webhook as an answer shows it: never its secret; a temporary one of `listen --public-url` says so. */
 export function shownWebhook(hook: Webhook): Record<string, unknown> {
@@ -118,7 +119,7 @@ export function registerServiceTools(server: McpServer, m: McpContext): void {
       inputSchema: z.strictObject({
         webhook_id: webhookId.optional(),
         public_url: z.string().optional().describe('the public URL (a tunnel) that should lead to this machine'),
-        port: z.number().int().min(0).max(65535).optional().describe("the local port the URL leads to (default: the URL's own port when it is local, else 8787)"),
+        port: z.number().int().min(0).max(65535).optional().describe(`the local port the URL leads to (default: the URL's own port when it is local, else ${DEFAULTS.listenPort})`),
       }),
       annotations: { readOnlyHint: false, destructiveHint: false, openWorldHint: true },
       outside: true,

@@ -370,7 +370,7 @@ export function registerWriteTools(server: McpServer, m: McpContext): void {
         body: z.string().optional().describe('the body to send, as text (default: one made for `type`)'),
         body_base64: z.string().optional().describe('or the body in base64'),
         type: z.string().min(1).optional().describe(`for a body made here: its type (default ${DEFAULTS.sendType})`),
-        model: z.string().min(1).optional().describe(`for a body made here: data.model (default ${DEFAULTS.sendModel})`),
+        model: z.string().min(1).optional().describe(`for a body made here: data.model (default ${DEFAULTS.model})`),
         webhook_id: z.string().min(1).optional().describe(`for a body made here: webhook_id in it (default ${DEFAULTS.sendWebhookId})`),
         subscription_id: z.string().min(1).optional().describe(`for a body made here: subscription_id in it (default ${DEFAULTS.sendSubscriptionId})`),
         trigger_id: z.string().min(1).optional().describe('the Trigger-Id (default: a new one)'),
@@ -399,7 +399,7 @@ export function registerWriteTools(server: McpServer, m: McpContext): void {
             ? Buffer.from(a.body_base64, 'base64')
             : generatedBody({
                 type: a.type ?? DEFAULTS.sendType,
-                model: a.model ?? DEFAULTS.sendModel,
+                model: a.model ?? DEFAULTS.model,
                 webhookId: a.webhook_id ?? DEFAULTS.sendWebhookId,
                 subscriptionId: a.subscription_id ?? DEFAULTS.sendSubscriptionId,
                 triggerId,

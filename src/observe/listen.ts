@@ -81,7 +81,7 @@ export class ListenWatch {
     this.figures.event(e);
   }
 
-  /** One of listen's own lines (its `event` field): what they say of the store, the brokers, the relay link and late hours. */
+  /** One of listen's own notices (its `event` field): what they say of the store and the brokers. */
   said(e: Record<string, unknown>): void {
     switch (e.event) {
       case 'store_lost':
@@ -96,18 +96,12 @@ export class ListenWatch {
       case 'sink_restored':
         this.sinksLost.delete(String(e.sink));
         return;
-      case 'relay_connected':
-      case 'relay_back':
-        this.relayDown = undefined;
-        return;
-      case 'relay_lost':
-      case 'relay_unreachable':
-        this.relayDown = `unreachable: ${String(e.reason ?? '?')}`;
-        return;
-      case 'late_hour':
-        this.figures.late({ type: String(e.type), model: String(e.model) });
-        return;
     }
+  }
+
+  /** The link with the relay (--relay): open (undefined), or why it is not. */
+  relayLink(down: string | undefined): void {
+    this.relayDown = down;
   }
 
   /** What /readyz asks: the store (probed now), each broker, the relay link. */

@@ -22,11 +22,12 @@ export interface LateSay {
  * The run watch of `listen --watch-runs` and `runs watch`, started: each late notification said once (a
  * line; a `late_hour` event) and run through `--on-late`; a look that failed said, the next trying again.
  */
-export function watchLateRuns(o: Omit<RunWatchOptions, 'onLate' | 'onError'> & { onLate?: string; what: string }, out: LateSay): RunWatch {
+export function watchLateRuns(o: Omit<RunWatchOptions, 'onLate' | 'onError'> & { onLate?: string; what: string; told?: (late: LateNotification) => void }, out: LateSay): RunWatch {
   const { style } = out;
   const watch = new RunWatch({
     ...o,
     onLate(late) {
+      o.told?.(late);
       out.say({ event: 'late_hour', ...late }, describeLate(late, style));
       if (o.onLate !== undefined)
         void runOnLate(o.onLate, late, out.env, out.stderr).then((r) => {

@@ -1,5 +1,6 @@
 import type { TemporaryEvent } from '../api/temporary.js';
 import type { SubscriptionCheck } from '../receiver/check.js';
+import type { ListenNotice } from '../tasks/listen.js';
 import type { ReceiverEvent } from '../receiver/event.js';
 import { claimKept } from '../store/history-limits.js';
 import { outcomeLabel } from '../delivery/outcomes.js';
@@ -158,6 +159,35 @@ export function describeTemporary(e: TemporaryEvent, style: Style): string {
       return `Left over: temporary webhook ${e.webhook_id} of listen ${e.pid} (started ${e.started}), which no longer runs. Delete it: ${e.delete} (or run with --clean)`;
     case 'leftover_deleted':
       return `Deleted webhook ${e.webhook_id}, left over by listen ${e.pid} (started ${e.started}).`;
+  }
+}
+
+/** A line for what listen says of itself while it runs (with --json, the notice itself is the line). */
+export function describeListenNotice(n: ListenNotice, style: Style): string {
+  if ('kind' in n) return describeNotice(n);
+  switch (n.event) {
+    case 'store_lost':
+      return style.red(`The PostgreSQL store is unreachable (${printable(n.reason ?? '?')}): deliveries are answered 503 until it is back.`);
+    case 'store_restored':
+      return style.green('The PostgreSQL store is back.');
+    case 'sink':
+      return `Publishing verified deliveries to ${n.sink} (stream ${n.stream}${n.created ? ', created now' : ''})`;
+    case 'sink_lost':
+      return style.red(`The sink ${n.sink} is unreachable (${printable(n.reason ?? '?')}): deliveries are answered 503 until it is back.`);
+    case 'sink_restored':
+      return style.green(`The sink ${n.sink} is back.`);
+    case 'sink_dropped':
+      return style.red(`The sink ${n.sink}: ${printable(n.reason)}.`);
+    case 'secret_changed':
+      return `The stored secret of webhook ${n.webhook_id} changed (re-created?): verifying with the new one from now on.`;
+    case 'inspector':
+      return `Inspector: ${style.bold(n.url)}`;
+    case 'metrics':
+      return `Metrics: ${style.bold(n.url)} (health: /healthz, ready: /readyz)`;
+    case 'traces':
+      return `Traces: each delivery a span, sent to ${n.url} (OTLP ${n.protocol})`;
+    default:
+      return describeTemporary(n, style);
   }
 }
 

@@ -5,7 +5,7 @@
 // Enter opens, / searches, r replays. Each delivery has an address (#delivery=ID) that opens it on reload.
 import './locale.js';
 import uPlot from 'uplot';
-import { outcomeLabel, REFUSED_OUTCOMES } from '../delivery/outcomes.js';
+import { OUTCOME_FILTERS, outcomeLabel, REFUSED_OUTCOMES } from '../delivery/outcomes.js';
 import type { DeliveryRecord, FullRecord } from '../delivery/report.js';
 import { compressHours, isComplete, missingHours, RUN_TYPES, type RunsView } from '../delivery/runs.js';
 import type { DegreeDaysResponse, EventContextResponse, InterpolatedPointForecastResponse } from '../handler/types.js';
@@ -90,6 +90,8 @@ interface Row {
 let shown: Row[] = [];
 let selected: number | undefined;
 const filter = { type: '', outcome: '', text: '', found: undefined as Set<number> | undefined };
+/** The outcomes each entry of the outcome filter shows (src/delivery/outcomes.ts). */
+const filterShows = new Map(OUTCOME_FILTERS.map((f) => [f.value as string, new Set<string>(f.outcomes)]));
 let paused = false;
 let waiting: unknown[][] = [];
 /** Records up to this id were cleared from view ("Clear"). */
@@ -144,16 +146,7 @@ typeSelect.setAttribute('aria-label', 'type');
 typeSelect.options[0]!.value = '';
 const outcomeSelect = el('select');
 outcomeSelect.setAttribute('aria-label', 'outcome');
-for (const [value, label] of <[string, string][]>[
-  ['', 'every outcome'],
-  ['accepted', 'accepted'],
-  ['duplicate', 'duplicate'],
-  ['unverified', 'not verified (400/401)'],
-  ['forward_failed', 'your app failed (502)'],
-  ['sink_failed', 'a sink failed (502/503)'],
-  ['limits', 'refused: limits (408/413/503)'],
-  ['replayed', 'replays'],
-]) {
+for (const [value, label] of <[string, string][]>[['', 'every outcome'], ...OUTCOME_FILTERS.map((f) => [f.value, f.words])]) {
   const o = el('option', '', label);
   o.value = value;
   outcomeSelect.append(o);
@@ -194,8 +187,7 @@ function matches(r: Rec): boolean {
   if (r.id <= clearedTo) return false;
   if (filter.type && r.type !== filter.type) return false;
   const o = filter.outcome;
-  if (o === 'unverified' ? !(r.outcome === 'unverified' || r.outcome === 'bad_request') : o === 'limits' ? !['too_large', 'overloaded', 'timed_out'].includes(r.outcome) : o && r.outcome !== o)
-    return false;
+  if (o && !filterShows.get(o)?.has(r.outcome)) return false;
   if (filter.text) {
     const hay =
       `${r.type ?? ''} ${r.trigger_id ?? ''} ${r.claimed_trigger_id ?? ''} ${r.subscription_id ?? ''} ${r.webhook_id ?? ''} ${r.model ?? ''} ${hours(r)} ${r.message ?? ''} ${r.outcome} ${r.status}`.toLowerCase();

@@ -1,6 +1,6 @@
 import type { CatchUp } from '../api/catch-up.js';
 import { CATCH_UP_HEADER } from '../delivery/forecast.js';
-import type { Outcome } from '../delivery/outcomes.js';
+import { isDelivered, type Outcome } from '../delivery/outcomes.js';
 import type { PairStore } from '../delivery/store.js';
 import { signDelivery } from '../signing/sign.js';
 import { Verifier } from '../signing/verify.js';
@@ -19,7 +19,7 @@ import type { ForwardRoutes } from './routes.js';
  * one notification: whichever comes first is handed over, the other is a duplicate.
  *
  * A catch-up is signed with the webhook's secret: its bytes were built by wxhooks from what the
- * authenticated webhook and forecast APIs answered, never from what a sender sent (notes/forecast-decisions.md).
+ * authenticated webhook and forecast APIs answered, never from what a sender sent (DECISIONS.md, "Signing a catch-up").
  */
 
 /** What became of one catch-up: the outcome listen (or the receiving here) reported, and why when it was not handed over. */
@@ -103,7 +103,7 @@ export async function handHere(catchUps: readonly CatchUp[], o: HandHereOptions)
       const r = await receive({ method: 'POST', path: '/', url: '/', headers: signCatchUp(c, o.secret, now), body: c.body, now, began: o.clock.monotonic() });
       const e = r.event;
       const why = e.forward?.error ?? (e.forward && !e.forward.ok ? `your app answered ${e.forward.status}` : undefined) ?? e.message;
-      out.push({ catchUp: c, outcome: r.answer.outcome, status: r.answer.status, ...(r.answer.outcome === 'accepted' || r.answer.outcome === 'duplicate' ? {} : { message: why }) });
+      out.push({ catchUp: c, outcome: r.answer.outcome, status: r.answer.status, ...(isDelivered(r.answer.outcome) ? {} : { message: why }) });
     }
   } finally {
     await close();

@@ -11,6 +11,7 @@ import type { RunsView } from '../delivery/runs.js';
 import type { RunFigures } from '../observe/figures.js';
 import { fromRow, listedRow } from './listed.js';
 import { REPLAY_REFUSALS } from './replay.js';
+import { DEFAULTS } from '../delivery/defaults.js';
 
 /**
  * The inspector page's server: a handful of routes behind two checks. Every request's Host must be one
@@ -117,7 +118,7 @@ function hostsFor(host: string, port: number, names: string[]): Set<string> {
 }
 
 /** The most bytes an edited body for a replay may have. */
-const EDITED_BODY_MAX = 25 * 1024 * 1024;
+const EDITED_BODY_MAX = DEFAULTS.maxBodyBytes;
 
 /** A request's body, whole, up to `max` bytes (more: undefined). */
 function readSmall(req: IncomingMessage, max: number): Promise<Buffer | undefined> {

@@ -1,11 +1,14 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { DEFAULTS } from '../delivery/defaults.js';
+import { door, type DoorIO } from '../delivery/door.js';
+import { outcomeLabel } from '../delivery/outcomes.js';
 import { RelayClient, type RelayClientEvent, type RelayedDelivery, type RelayReady, type RetiredSecret, type Verdict } from '../relay/client.js';
 import { MAX_WINDOW } from '../relay/protocol.js';
 import type { Scheme } from '../signing/layouts.js';
 import { Verifier } from '../signing/verify.js';
 import { systemClock, type Clock } from '../util/clock.js';
 import { InflightBudget } from '../util/bodies.js';
+import { nodeBody } from '../util/read-body.js';
 import type { ReceiverEvent } from './event.js';
 import { makeReceive, type RawDelivery, type Received, type ReceiveOptions } from './receive.js';
 import type { RunningReceiver } from './server.js';
@@ -115,11 +118,20 @@ class RelayVerifier extends Verifier {
   }
 }
 
+/** A delivery the relay handed over, as listen's door reads it: a request whose body is whole already, and where its verdict goes. */
+interface Handed {
+  d: RelayedDelivery;
+  body: Buffer;
+  headers: IncomingHttpHeaders;
+  verdict: (v: Verdict) => void;
+}
+
 export async function startRelayDoor(o: RelayDoorOptions): Promise<RunningRelayDoor> {
   const clock = o.clock ?? systemClock;
   const maxInflight = o.maxInflight ?? DEFAULTS.maxInflightBytes;
   const copies = o.saveDir ? 2 : 1;
-  const budget = new InflightBudget(maxInflight);
+  // the relay sends no more than the window; --max-inflight bounds it again here (one always goes)
+  const budget = new InflightBudget(maxInflight, true);
   let secrets = o.secrets;
   const verifier = new RelayVerifier(o.verifier, secrets, { scheme: o.scheme, tolerance: o.tolerance });
   const { receive, close: closeReceive } = await makeReceive({ ...o, verifier, monotonic: () => clock.monotonic() });
@@ -127,31 +139,56 @@ export async function startRelayDoor(o: RelayDoorOptions): Promise<RunningRelayD
   let idle: (() => void) | undefined;
   let path = '/';
 
-  async function onDelivery(d: RelayedDelivery): Promise<Verdict> {
-    const body = Buffer.from(d.body.buffer, d.body.byteOffset, d.body.byteLength);
-    const held = body.length * copies;
-    // the relay sends no more than the window; --max-inflight bounds it again here (one always goes)
-    const took = budget.take(held);
-    if (!took && working > 0) {
-      budget.refused++;
-      return false;
-    }
-    working++;
-    try {
-      const r = await receive({ method: 'POST', path, url: path, headers: nodeHeaders(d.headers), body, now: d.receivedAt, began: clock.monotonic(), peer: 'relay' });
+  // The core's door (src/delivery/door.ts), for a request that came whole over the relay's connection: its
+  // body given as one chunk (charged to the budget), and its answer, once written, told to the relay as a verdict.
+  const io: DoorIO<Handed, undefined, Buffer> = {
+    method: () => 'POST',
+    path: () => path,
+    headers: (h) => h.headers,
+    length: (h) => String(h.body.length),
+    stream(h, _res, sink) {
+      if (sink.chunk(h.body)) sink.end();
+      return undefined;
+    },
+    alloc: nodeBody.alloc,
+    // nothing to write: the relay is told in `ended` (acknowledged, refused, or handed over again)
+    write: () => true,
+  };
+  const handle = door(io, {
+    // the relay's own limit bounds a body; past the budget, the relay hands it over again later
+    maxBody: Number.POSITIVE_INFINITY,
+    budget,
+    copies,
+    deliver(h, body) {
+      working++;
+      return receive({ method: 'POST', path, url: path, headers: h.headers, body, now: h.d.receivedAt, began: clock.monotonic(), peer: 'relay' });
+    },
+    answerOf: (r) => r.answer,
+    ended(h, end) {
+      if (end.step !== 'delivered') {
+        if (end.step === 'failed') done();
+        return h.verdict(false);
+      }
+      const r = end.delivered;
       const verdict = verdictOf(r);
       if (verdict !== true && verdict !== false) {
+        const { d } = h;
         r.event.relay_kept = { channel: o.channel, seq: d.seq };
-        r.event.message = `${r.event.message ?? 'not verified'} Kept at the relay as refused delivery #${d.seq} of channel ${o.channel}, out of the queue, until dropped.`;
+        r.event.message = `${r.event.message ?? outcomeLabel(r.event.outcome)} Kept at the relay as refused delivery #${d.seq} of channel ${o.channel}, out of the queue, until dropped.`;
         r.event.hint = `It verified at the relay when it came, so something changed since (a secret replaced here, a narrower --tolerance). List what the relay keeps refused with \`wxhooks relay refused ${o.relay} --channel ${o.channel}\`, drop it with \`wxhooks relay drop ${o.relay} --channel ${o.channel} --seq ${d.seq}\`.`;
       }
       o.onEvent(r.event, r.raw);
-      return verdict;
-    } finally {
-      if (took) budget.give(held);
-      if (--working === 0) idle?.();
-    }
-  }
+      done();
+      h.verdict(verdict);
+    },
+  });
+  /** A delivery handled (or failed): close() waits for the last. */
+  const done = () => {
+    if (--working === 0) idle?.();
+  };
+
+  const onDelivery = (d: RelayedDelivery): Promise<Verdict> =>
+    new Promise((verdict) => handle({ d, body: Buffer.from(d.body.buffer, d.body.byteOffset, d.body.byteLength), headers: nodeHeaders(d.headers), verdict }, undefined));
 
   const client = new RelayClient({
     url: o.relay,

@@ -66,30 +66,39 @@ export async function replayDelivery(options: {
 
 export type HistoryReplay = { ok: true; result: ForwardResult & { trigger_id: string }; event: ReceiverEvent } | ReplayRefused;
 
-/** Why a delivery of the history is not signed again: the one wording of each rule, for every door that replays (the inspector, its commands, MCP). */
+/** Which of replay's rules refused it. */
+export type ReplayRule = 'gone' | 'notVerified' | 'noBody' | 'partial' | 'notRouted';
+
+/**
+ * Why a delivery of the history is not signed again: the rule, and the one wording of it, for every door
+ * that replays (the inspector, its commands, MCP, which maps the rule to its typed errors).
+ */
 export interface ReplayRefused {
   ok: false;
+  rule: ReplayRule;
   status: 404 | 409;
   error: string;
 }
 
-const refused = (status: 404 | 409, error: string): ReplayRefused => ({ ok: false, status, error });
+const refused = (rule: ReplayRule, status: 404 | 409, error: string): ReplayRefused => ({ ok: false, rule, status, error });
 
 /** The rules' words. */
 export const REPLAY_REFUSALS = {
-  gone: () => refused(404, 'that delivery is no longer kept (see --history)'),
+  gone: () => refused('gone', 404, 'that delivery is no longer kept (see --history)'),
   // what did not verify is never signed with the webhook's secret: it would make an attacker's bytes authentic
-  notVerified: (r: Pick<DeliveryRecord, 'id' | 'message' | 'outcome'>) => refused(409, `request ${r.id} did not verify (${r.message ?? r.outcome}): only verified deliveries are replayed`),
-  noBody: () => refused(409, 'no body of this delivery is kept any more (see --history-size)'),
+  notVerified: (r: Pick<DeliveryRecord, 'id' | 'message' | 'outcome'>) =>
+    refused('notVerified', 409, `request ${r.id} did not verify (${r.message ?? r.outcome}): only verified deliveries are replayed`),
+  noBody: () => refused('noBody', 409, 'no body of this delivery is kept any more (see --history-size)'),
   partial: (kept: number, why?: string) =>
     refused(
+      'partial',
       409,
       why === undefined
         ? `only the first ${kept} bytes of this body are kept (see --history-size): run listen with --save-dir to replay it whole`
         : `only the first ${kept} bytes of this body are kept, and ${why}`,
     ),
-  notRouted: (type: string | undefined) => refused(409, `${notRouted(type)}: nowhere to replay it to`),
-} as const;
+  notRouted: (type: string | undefined) => refused('notRouted', 409, `${notRouted(type)}: nowhere to replay it to`),
+} as const satisfies Record<ReplayRule, (...args: never[]) => ReplayRefused>;
 
 /**
  * A delivery of the history that may be signed again, with its whole body, or why not: it is still kept,

@@ -5,17 +5,12 @@ import type { VerifyFailure } from '../signing/rules.js';
 
 /**
  * What the relay answers, each in one place. The answers a delivery gets at any door (refused, stored,
- * too large, too many in flight) are the core's table (src/delivery/answers.ts); what is the relay's own
- * (its byte budget is full, no such channel, the relay token) is here, in the same body shape.
+ * too large, too many in flight) are the core's table (src/delivery/answers.ts: the door answers a body
+ * too large or past the bytes in flight itself); what is the relay's own (its byte budget is full, no
+ * such channel, the relay token) is here, in the same body shape.
  */
 
-export interface Answer {
-  status: number;
-  /** The JSON body, serialised. */
-  body: string;
-  headers?: Record<string, string>;
-  /** What is reported for it (the receivers' outcome vocabulary). */
-  outcome: Outcome;
+export interface Answer extends CoreAnswer {
   /** The request's body was not read to its end: close the connection after answering. */
   close?: boolean;
 }
@@ -33,14 +28,12 @@ export const answers = {
   stored: (): Answer => ({ ...ANSWERS.accepted() }),
   /** Not verified, in the words of every other door (`listen`, the handler library). */
   refused: (f: VerifyFailure): Answer => closing(ANSWERS.notVerified(f)),
-  tooLarge: (max: number): Answer => closing(ANSWERS.tooLarge(max)),
   /** The relay's byte budget is spent: the service keeps the delivery and tries again later. */
   full: (): Answer =>
     json(503, 'overloaded', errorBody('the relay keeps no more deliveries for now (its byte budget is spent); try again later'), {
       headers: { 'retry-after': String(DEFAULTS.relayFullRetryAfterSeconds) },
       close: true,
     }),
-  busy: (): Answer => closing(ANSWERS.overloaded),
   /** The delivery could not be stored (a full disk, the database away): not acknowledged, so the service retries. */
   notStored: (): Answer => json(503, 'store_failed', errorBody('the delivery could not be stored; try again later'), { headers: { 'retry-after': String(DEFAULTS.retryAfterSeconds) } }),
   /**
@@ -65,6 +58,8 @@ export const answers = {
   badDrop: (): Answer => json(400, 'bad_request', errorBody('say which refused deliveries to drop: ?seq=1,2 or ?all=true'), { close: true }),
   tokenUnset: (): Answer => json(503, 'error', errorBody('this relay has no token set (WXHOOKS_RELAY_TOKEN): it takes no connection until it has one'), { close: true }),
   notWebSocket: (): Answer => json(426, 'bad_request', errorBody('this path takes a WebSocket (Upgrade: websocket)'), { headers: { upgrade: 'websocket' }, close: true }),
+  /** A failure inside the relay (a bug): the service retries. */
+  internal: (): Answer => closing(ANSWERS.internal),
   health: (): Answer => json(200, 'accepted', '{"ok":true,"relay":"wxhooks"}'),
   status: (body: unknown): Answer => json(200, 'accepted', JSON.stringify(body)),
   /** What a channel's API gives (its status, its refused deliveries, what was dropped). */

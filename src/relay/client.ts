@@ -6,7 +6,7 @@ import { addSensitive } from '../util/redact.js';
 import { MAX_KEYS, channelKey } from './channel-key.js';
 import { connect, type Ended } from './connection.js';
 import { Handover, type RelayedDelivery, type Verdict } from './handover.js';
-import { CHANNEL_NAME, PROTOCOL_VERSION, type ClientMessage, type RetiredSecret } from './protocol.js';
+import { CHANNEL_NAME, PROTOCOL_VERSION, type ClientMessage, type RelayMessage } from './protocol.js';
 import { connectUrl, inboundUrl, newChannelName } from './status-client.js';
 
 export type { RelayedDelivery, Verdict } from './handover.js';
@@ -67,19 +67,8 @@ export interface RelayClientOptions {
   heartbeatMs?: number;
 }
 
-/** What the relay said when the channel was first opened. */
-export interface RelayReady {
-  channel: string;
-  inboundUrl: string;
-  created: boolean;
-  temporary: boolean;
-  queued: number;
-  bytes: number;
-  /** Deliveries a listen refused before, kept apart at the relay until dropped. */
-  refused: number;
-  /** The channel's secrets replaced lately: what the relay received before each may be signed with it. */
-  retired: RetiredSecret[];
-}
+/** What the relay said when the channel was opened (its `ready`, the protocol's), with where deliveries go in. */
+export type RelayReady = Omit<Extract<RelayMessage, { type: 'ready' }>, 'type' | 'window' | 'windowBytes'> & { inboundUrl: string };
 
 export class RelayClient {
   readonly inboundUrl: string;
@@ -281,8 +270,10 @@ export class RelayClient {
       onReady: (m) => {
         this.proven = o.secrets ?? [];
         m.retired.forEach((r) => addSensitive(r.secret));
-        o.onOpen?.({ channel: m.channel, inboundUrl: this.inboundUrl, created: m.created, temporary: m.temporary, queued: m.queued, bytes: m.bytes, refused: m.refused, retired: m.retired });
-        onReady({ channel: m.channel, inboundUrl: this.inboundUrl, created: m.created, temporary: m.temporary, queued: m.queued, bytes: m.bytes, refused: m.refused, retired: m.retired });
+        // what the relay said, field by field (nothing else it sends reaches the lines listen writes)
+        const r: RelayReady = { channel: m.channel, inboundUrl: this.inboundUrl, created: m.created, temporary: m.temporary, queued: m.queued, bytes: m.bytes, refused: m.refused, retired: m.retired };
+        o.onOpen?.(r);
+        onReady(r);
       },
       onDeleted: () => this.deleted?.(),
       onDelivery: (d) => this.handover.push(d, generation),

@@ -1,3 +1,4 @@
+import { ANSWERS } from '../delivery/answers.js';
 import { LAYOUTS } from '../signing/layouts.js';
 import { examine, failures, rowsFor, type HeaderSource } from '../signing/rules.js';
 import { equalBytes, utf8 } from '../signing/encoding.js';
@@ -100,7 +101,7 @@ export function checkHeaders(headers: HeaderSource, now: number, tolerance: numb
   const found = examine(headers, now, tolerance, AUTO_ROWS);
   if (!found.ok) return answers.refused(found);
   if (!found.candidates.length) return answers.refused(failures.malformed(found.problems, AUTO_ROWS));
-  if (declaredLength !== undefined && declaredLength > maxBody) return answers.tooLarge(maxBody);
+  if (declaredLength !== undefined && declaredLength > maxBody) return ANSWERS.tooLarge(maxBody);
   return undefined;
 }
 

@@ -1,6 +1,9 @@
 import { SCHEMES, type Scheme } from '../signing/layouts.js';
 import { examineHeaders } from '../signing/rules.js';
 import { WebVerifier } from '../signing/verify-web.js';
+import { ANSWERS } from '../delivery/answers.js';
+import { declaredLength, door, type DoorIO } from '../delivery/door.js';
+import { webBody } from '../util/bodies.js';
 import { answers, said, type Answer } from './answers.js';
 import { checkHeaders, notVerified } from './edge.js';
 import { pump } from './outbound.js';
@@ -20,7 +23,14 @@ import type { StoredDelivery } from './storage.js';
  * (its narrower tolerance, its layout) is said only to a sender whose signature matched.
  */
 
-/** What an inbound request was answered, and what its log line says besides. */
+/** A delivery coming in on a channel: the host's request, the channel it names, and when it arrived (the clock its timestamp is checked against). */
+export interface InboundRequest {
+  channel: string;
+  request: RelayRequest;
+  at: number;
+}
+
+/** What a delivery was answered, and what its log line says besides. */
 export interface Inbound {
   a: Answer;
   extra?: Partial<RelayRequestEvent>;
@@ -32,55 +42,91 @@ const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'te'
 /** What a delivery counts against the byte budget: its body and its headers. */
 const sizeOf = (headers: [string, string][], body: Uint8Array) => headers.reduce((n, [k, v]) => n + k.length + v.length + 4, body.length);
 
-export async function inbound(state: RelayState, name: string, request: RelayRequest): Promise<Inbound> {
+/**
+ * The relay's door: the core's sequence (src/delivery/door.ts) over a request as a host gives it (its
+ * body's chunks from the host's runtime: nodeBody, webBody), with the relay's own refusals on the headers
+ * (`refusedEarly`) and its own delivery (`stored`: verified with the channel's secrets, then stored). One
+ * body budget (the state's `InflightBudget`), one reader of a declared length, the core's answers to a
+ * body too large or past the bytes in flight. Made once per relay; resolves each request's answer.
+ */
+export function inboundDoor(state: RelayState): (req: InboundRequest, answered: (a: Answer) => void) => void {
+  const io: DoorIO<InboundRequest, (a: Answer) => void, Uint8Array> = {
+    method: (r) => r.request.method,
+    path: (r) => r.request.path,
+    headers: (r) => r.request.headers,
+    length: (r) => r.request.length,
+    stream: (r, _answered, sink) => r.request.stream(sink),
+    alloc: webBody.alloc,
+    write(_r, answered, answer, how) {
+      // a body not read to its end (refused on its headers, or part-way): the connection closes after the answer
+      answered(how === 'read' ? answer : { ...answer, close: true });
+      return true;
+    },
+  };
+  return door(io, {
+    maxBody: state.settings.maxBody,
+    budget: state.budget,
+    refuseEarly: (headers, r) => refusedEarly(state, r, headers),
+    deliver: (r, body) => stored(state, r, body),
+    answerOf: (d) => d.a,
+    ended(r, end) {
+      const { method, path } = r.request;
+      const a: Answer = end.step === 'delivered' ? end.delivered.a : end.step === 'failed' ? ANSWERS.internal : end.answer;
+      const extra: Partial<RelayRequestEvent> =
+        end.step === 'delivered'
+          ? (end.delivered.extra ?? {})
+          : end.step === 'failed'
+            ? { message: (end.error as Error)?.message ?? String(end.error) }
+            : end.step === 'body'
+              ? 'size' in end.refused
+                ? { size: end.refused.size }
+                : {}
+              : { message: said(a) };
+      state.emit({ outcome: a.outcome, status: a.status, method, path, channel: r.channel, ...extra });
+    },
+  });
+}
+
+/**
+ * What a delivery's headers decide, before its body is read: the edge's checks (checkHeaders: the same
+ * whether the channel exists or not), then whether a body of the length it declares could still be kept.
+ */
+function refusedEarly(state: RelayState, r: InboundRequest, headers: RelayRequest['headers']): Answer | undefined {
+  const { settings } = state;
+  const declared = declaredLength(r.request.length);
+  const early = checkHeaders(headers, r.at, settings.tolerance, settings.maxBody, declared);
+  if (early) return early;
+  if (declared !== undefined && state.used + state.reserved + declared > settings.maxBytes) return answers.full();
+  return undefined;
+}
+
+/** A delivery whose body is in: verified with its channel's secrets (or, for a name that is no channel's, a secret no one has), then stored. */
+async function stored(state: RelayState, r: InboundRequest, body: Uint8Array): Promise<Inbound> {
+  const { channel: name, request, at: now } = r;
   const ch = state.channels.get(name);
   const { settings } = state;
-  const now = state.now();
-  const early = checkHeaders(request.headers, now, settings.tolerance, settings.maxBody, request.declaredLength);
-  if (early) return { a: early, extra: { channel: name, message: said(early) } };
-  if (request.declaredLength !== undefined && state.used + state.reserved + request.declaredLength > settings.maxBytes) return { a: answers.full(), extra: { channel: name } };
-  if (state.reading >= settings.maxInflight) return { a: answers.busy(), extra: { channel: name } };
-
-  let held = 0;
+  const held = body.length;
+  const v = await (ch ? verifierOf(state, ch) : decoyOf(state)).verify(request.headers, body, now);
+  if (!ch) return { a: notVerified(request.headers, now, settings.tolerance), extra: { size: held, reason: 'no_channel', message: 'no such channel' } };
+  if (!v.ok) {
+    // a signature that matched over a body that is no JSON object: its sender has the secret, nothing is hidden from it
+    const a = v.reason === 'not_json_object' ? answers.refused(v) : notVerified(request.headers, now, settings.tolerance);
+    return { a, extra: { size: held, reason: v.reason, message: v.message } };
+  }
+  const narrower = ch.record.tolerance !== undefined && ch.record.tolerance < settings.tolerance ? examineHeaders(request.headers, now, ch.record.tolerance) : undefined;
+  if (narrower && !narrower.ok) return { a: answers.refused(narrower), extra: { size: held, reason: narrower.reason, message: `${narrower.message} (the tolerance of this channel's listen)` } };
+  const headers = request.headerList().filter(([header]) => !HOP_BY_HOP.has(header.toLowerCase()));
+  const size = state.footprint(sizeOf(headers, body));
+  if (state.used + state.reserved + size > settings.maxBytes) return { a: answers.full(), extra: { size: held } };
+  state.reserved += size;
   try {
-    const chunks: Uint8Array[] = [];
-    let over: Answer | undefined;
-    for await (const chunk of request.body()) {
-      held += chunk.length;
-      state.reading += chunk.length;
-      if (state.reading > state.readingPeak) state.readingPeak = state.reading;
-      if (held > settings.maxBody) over = answers.tooLarge(settings.maxBody);
-      else if (state.reading > settings.maxInflight) over = answers.busy();
-      if (over) break;
-      chunks.push(chunk);
-    }
-    if (over) return { a: over, extra: { channel: name, size: held } };
-    const body = concat(chunks, held);
-    const v = await (ch ? verifierOf(state, ch) : decoyOf(state)).verify(request.headers, body, now);
-    if (!ch) return { a: notVerified(request.headers, now, settings.tolerance), extra: { channel: name, size: held, reason: 'no_channel', message: 'no such channel' } };
-    if (!v.ok) {
-      // a signature that matched over a body that is no JSON object: its sender has the secret, nothing is hidden from it
-      const a = v.reason === 'not_json_object' ? answers.refused(v) : notVerified(request.headers, now, settings.tolerance);
-      return { a, extra: { channel: name, size: held, reason: v.reason, message: v.message } };
-    }
-    const narrower = ch.record.tolerance !== undefined && ch.record.tolerance < settings.tolerance ? examineHeaders(request.headers, now, ch.record.tolerance) : undefined;
-    if (narrower && !narrower.ok)
-      return { a: answers.refused(narrower), extra: { channel: name, size: held, reason: narrower.reason, message: `${narrower.message} (the tolerance of this channel's listen)` } };
-    const headers = request.headerList().filter(([header]) => !HOP_BY_HOP.has(header.toLowerCase()));
-    const size = state.footprint(sizeOf(headers, body));
-    if (state.used + state.reserved + size > settings.maxBytes) return { a: answers.full(), extra: { channel: name, size: held } };
-    state.reserved += size;
-    try {
-      const seq = await append(state, ch, { receivedAt: now, headers, body, size });
-      state.used += size;
-      return { a: answers.stored(), extra: { channel: name, size: held, seq } };
-    } catch (err) {
-      return { a: answers.notStored(), extra: { channel: name, size: held, message: `not stored: ${(err as Error).message}` } };
-    } finally {
-      state.reserved -= size;
-    }
+    const seq = await append(state, ch, { receivedAt: now, headers, body, size });
+    state.used += size;
+    return { a: answers.stored(), extra: { size: held, seq } };
+  } catch (err) {
+    return { a: answers.notStored(), extra: { size: held, message: `not stored: ${(err as Error).message}` } };
   } finally {
-    state.reading -= held;
+    state.reserved -= size;
   }
 }
 
@@ -138,15 +184,4 @@ async function write(state: RelayState, ch: LiveChannel): Promise<void> {
   }
   ch.writing = false;
   void state.enqueue(ch, () => pump(state, ch)).catch(() => undefined);
-}
-
-function concat(chunks: Uint8Array[], size: number): Uint8Array {
-  if (chunks.length === 1) return chunks[0]!;
-  const out = new Uint8Array(size);
-  let at = 0;
-  for (const c of chunks) {
-    out.set(c, at);
-    at += c.length;
-  }
-  return out;
 }

@@ -4,7 +4,8 @@ import { WebSocketServer, type WebSocket } from 'ws';
 import { BODY_READS, DEFAULTS } from '../delivery/defaults.js';
 import { systemClock, type Clock } from '../util/clock.js';
 import { listenOn } from '../util/net.js';
-import type { Answer } from './answers.js';
+import { nodeBody } from '../util/read-body.js';
+import { answers, type Answer } from './answers.js';
 import { CLOSE, MAX_CLIENT_MESSAGE } from './protocol.js';
 import { Relay, type RelayEvent, type RelayOptions, type RelayRequest, type RelaySocket, type Session } from './relay.js';
 
@@ -52,9 +53,8 @@ class NodeSocket implements RelaySocket {
   }
 }
 
-/** A request as the logic reads it: every value of a header (Webhook-Signature's joined with spaces), the raw headers in order, the body as it comes. */
+/** A request as the logic reads it: every value of a header (Webhook-Signature's joined with spaces), the raw headers in order, the body as node:http gives it. */
 function relayRequest(req: IncomingMessage, path: string, query: string): RelayRequest {
-  const length = req.headers['content-length'];
   return {
     method: req.method ?? 'GET',
     path,
@@ -65,9 +65,8 @@ function relayRequest(req: IncomingMessage, path: string, query: string): RelayR
       for (let i = 0; i + 1 < req.rawHeaders.length; i += 2) out.push([req.rawHeaders[i]!, req.rawHeaders[i + 1]!]);
       return out;
     },
-    declaredLength: length !== undefined && /^\d+$/.test(length) ? Number(length) : undefined,
-    // stopping early must not destroy the socket: the answer is still to be written
-    body: () => req.iterator({ destroyOnReturn: false }),
+    length: req.headers['content-length'],
+    stream: (sink) => nodeBody.stream(req, sink),
   };
 }
 
@@ -106,7 +105,7 @@ export async function startRelayServer(options: RelayServerOptions): Promise<Run
     const answer = () => relay.http(relayRequest(req, path, query === -1 ? '' : url.slice(query + 1)));
     const task = (options.traced ? options.traced(path, answer) : answer()).then(
       (a) => write(res, a),
-      () => write(res, { status: 500, outcome: 'error', body: '{"error":"internal error in the relay"}', close: true }),
+      () => write(res, answers.internal()),
     );
     working.add(task);
     void task.finally(() => working.delete(task));

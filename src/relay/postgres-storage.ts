@@ -1,8 +1,8 @@
 import type { Pool, PoolClient } from 'pg';
 import { DEFAULTS } from '../delivery/defaults.js';
-import { StorageError, UnreachableError, UsageError } from '../errors.js';
-import { shownUrl, storeSecrets } from '../store/store-url.js';
-import { addSensitive } from '../util/redact.js';
+import { StorageError, UsageError } from '../errors.js';
+import { openPgStore, quotedSchema } from '../store/pg-open.js';
+import { shownUrl } from '../store/store-url.js';
 import type { ChannelRecord, ChannelUsage, Refusal, RelayStorage, Removed, StoredDelivery } from './storage.js';
 import { migrateSchema, type Migration } from '../store/pg-schema.js';
 
@@ -71,38 +71,21 @@ export class PgRelayStorage implements RelayStorage {
     url: string,
   ) {
     this.where = shownUrl(url);
-    this.s = `"${schema}"`;
+    this.s = quotedSchema(schema, '--schema');
   }
 
-  /** Connects, and creates or migrates the schema (under an advisory lock). Unreachable: exit 6, naming the host and never the password. */
+  /**
+   * Connects through the stores' one opening (src/store/pg-open.ts: the schema's name checked, the password
+   * kept out of every message, a first connection that proves the server), and creates or migrates the
+   * schema (under an advisory lock). Unreachable: exit 6, naming the host and never the password.
+   */
   static async open(options: PgRelayStorageOptions): Promise<PgRelayStorage> {
     const schema = options.schema ?? DEFAULTS.relaySchema;
-    if (!/^[a-z_][a-z0-9_]*$/.test(schema)) throw new UsageError(`--schema must be a lowercase SQL name (letters, digits, _), not "${schema}".`);
-    storeSecrets(options.url).forEach(addSensitive);
-    const { default: pg } = await import('pg');
-    const pool = new pg.Pool({ connectionString: options.url, max: 8, connectionTimeoutMillis: 5000, idleTimeoutMillis: 10_000 });
-    pool.on('error', () => undefined); // an idle connection that breaks: the next query finds out
-    const store = new PgRelayStorage(pool, schema, options.url);
-    let client: PoolClient;
-    try {
-      client = await pool.connect();
-    } catch (err) {
-      await pool.end().catch(() => undefined);
-      const u = new URL(options.url);
-      throw new UnreachableError(`Cannot use the PostgreSQL store at ${u.hostname}:${u.port || 5432}: ${(err as Error).message}.`, {
-        hint: 'Check that the server runs and accepts connections from here, and the user name and password in --store.',
-        cause: err,
-      });
-    }
-    try {
-      await store.migrate(client);
-    } catch (err) {
-      client.release();
-      await pool.end().catch(() => undefined);
-      throw err;
-    }
-    client.release();
-    return store;
+    return openPgStore(
+      { url: options.url, schema, schemaFlag: '--schema', hint: 'Check that the server runs and accepts connections from here, and the user name and password in --store.' },
+      (pool) => new PgRelayStorage(pool, schema, options.url),
+      (store, client) => store.migrate(client),
+    );
   }
 
   private migrate(client: PoolClient): Promise<void> {

@@ -1,7 +1,7 @@
 import { answers, type Answer } from './answers.js';
 import { bearer, keysOf } from './channel-key.js';
 import { authorize, route, type Route } from './edge.js';
-import { inbound } from './inbound.js';
+import { inboundDoor, type InboundRequest } from './inbound.js';
 import { accept, closed, connected, message, roleOf } from './outbound.js';
 import { RelayState, liveChannel, type RelayOptions, type RelayRequest, type RelayRequestEvent, type RelaySocket, type Session, type SocketDirectory } from './state.js';
 import type { ChannelUsage } from './storage.js';
@@ -45,10 +45,12 @@ const iso = (ms: number | undefined) => (ms === undefined ? null : new Date(ms).
 
 export class Relay {
   private readonly state: RelayState;
+  private readonly inbound: (req: InboundRequest, answered: (a: Answer) => void) => void;
   private loaded: Promise<void> | undefined;
 
   constructor(options: RelayOptions, directory: SocketDirectory) {
     this.state = new RelayState(options, directory);
+    this.inbound = inboundDoor(this.state);
   }
 
   /** Reads the channels and what they hold, and drops what is older than kept. Called once, before anything else. */
@@ -67,6 +69,8 @@ export class Relay {
   async http(request: RelayRequest): Promise<Answer> {
     await this.load();
     const r = route(request.method, request.path, request.query);
+    // a delivery goes through the relay's door, which reports it itself
+    if (r.to === 'inbound') return new Promise((resolve) => this.inbound({ channel: r.channel, request, at: this.state.now() }, resolve));
     const answer = await this.answer(r, request);
     if (r.to !== 'health') {
       const { outcome, status } = answer.a;
@@ -75,7 +79,7 @@ export class Relay {
     return answer.a;
   }
 
-  private async answer(r: Route, request: RelayRequest): Promise<{ a: Answer; extra?: Partial<RelayRequestEvent> }> {
+  private async answer(r: Exclude<Route, { to: 'inbound' }>, request: RelayRequest): Promise<{ a: Answer; extra?: Partial<RelayRequestEvent> }> {
     switch (r.to) {
       case 'answer':
         return { a: r.answer };
@@ -93,8 +97,6 @@ export class Relay {
         if (typeof role !== 'string') return { a: role, extra: { channel: r.channel } };
         return { a: await this.channelApi(r), extra: { channel: r.channel } };
       }
-      case 'inbound':
-        return inbound(this.state, r.channel, request);
     }
   }
 
@@ -182,7 +184,7 @@ export class Relay {
   /** What each channel holds now, and the bytes being read, for `/metrics` (no sweep: a scrape changes nothing). */
   async backlog(): Promise<{ channels: ChannelStatus[]; inFlight: { used: number; max: number } }> {
     const usage = await this.state.storage.usage();
-    return { channels: [...this.state.channels.keys()].map((name) => this.statusOf(name, usage.get(name))), inFlight: { used: this.state.reading, max: this.state.settings.maxInflight } };
+    return { channels: [...this.state.channels.keys()].map((name) => this.statusOf(name, usage.get(name))), inFlight: { used: this.state.budget.used, max: this.state.budget.max } };
   }
 
   /** What is queued per channel (never a secret). */
@@ -199,7 +201,7 @@ export class Relay {
       max_bytes: state.settings.maxBytes,
       max_channels: state.settings.maxChannels,
       keep_seconds: Math.round(state.settings.keepMs / 1000),
-      in_flight: { bytes: state.reading, peak: state.readingPeak, max: state.settings.maxInflight },
+      in_flight: { bytes: state.budget.used, peak: state.budget.peak, max: state.budget.max },
     });
   }
 }

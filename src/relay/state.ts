@@ -1,6 +1,7 @@
 import { DEFAULTS } from '../delivery/defaults.js';
 import type { HeaderSource } from '../signing/rules.js';
 import type { WebVerifier } from '../signing/verify-web.js';
+import { InflightBudget, type ChunkSink } from '../util/bodies.js';
 import { isoMillis } from '../util/clock.js';
 import type { Answer } from './answers.js';
 import type { ChannelRecord, RelayStorage, Removed, StoredDelivery } from './storage.js';
@@ -84,10 +85,10 @@ export interface RelayRequest {
   headers: HeaderSource;
   /** The headers as received, in order: what is stored and handed on. Asked only of a verified delivery. */
   headerList(): [string, string][];
-  /** Content-Length, when it was sent. */
-  declaredLength?: number;
-  /** The body's bytes as they come; the relay stops reading early when it has seen enough. */
-  body(): AsyncIterable<Uint8Array>;
+  /** The text of its Content-Length, when it was sent (read by the door's one reader of it). */
+  length: string | null | undefined;
+  /** Gives the body's chunks to `sink` as they arrive (the host's runtime: nodeBody, webBody); returns how to stop reading. */
+  stream(sink: ChunkSink<Uint8Array>): (() => void) | undefined;
 }
 
 /** What the relay keeps with each connection: small and plain, so that a Durable Object keeps it across hibernation. */
@@ -161,9 +162,8 @@ export class RelayState {
   /** The bytes of the deliveries stored, and of those verified and being stored. */
   used = 0;
   reserved = 0;
-  /** Body bytes being read now, across every request, and the most there were at once (the status says it). */
-  reading = 0;
-  readingPeak = 0;
+  /** Body bytes being read now, across every request, against --max-inflight (the door's budget; the status says its peak). */
+  readonly budget: InflightBudget;
 
   constructor(
     private readonly options: RelayOptions,
@@ -181,6 +181,7 @@ export class RelayState {
       tolerance: options.tolerance ?? DEFAULTS.toleranceSeconds,
       maxChannels: options.maxChannels ?? DEFAULTS.relayMaxChannels,
     };
+    this.budget = new InflightBudget(this.settings.maxInflight);
   }
 
   emit(event: Omit<RelayRequestEvent, 'time'> | Omit<RelayChannelEvent, 'time'>): void {

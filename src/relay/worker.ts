@@ -1,4 +1,5 @@
 import { DEFAULTS } from '../delivery/defaults.js';
+import { declaredLength, webBody } from '../util/bodies.js';
 import { isoMillis } from '../util/clock.js';
 import { said, type Answer } from './answers.js';
 import { DurableObjectRelayStorage, type DurableSql } from './do-storage.js';
@@ -70,30 +71,6 @@ function respond(a: Answer): Response {
   return new Response(a.body, { status: a.status, headers: { 'content-type': 'application/json', 'cache-control': 'no-store', ...a.headers } });
 }
 
-function declared(request: Request): number | undefined {
-  const length = request.headers.get('content-length');
-  return length !== null && /^\d+$/.test(length) ? Number(length) : undefined;
-}
-
-async function* chunks(body: ReadableStream<Uint8Array> | null): AsyncIterable<Uint8Array> {
-  if (!body) return;
-  const reader = body.getReader();
-  let done = false;
-  try {
-    for (;;) {
-      const r = await reader.read();
-      if (r.done) {
-        done = true;
-        return;
-      }
-      yield r.value;
-    }
-  } finally {
-    // stopped early (too large, refused): the rest is not read
-    if (!done) await reader.cancel().catch(() => undefined);
-  }
-}
-
 function relayRequest(request: Request, url: URL): RelayRequest {
   return {
     method: request.method,
@@ -101,8 +78,8 @@ function relayRequest(request: Request, url: URL): RelayRequest {
     query: url.search.slice(1),
     headers: request.headers,
     headerList: () => [...(request.headers as unknown as Iterable<[string, string]>)],
-    declaredLength: declared(request),
-    body: () => chunks(request.body),
+    length: request.headers.get('content-length'),
+    stream: (sink) => webBody.stream(request, sink),
   };
 }
 
@@ -116,7 +93,7 @@ export default {
       r.to === 'answer'
         ? r.answer
         : r.to === 'inbound'
-          ? checkHeaders(request.headers, Date.now(), DEFAULTS.toleranceSeconds, setting(env, 'RELAY_MAX_BODY', DEFAULTS.maxBodyBytes), declared(request))
+          ? checkHeaders(request.headers, Date.now(), DEFAULTS.toleranceSeconds, setting(env, 'RELAY_MAX_BODY', DEFAULTS.maxBodyBytes), declaredLength(request.headers.get('content-length')))
           : r.to === 'connect' || r.to === 'status' || r.to === 'channel'
             ? await authorizeChannel(request.headers, env.WXHOOKS_RELAY_TOKEN)
             : undefined;

@@ -7,7 +7,7 @@ import { isoMillis } from '../util/clock.js';
  * The message a sink writes for each verified delivery, and reads back: one encoder and one decoder for
  * both brokers. A message is a list of named text fields and the body's bytes; NATS carries the fields
  * as headers and the body as the payload, Redis as the fields of a stream entry, the body in `body`.
- * README ("Past one app") shows the same table.
+ * docs/streams.md ("The message") shows the same table.
  */
 
 /** The format written in the `wxhooks` field: a message without it is not ours; another value is a format this wxhooks does not read. */

@@ -52,6 +52,25 @@ export async function openPool(o: PgOpening): Promise<{ pool: Pool; held: Held }
   }
 }
 
+/**
+ * A store opened the one way (openPool), made over its pool, and its schema made ready on the first
+ * connection (migrated, or its version checked): on a failure there, the connection is let go and the
+ * store closed before the error goes on.
+ */
+export async function openPgStore<S extends { close(): Promise<void> }>(o: PgOpening, make: (pool: Pool) => S, ready: (store: S, client: PoolClient) => Promise<void>): Promise<S> {
+  const { pool, held } = await openPool(o);
+  const store = make(pool);
+  try {
+    await ready(store, held.client);
+  } catch (err) {
+    held.release(err);
+    await store.close();
+    throw err;
+  }
+  held.release();
+  return store;
+}
+
 /** The error codes of a database that could not be reached or went away: the socket's, and PostgreSQL's own (57P01-03 shutting down, class 08 connection exceptions). */
 const LOST_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', '57P01', '57P02', '57P03', '08006', '08001', '08003', '08000']);
 /** What `pg` says, without a code, when its connection ends or cannot be made within `connectionTimeoutMillis`. */

@@ -3,7 +3,7 @@ import { DEFAULTS, sweepEvery } from '../delivery/defaults.js';
 import type { Claim, PairStore } from '../delivery/store.js';
 import { StoredLater } from '../delivery/stored-later.js';
 import { PgHistoryStore, type PgHistoryOptions } from './pg-history.js';
-import { openPool } from './pg-open.js';
+import { openPgStore } from './pg-open.js';
 import { checkStoreVersion, migrateStore } from './pg-tables.js';
 
 export { MIGRATIONS, SCHEMA_VERSION } from './pg-tables.js';
@@ -74,22 +74,16 @@ export class PgStore extends PgHistoryStore<PgStoreOptions> implements PairStore
    * schema of a newer version than this wxhooks knows: exit 2.
    */
   static async open(options: PgStoreOptions): Promise<PgStore> {
-    const { pool, held } = await openPool({
-      url: options.url,
-      schema: options.schema,
-      schemaFlag: '--store-schema',
-      hint: 'Check that the server runs and accepts connections from here, and the user name and password in --store (or WXHOOKS_STORE_URL).',
-    });
-    const store = new PgStore(pool, options);
-    try {
-      await (options.readOnly ? checkStoreVersion(held.client, options.schema, store.s, store.where) : migrateStore(held.client, options.schema, store.s));
-    } catch (err) {
-      held.release(err);
-      await store.close();
-      throw err;
-    }
-    held.release();
-    return store;
+    return openPgStore(
+      {
+        url: options.url,
+        schema: options.schema,
+        schemaFlag: '--store-schema',
+        hint: 'Check that the server runs and accepts connections from here, and the user name and password in --store (or WXHOOKS_STORE_URL).',
+      },
+      (pool) => new PgStore(pool, options),
+      (store, client) => (options.readOnly ? checkStoreVersion(client, options.schema, store.s, store.where) : migrateStore(client, options.schema, store.s)),
+    );
   }
 
   protected override flushes(): Promise<void>[] {

@@ -16,6 +16,7 @@ import { BindError, isLoopback } from '../util/net.js';
 import { printable } from '../util/printable.js';
 import { secretStoreFor } from './secrets.js';
 import { baseUrlFor, describeScheme, serviceFor } from './service.js';
+import { DEFAULTS } from '../delivery/defaults.js';
 
 /** One line of `doctor`'s report: what was checked, whether it held, and what to do about it. */
 export interface Check {
@@ -127,7 +128,7 @@ export async function diagnose(ctx: Context, o: DiagnoseOptions): Promise<{ chec
       name: 'url',
       ok: false,
       detail: `${where} is ${reason}: the service cannot reach it`,
-      hint: 'Expose the receiver with a tunnel (ngrok http 8787), then `wxhooks webhook update ID --url https://…`, or use `wxhooks listen --public-url`.',
+      hint: `Expose the receiver with a tunnel (ngrok http ${DEFAULTS.listenPort}), then \`wxhooks webhook update ID --url https://…\`, or use \`wxhooks listen --public-url\`.`,
     });
   } else if (!hook.url.startsWith('https:')) {
     checks.push({ name: 'url', ok: false, detail: `${where} is not https`, hint: 'The live service delivers to https URLs; a tunnel gives one.' });
@@ -153,7 +154,7 @@ export async function diagnose(ctx: Context, o: DiagnoseOptions): Promise<{ chec
 async function deliveryChecks(ctx: Context, service: Service, hook: Webhook, secret: string, o: DiagnoseOptions): Promise<Check[]> {
   const target = new URL(hook.url);
   const local = unreachableReason(hook.url) === 'a loopback address';
-  const listenPort = o.port ?? (local && target.port ? Number(target.port) : 8787);
+  const listenPort = o.port ?? (local && target.port ? Number(target.port) : DEFAULTS.listenPort);
   const log = new EventLog();
   const dir = mkdtempSync(join(tmpdir(), 'wxhooks-doctor-')); // the pings' pairs are kept apart from listen's
   const store = await FilePairStore.open({ dir, ttlMs: 3_600_000 });

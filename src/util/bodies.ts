@@ -11,10 +11,22 @@ export class InflightBudget {
   peak = 0;
   /** Requests answered 503 because they would have gone over it. */
   refused = 0;
-  constructor(readonly max: number) {}
+  /**
+   * `oneAlwaysGoes`: a body larger than the whole budget is still taken when nothing else is held (listen's
+   * relay door: the relay sends what it has, and one at a time it must go through, or it waits for ever).
+   */
+  constructor(
+    readonly max: number,
+    private readonly oneAlwaysGoes = false,
+  ) {}
+
+  /** Whether this many bytes more fit now. */
+  fits(bytes: number): boolean {
+    return this.used + bytes <= this.max || (this.oneAlwaysGoes && this.used === 0);
+  }
 
   take(bytes: number): boolean {
-    if (this.used + bytes > this.max) return false;
+    if (!this.fits(bytes)) return false;
     this.used += bytes;
     if (this.used > this.peak) this.peak = this.used;
     return true;
@@ -30,7 +42,7 @@ export class InflightBudget {
  * is taken: a body that cannot fit is refused before it is read, one that can is charged as it arrives.)
  */
 export function declaredFits(budget: InflightBudget, declared: number | undefined, copies = 1): boolean {
-  if (declared === undefined || budget.used + declared * copies <= budget.max) return true;
+  if (declared === undefined || budget.fits(declared * copies)) return true;
   budget.refused++;
   return false;
 }
