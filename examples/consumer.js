@@ -20,6 +20,8 @@ const worker = await webhooks.consume(process.env.SINK_URL ?? 'nats://127.0.0.1:
   retryDelayMs: 10_000, // a failed message is delivered again after this (default 10 s)
   maxDeliveries: 5, // then it goes to the dead letters, with why (default 5)
   claimTimeoutMs: 60_000, // a worker that died loses its messages to another after this (default 60 s)
-  onEvent: (e) => e.outcome !== 'processed' && console.log(e.outcome, e.key ?? e.id, e.reason ?? ''),
+  handlerTimeoutMs: 120_000, // a handler still running then is given up on: onError, delivered again (default 120 s)
+  onEvent: (e) => e.outcome !== 'accepted' && console.log(e.outcome, e.key ?? e.id, e.reason ?? ''),
 });
-process.once('SIGTERM', () => void worker.stop()); // the handlers under way finish; nothing more is taken
+// nothing more is taken; the handlers under way finish, or after 20 s are given up on and their messages given back
+process.once('SIGTERM', () => void worker.stop({ timeoutMs: 20_000 }));

@@ -1,7 +1,9 @@
 // Bundles the CLI and its dependencies into dist/bin/, split at each lazy import, so a command loads
 // a few pre-linked files instead of hundreds of modules (conf alone is ~70 ms unbundled, ~13 ms
 // bundled). undici stays outside the bundle: only the emulator, `listen --forward-to`, `send` and
-// proxied requests load it; the service client's other requests go through node:http.
+// proxied requests load it; the service client's other requests go through node:http. So do
+// OpenTelemetry (listen loads its SDK only with the OTEL_* variables set, and the API with it) and
+// prom-client (only with --metrics): each is one copy, the app's and the SDK's API the same.
 import { build } from 'esbuild';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 
@@ -18,7 +20,7 @@ await build({
   format: 'esm',
   platform: 'node',
   target: 'node20',
-  external: ['undici'],
+  external: ['undici', '@opentelemetry/*', 'prom-client'],
   define: { __WXHOOKS_VERSION__: JSON.stringify(pkg.version) },
   // commander is CommonJS: give the bundle a require of its own
   banner: { js: "import { createRequire as __wxCreateRequire } from 'node:module'; const require = __wxCreateRequire(import.meta.url);" },
@@ -45,10 +47,13 @@ writeFileSync(
 
 // wxhooks/web: the handler library for any runtime with Web Crypto, one file, no Node module (esbuild's
 // neutral platform fails the build on a node: import). Its size is measured by `npm run bench`.
+// @opentelemetry/api is imported, not bundled: it is one copy per app (an SDK the app registers must be
+// the API the handler asks), and an app's bundler or runtime brings it from wxhooks' dependencies.
 await build({
   entryPoints: [new URL('../src/handler/web.ts', import.meta.url).pathname],
   outfile: new URL('../dist/web.js', import.meta.url).pathname,
   bundle: true,
+  external: ['@opentelemetry/api'],
   format: 'esm',
   platform: 'neutral',
   target: 'es2022',

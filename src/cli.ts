@@ -57,14 +57,27 @@ export const GROUPS: [name: string, summary: string, load: () => Promise<{ regis
   ['ping', 'ask the service for a test delivery now, of one subscription or each of a webhook (never retried); exit 7 if one failed', () => import('./commands/ping.js')],
   ['listen', 'receive deliveries locally: verify each one, skip duplicates, show it, forward it to your app', () => import('./commands/listen.js')],
   ['doctor', 'check the chain from the service to this machine, link by link, and say what to do about each broken one', () => import('./commands/doctor.js')],
-  ['deliveries', 'the deliveries saved by `listen --save-dir`: list, show, and replay them to your app', () => import('./commands/deliveries.js')],
-  ['runs', 'model runs in a folder of saved deliveries: the forecast hours present, and those missing', () => import('./commands/runs.js')],
+  [
+    'deliveries',
+    "the deliveries listen kept (a --save-dir folder, a --store's history): list, show, and replay them to your app; list what a --sink's stream or a --relay holds too",
+    () => import('./commands/deliveries.js'),
+  ],
+  [
+    'runs',
+    "model runs in what listen kept (a --save-dir folder, a --store's history): the forecast hours present, those missing, their lag; `runs watch`: late hours as they happen",
+    () => import('./commands/runs.js'),
+  ],
+  [
+    'reconcile',
+    'what the forecast API says a webhook should have been sent, against what was processed here; --catch-up hands over what is missing, once; exit 11 if something is',
+    () => import('./commands/reconcile.js'),
+  ],
   ['verify', 'check a captured delivery offline: which signature layout matched, or why none did', () => import('./commands/verify.js')],
   ['send', 'sign and POST one delivery, as the service would, to any receiver (to test your own endpoint)', () => import('./commands/send.js')],
-  ['mcp', 'an MCP server over stdio for a coding agent: the deliveries of a running listen, replay, verify, send, the service', () => import('./mcp/command.js')], // the MCP server is a door above the commands: it reuses them
+  ['mcp', 'an MCP server over stdio for a coding agent: the deliveries of a running listen, replay, verify, send, the service', () => import('./commands/mcp.js')],
   ['secret', 'the local store of webhook secrets (keyed by base URL and webhook id)', () => import('./commands/secret.js')],
   ['relay', 'a relay of your own (a Cloudflare Worker, or a small VM): the service posts to it, listen --relay takes from it', () => import('./commands/relay.js')],
-  ['emulator', 'run a local copy of the service: the whole API, signed deliveries, retries', () => import('./commands/emulator.js')],
+  ['emulator', 'run a local copy of the service: the whole API (its forecast API too), signed deliveries, retries', () => import('./commands/emulator.js')],
   ['trigger', 'make the emulator publish an event, or a whole model run (refuses anything but an emulator)', () => import('./commands/trigger.js')],
   ['config', 'settings kept in the store (the API key is never stored)', () => import('./commands/config.js')],
   ['completion', 'print a shell completion script', () => import('./commands/completion.js')],
@@ -147,16 +160,17 @@ function exitCodeHelp(): string {
  */
 export async function buildProgram(argv: string[], io: Io, act: Act = actFor(io)): Promise<Command> {
   const wanted = requestedGroup(argv.slice(2));
-  const [{ Command, Help, Option }, { valued }, { timeLimit }, ...loaded] = await Promise.all([
+  const [{ Command, Help, Option }, { valued, msDefault }, { timeLimit }, { DEFAULTS }, ...loaded] = await Promise.all([
     import('commander'),
-    import('./commands/options.js'),
+    import('./flags/options.js'),
     import('./util/parse.js'),
+    import('./delivery/defaults.js'),
     ...GROUPS.map(([name, , load]) => (wanted === '*' || wanted === name ? load() : undefined)),
   ]);
   const program = new Command('wxhooks').description("Manage, receive, verify and emulate the weather forecast service's webhooks.").version(version(), '-V, --version', 'print the version');
   for (const [flags, description] of GLOBAL_OPTIONS) {
     if (flags.startsWith('--auth')) program.addOption(new Option(flags, description).choices(['auto', 'bearer', 'basic']));
-    else if (flags.startsWith('--timeout')) program.addOption(valued(flags, description, timeLimit, [30_000, '30s']));
+    else if (flags.startsWith('--timeout')) program.addOption(valued(flags, description, timeLimit, msDefault(DEFAULTS.requestTimeoutMs)));
     else program.option(flags, description);
   }
   program

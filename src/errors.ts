@@ -9,13 +9,13 @@ export const ExitCode = {
   UNEXPECTED: 1,
   /** bad usage or input, found before any request */
   USAGE: 2,
-  /** no WX_API_KEY, 401/403, or `authed: false` */
+  /** no WX_API_KEY, 401/403, or `authed: false`; a relay that refuses its token or a channel's key (`listen --relay`, `relay status`) */
   AUTH: 3,
   /** the service answered 404 */
   NOT_FOUND: 4,
-  /** the service refused the request (400, 409, 422, other 4xx) */
+  /** the service refused the request (400, 409, 422, other 4xx); a relay that refuses `listen --relay` for good (another listen holds the channel, it creates no more channels) */
   REFUSED: 5,
-  /** the service could not be reached, timed out, or answered 5xx after the retries allowed */
+  /** the service could not be reached, timed out, or answered 5xx after the retries allowed (`listen --relay` never gives up on a relay away: it says so at every try) */
   UNREACHABLE: 6,
   /** a delivery attempt failed: `ping` (the service's attempt), `send` (the receiver's answer was not 2xx) */
   DELIVERY_FAILED: 7,
@@ -25,6 +25,8 @@ export const ExitCode = {
   NOT_VERIFIED: 9,
   /** local storage failed while running: the processed-pairs file or the shared store could not be written for too long (`listen`) */
   STORAGE_FAILED: 10,
+  /** something is missing: `reconcile` found notifications the forecast API says exist that were not processed here (and, with --catch-up, could not be handed over) */
+  MISSING: 11,
   /** told to stop by SIGHUP (128 + 1, as shells count it) */
   HANGUP: 129,
   /** interrupted (Ctrl-C: SIGINT) */
@@ -50,6 +52,7 @@ export const EXIT_CODE_WORDS: Record<ExitCodeValue, string> = {
   8: 'secret not saved',
   9: 'not verified',
   10: 'storage failed',
+  11: 'missing',
   129: 'SIGHUP',
   130: 'interrupted',
   141: 'output closed',
@@ -113,6 +116,11 @@ export class NotVerifiedError extends WxError {
 /** Local storage failed while running (exit 10): what was acknowledged is stored; what was not, the service retries. */
 export class StorageError extends WxError {
   override readonly exitCode = ExitCode.STORAGE_FAILED;
+}
+
+/** Something is missing (exit 11): `reconcile` found notifications that were not processed here, a CI gate's failure. */
+export class MissingError extends WxError {
+  override readonly exitCode = ExitCode.MISSING;
 }
 
 /** Why a long-running command was told to stop: a signal, or its stdout closed by the reader (`listen | head`). */

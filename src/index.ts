@@ -1,6 +1,15 @@
 // `import … from 'wxhooks'`: the library a handler author uses, and nothing of the CLI. Each name here is
 // a decision: test/exports.test.ts lists them, for this entry and for `wxhooks/web`.
-export { Webhooks, createNodeMiddleware, openStore, type NodeMiddlewareOptions, type OpenStoreOptions, type WebhooksConsumeOptions } from './handler/node.js';
+export {
+  Webhooks,
+  createNodeMiddleware,
+  openStore,
+  type CatchUpOptions,
+  type CaughtUp,
+  type NodeMiddlewareOptions,
+  type OpenStoreOptions,
+  type WebhooksConsumeOptions,
+} from './handler/node.js';
 export { MessageRefusedError, type ConsumedMessage, type ConsumerEvent, type ConsumerOutcome } from './sinks/consumer.js';
 export type { ConnectionListener, SinkConsumer } from './sinks/sink.js';
 export {

@@ -6,13 +6,18 @@ import { settle } from '../src/delivery/runner.js';
 import { manualTimers } from './helpers/clock.js';
 import { decide, forwarded, type Facts, type Handled } from '../src/delivery/steps.js';
 import type { Claim, PairStore } from '../src/delivery/store.js';
-import { pairOf } from '../src/receiver/report.js';
+import { createHash } from 'node:crypto';
+import type { Pair } from '../src/delivery/pair.js';
+import { keyed } from '../src/delivery/receive.js';
 import { signDelivery, verifyDelivery, type VerifySuccess } from '../src/signing/index.js';
 
 // The delivery core without sockets: the step machine, the answers, the runner (claim, extend while
 // handling, complete or release, a handler that runs past its time), the body's budget, the dedupe key.
 
 const SECRET = 'whsec_' + Buffer.alloc(32, 3).toString('base64');
+
+/** The pair of a verified delivery, hashed with Node's crypto (at once) where it must be: the core's rule. */
+const pairOf = (v: VerifySuccess, body: Buffer): Pair => (keyed(v, body, (prefix, bytes) => createHash('sha256').update(prefix).update(bytes).digest()) as { pair: Pair }).pair;
 const NOW = 1_790_000_000_000;
 
 function verified(body: object | Buffer, layout: 'standard' | 'stripe' | 'hex-timestamp' = 'standard', triggerId = 'trg_1'): { v: VerifySuccess; bytes: Buffer } {
@@ -142,6 +147,32 @@ describe('the table of answers', () => {
     expect(ANSWERS.methodNotAllowed).toEqual({ status: 405, outcome: 'method_not_allowed', body: '{"error":"only POST is accepted here"}', headers: { allow: 'POST' } });
     expect(JSON.parse(ANSWERS.accepted().body)).toEqual({ ok: true });
     expect(JSON.parse(ANSWERS.duplicate.body)).toEqual({ ok: true, duplicate: true });
+  });
+
+  it('one row per outcome: its label, and whether it counts as delivered or is refused, read from the row by every reader', async () => {
+    const { DELIVERED_OUTCOMES, REFUSED_OUTCOMES, isDelivered, outcomeLabel } = await import('../src/delivery/outcomes.js');
+    expect(DELIVERED_OUTCOMES).toEqual(['accepted', 'duplicate']);
+    expect([...REFUSED_OUTCOMES].sort()).toEqual(['aborted', 'bad_request', 'method_not_allowed', 'not_found', 'overloaded', 'timed_out', 'too_large', 'unverified']);
+    for (const name of OUTCOME_NAMES) expect(outcomeLabel(name)).toMatch(/^[a-z][a-z ]+$/);
+    expect([outcomeLabel('forward_failed'), outcomeLabel('bad_request'), outcomeLabel('in_progress')]).toEqual(['app failed', 'not verified', 'in progress']);
+    // one a newer receiver reports: its name in words
+    expect(outcomeLabel('rate_limited')).toBe('rate limited');
+    expect([isDelivered('duplicate'), isDelivered('replayed'), isDelivered('rate_limited')]).toEqual([true, false, false]);
+  });
+
+  it("what --check reads of each outcome, and the inspector's filter entries, are rows' fields too", async () => {
+    const { OUTCOME_FILTERS, checkShows } = await import('../src/delivery/outcomes.js');
+    expect(OUTCOME_NAMES.filter((o) => checkShows(o) === 'verified')).toEqual(['accepted', 'duplicate', 'in_progress', 'refused_by_flag']);
+    expect(OUTCOME_NAMES.filter((o) => checkShows(o) === 'not_verified')).toEqual(['unverified', 'bad_request', 'method_not_allowed', 'not_found']);
+    expect(OUTCOME_FILTERS.map((f) => [f.value, f.words, [...f.outcomes]])).toEqual([
+      ['accepted', 'accepted', ['accepted']],
+      ['duplicate', 'duplicate', ['duplicate']],
+      ['unverified', 'not verified (400/401)', ['unverified', 'bad_request']],
+      ['forward_failed', 'your app failed (502)', ['forward_failed']],
+      ['sink_failed', 'a sink failed (502/503)', ['sink_failed']],
+      ['limits', 'refused: limits (408/413/503)', ['overloaded', 'timed_out', 'too_large']],
+      ['replayed', 'replays', ['replayed']],
+    ]);
   });
 
   it('one vocabulary: the library\'s and listen\'s names are in it, and "processed" is not', () => {

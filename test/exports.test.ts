@@ -48,6 +48,8 @@ describe('the public surface', () => {
     expect(exportsOf('src/index.ts')).toEqual(
       [
         ...HANDLER_TYPES,
+        'CatchUpOptions',
+        'CaughtUp',
         'Claim',
         'ConnectionListener',
         'ConsumedMessage',
@@ -138,5 +140,24 @@ describe('the public surface', () => {
     }
     const tampered = await web.signDelivery({ secret, body, triggerId: 'trg_web_sign' });
     expect(await web.verifyDelivery({ secret, headers: tampered, body: body.replace('wm-6', 'wm-7') })).toMatchObject({ ok: false, reason: 'no_match' });
+  });
+
+  it("a user's Webhooks offers its own methods, not the doors' hooks (refuseEarly, setupMistake)", async () => {
+    const node = await import('../src/index.js');
+    const web = await import('../src/handler/web.js');
+    /** The public methods of an instance: TypeScript's `private` and `protected` ones are in the type, not here. */
+    const methods = (o: object) => {
+      const names = new Set<string>();
+      for (let p = Object.getPrototypeOf(o); p && p !== Object.prototype; p = Object.getPrototypeOf(p)) for (const n of Object.getOwnPropertyNames(p)) if (n !== 'constructor') names.add(n);
+      return names;
+    };
+    for (const w of [new node.Webhooks({ secret: 'whsec_x' }), new web.Webhooks({ secret: 'whsec_x' })]) {
+      const names = methods(w);
+      for (const hook of ['refuseEarly', 'setupMistake']) expect(names.has(hook), hook).toBe(false);
+      for (const own of ['on', 'onAny', 'onError', 'verify', 'receive', 'verifyAndReceive']) expect(names.has(own), own).toBe(true);
+    }
+    // and the type says so: a typo of a hook is a compile error in the app
+    // @ts-expect-error not a method of Webhooks
+    void new node.Webhooks({ secret: 'whsec_x' }).refuseEarly;
   });
 });

@@ -35,9 +35,9 @@ describe('--forward-to: the parser', () => {
     expect(routeFor(parse('forecast_hour.available=http://a.test/'), 'constructor')).toBeUndefined();
   });
 
-  it("the README's example routes one type, and every other type to the URL without a type", () => {
-    const readme = readFileSync(resolve(import.meta.dirname, '../README.md'), 'utf8');
-    const line = readme.split('\n').find((l) => l.startsWith('wxhooks listen') && l.includes('--forward-to forecast_hour.available='))!;
+  it("the guide's example (docs/listen.md) routes one type, and every other type to the URL without a type", () => {
+    const guide = readFileSync(resolve(import.meta.dirname, '../docs/listen.md'), 'utf8');
+    const line = guide.split('\n').find((l) => l.startsWith('wxhooks listen') && l.includes('--forward-to forecast_hour.available='))!;
     const values = [...line.matchAll(/--forward-to (\S+)/g)].map((m) => m[1]!);
     expect(parse(...values)).toEqual({ byType: { 'forecast_hour.available': 'http://localhost:3000/forecast' }, other: 'http://localhost:3000/other' });
   });

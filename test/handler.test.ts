@@ -310,6 +310,8 @@ describe('mistakes seen where they are made (#34)', () => {
       expect(warned).toHaveLength(1);
       expect(warned[0]).toContain('already parsed');
       expect(warned[0]).toContain('express.raw()');
+      // in words (#41.20: it said "req.body is a object")
+      expect(a.setup[0]!.message).toContain('(req.body is an object)');
     } finally {
       await close(server);
     }
@@ -345,6 +347,76 @@ describe('mistakes seen where they are made (#34)', () => {
     expect(runs).toBe(2);
     await timers.advance(100_000);
     expect((await retry).outcome).toBe('handler_timed_out');
+  });
+
+  it.each([
+    ['new MemoryStore({ leaseMs: 2000 })', async (now: () => number) => new MemoryStore({ leaseMs: 2000, now })],
+    ["openStore('file', { leaseMs: 2000 })", async () => openStore('file', { dir: tempDir(), leaseMs: 2000 })],
+  ])('a hung handler with %s and no handlerTimeoutMs: let go at two leases (4 s, not 120 s), so the retry runs it (#41.12)', async (_name, open) => {
+    const start = Date.now();
+    let now = start;
+    const timers = manualTimers((ms) => (now = start + ms));
+    const store = await open(() => now);
+    try {
+      const webhooks = new Webhooks({ secret: SECRET, store, timers, log: { warn: () => undefined } });
+      let runs = 0;
+      webhooks.on('forecast_hour.available', () => (runs++, new Promise(() => undefined)));
+      const d = delivery('trg_hung_short_lease');
+      const first = webhooks.verifyAndReceive(d);
+      await expect.poll(() => runs).toBe(1);
+      await timers.advance(3_999);
+      expect((await webhooks.verifyAndReceive(d)).outcome).toBe('in_progress');
+      await timers.advance(1);
+      expect(await first).toMatchObject({ status: 500, outcome: 'handler_timed_out' });
+      void webhooks.verifyAndReceive(d);
+      await expect.poll(() => runs).toBe(2);
+      await timers.advance(4_000);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it("a replay (the inspector's, MCP's, `deliveries replay`) reaches the handler, once per replay, told it is one and of what; a mark anyone could add is no mark (#41.9)", async () => {
+    const { replayDelivery } = await import('../src/receiver/replay.js');
+    const { Agent } = await import('undici');
+    const webhooks = new Webhooks({ secret: SECRET });
+    const got: { id: string; replay?: { id: string; of: string } }[] = [];
+    webhooks.on('forecast_hour.available', (event) => void got.push({ id: event.id, replay: event.replay }));
+    const server = createServer(createNodeMiddleware(webhooks, { path: '/hooks' }));
+    const url = await listen(server);
+    const agent = new Agent();
+    try {
+      const d = delivery('trg_replayed');
+      expect((await post(`${url}/hooks`, d.headers, d.body)).status).toBe(200);
+      const replay = (edited?: boolean) => replayDelivery({ headers: d.headers, body: Buffer.from(d.body), secret: SECRET, to: `${url}/hooks`, timeoutMs: 5000, dispatcher: agent, edited });
+      const first = await replay();
+      expect([first.status, first.body]).toEqual([200, '{"ok":true}']);
+      expect(got).toEqual([
+        { id: 'trg_replayed', replay: undefined },
+        { id: first.replay_id, replay: { id: first.replay_id, of: 'trg_replayed' } },
+      ]);
+      // each replay runs it once more; the original's retry is still a duplicate
+      const second = await replay();
+      expect(second.replay_id).not.toBe(first.replay_id);
+      expect(got.map((g) => g.replay?.id)).toEqual([undefined, first.replay_id, second.replay_id]);
+      expect((await post(`${url}/hooks`, d.headers, d.body)).body).toBe('{"ok":true,"duplicate":true}');
+      // the same replay sent again (a retry of it, or a capture of it) is that replay's duplicate
+      const signed = signDelivery({ secret: SECRET, body: d.body, triggerId: 'trg_replayed' }) as Record<string, string>;
+      const mark = (id: string, signature: string) => ({ ...d.headers, ...signed, 'x-wxhooks-replay': '1', 'x-wxhooks-replay-id': id, 'x-wxhooks-replay-signature': signature });
+      const markOf = (id: string) => (signDelivery({ secret: SECRET, body: d.body, triggerId: id, timestamp: Number(signed['Webhook-Timestamp']) }) as Record<string, string>)['Webhook-Signature']!;
+      expect((await post(`${url}/hooks`, mark(first.replay_id, markOf(first.replay_id)), d.body)).body).toBe('{"ok":true,"duplicate":true}');
+      // a mark not signed with the secret (or signed over another timestamp) is no mark: the original, a duplicate
+      for (const forged of [
+        mark('rpl_forgedforged', `v1,${Buffer.alloc(32, 9).toString('base64')}`),
+        { ...mark('rpl_forgedforged', markOf('rpl_forgedforged')), 'webhook-timestamp': String(Number(signed['Webhook-Timestamp']) - 1) },
+      ]) {
+        expect((await post(`${url}/hooks`, forged, d.body)).status).toBeLessThan(500);
+      }
+      expect(got).toHaveLength(3);
+    } finally {
+      await agent.close();
+      await close(server);
+    }
   });
 
   it('with no onError, a handler that throws is said on the log (every time: each is a delivery that failed)', async () => {

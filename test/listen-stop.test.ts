@@ -1,7 +1,8 @@
 import type { Command } from 'commander';
 import { describe, expect, expectTypeOf, it } from 'vitest';
 import { buildProgram } from '../src/cli.js';
-import { whenToStop, type ListenOptions, type Seen, type StopInput } from '../src/commands/listen.js';
+import type { ListenOptions } from '../src/commands/listen.js';
+import { whenToStop, type Seen, type StopInput } from '../src/receiver/stop.js';
 import type { HostPort } from '../src/util/parse.js';
 import { testIo } from './helpers/context.js';
 
@@ -103,6 +104,12 @@ describe('ListenOptions, derived from the flag declarations', () => {
       inspectHost: 1,
       history: 1,
       historySize: 1,
+      watchRuns: 1,
+      watchInterval: 1,
+      lateAfter: 1,
+      onLate: 1,
+      watchModel: 1,
+      metrics: 1,
     } satisfies Record<keyof ListenOptions, 1>;
     expectTypeOf<keyof typeof keys>().toEqualTypeOf<keyof ListenOptions>();
     expect(names).toEqual(Object.keys(keys).sort());

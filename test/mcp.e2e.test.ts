@@ -7,7 +7,7 @@ import { freePort } from '../scripts/harness.js';
 import { verifyDelivery } from '../src/signing/index.js';
 import { runCli, tempDir } from './helpers/cli.js';
 import { post } from './helpers/http.js';
-import { startMcpInProcess, type McpSession } from './helpers/mcp.js';
+import { startMcpInProcess, unmarked, type McpSession } from './helpers/mcp.js';
 import { startCliInProcess, type Cli } from './helpers/process.js';
 import { signed } from './helpers/receiver.js';
 import { sendJson, startServer, type TestServer } from './helpers/server.js';
@@ -35,6 +35,8 @@ const secrets: string[] = [];
 /** Every session, for the final search of their answers and logs. */
 const sessions: McpSession[] = [];
 let agent: McpSession;
+/** The same server with --allow-write: what signs a body the agent wrote. */
+let writer: McpSession;
 
 async function mcp(args: string[] = [], extra: Record<string, string> = {}): Promise<McpSession> {
   const s = await startMcpInProcess(args, { ...env, ...extra });
@@ -77,7 +79,7 @@ beforeAll(async () => {
   inspectorUrl = (await listen.waitFor<{ event?: string; url: string }>((v) => v.event === 'inspector')).url;
   token = new URL(inspectorUrl).searchParams.get('token')!;
   secrets.push(info.api_key, secret, token);
-  agent = await mcp();
+  [agent, writer] = await Promise.all([mcp(), mcp(['--allow-write'])]);
 }, 120_000);
 
 afterAll(async () => {
@@ -139,7 +141,12 @@ describe('wxhooks mcp beside a running listen --inspect', () => {
     expect(full.request.cut).toBeNull();
     const edited = JSON.stringify({ ...JSON.parse(full.request.body), data: { fail: 'no model' } });
     const sentBefore = app.requests.length;
-    const { ok, value: replay } = await agent.call('replay_delivery', { id: accepted, body: edited });
+    // read-only, an edited replay is not offered (it would sign the agent's body with the webhook's secret)
+    const readOnly = await agent.call('replay_delivery', { id: accepted, body: edited });
+    expect(readOnly.ok).toBe(false);
+    expect(readOnly.text).toContain('"body"');
+    expect(app.requests.length).toBe(sentBefore);
+    const { ok, value: replay } = await writer.call('replay_delivery', { id: accepted, body: edited });
     expect(ok).toBe(true);
     expect(replay).toMatchObject({ replayed: accepted, edited: true, to: `${app.url}/hooks`, before: { ok: true, status: 200 }, now: { ok: false, status: 422, headers: { 'x-app': 'demo' } } });
     expect(JSON.parse(replay.now.body)).toEqual({ error: 'missing data.model' });
@@ -147,7 +154,8 @@ describe('wxhooks mcp beside a running listen --inspect', () => {
     expect(got.body).toBe(edited);
     expect(got.headers['x-wxhooks-replay']).toBe('edited');
     expect(verifyDelivery({ secret, headers: got.headers, body: got.body }).ok).toBe(true); // signed afresh
-    const { value: replays } = await agent.call('list_deliveries', { outcome: 'replayed' });
+    const { value: replays, marked } = await agent.call('list_deliveries', { outcome: 'replayed' });
+    expect(marked).toBe(true);
     expect(replays.deliveries[0]).toMatchObject({ id: replay.replay_id, replay_of: accepted, replay_edited: true });
 
     // what did not verify is never signed again
@@ -174,6 +182,18 @@ describe('wxhooks mcp beside a running listen --inspect', () => {
     const waiting = agent.call('wait_for_run', { model: 'wm-6', initialization_time: init, timeout_seconds: 30 });
     await publish({ type: 'forecast_hour.available', model: 'wm-6', initialization_time: init, forecast_hour: 18 });
     expect((await waiting).value).toMatchObject({ complete: true, run: { have: [0, 6, 12, 18], missing: [] } });
+
+    // without initialization_time: the next run to become complete, not one complete already (#41.19)
+    const first = '2026-11-21T00:00:00Z';
+    expect((await runCli(['trigger', 'run', '--model', 'wm-next', '--init-time', first, '--hours', '0-12/6'], { env })).code).toBe(0);
+    await agent.call('wait_for_run', { model: 'wm-next', initialization_time: first, expect_hours: '0-12/6', timeout_seconds: 30 });
+    const { value: notYet } = await agent.call('wait_for_run', { model: 'wm-next', expect_hours: '0-12/6', timeout_seconds: 0.5 });
+    expect(notYet).toMatchObject({ complete: false, run: null });
+    expect(notYet.said).toContain('not complete when the wait began');
+    const next = '2026-11-21T06:00:00Z';
+    const waitingNext = agent.call('wait_for_run', { model: 'wm-next', expect_hours: '0-12/6', timeout_seconds: 30 });
+    expect((await runCli(['trigger', 'run', '--model', 'wm-next', '--init-time', next, '--hours', '0-12/6'], { env })).code).toBe(0);
+    expect((await waitingNext).value).toMatchObject({ complete: true, run: { model: 'wm-next', initialization_time: next, missing: [] } });
   }, 120_000);
 
   it('deliveries are resources: read one whole, and a subscriber is told when a new one arrives', async () => {
@@ -181,7 +201,7 @@ describe('wxhooks mcp beside a running listen --inspect', () => {
     expect(listed.resources.map((r) => r.uri)).toContain('wxhooks://deliveries');
     expect(listed.resources.some((r) => /^wxhooks:\/\/deliveries\/\d+$/.test(r.uri))).toBe(true);
     const one = await agent.client.readResource({ uri: `wxhooks://deliveries/${accepted}` });
-    expect(JSON.parse((one.contents[0] as { text: string }).text)).toMatchObject({ id: accepted, verification: { verified: true } });
+    expect(JSON.parse(unmarked((one.contents[0] as { text: string }).text)!)).toMatchObject({ id: accepted, verification: { verified: true } });
 
     const updated: string[] = [];
     let told: () => void = () => undefined;
@@ -195,7 +215,7 @@ describe('wxhooks mcp beside a running listen --inspect', () => {
     await publish({ type: 'initialization_time.available', model: 'wm-6' });
     await notified;
     expect(updated).toContain('wxhooks://deliveries');
-    const list = JSON.parse(((await agent.client.readResource({ uri: 'wxhooks://deliveries' })).contents[0] as { text: string }).text);
+    const list = JSON.parse(unmarked(((await agent.client.readResource({ uri: 'wxhooks://deliveries' })).contents[0] as { text: string }).text)!);
     expect(list.deliveries[0]).toMatchObject({ type: 'initialization_time.available' });
     await agent.client.unsubscribeResource({ uri: 'wxhooks://deliveries' });
     await expect(agent.client.readResource({ uri: 'wxhooks://deliveries/999999' })).rejects.toThrow(/No delivery 999999 is kept/);
@@ -212,14 +232,14 @@ describe('wxhooks mcp beside a running listen --inspect', () => {
     expect(given.value.hint).toBeTruthy();
     expect((await agent.call('verify_delivery', { id: accepted, secret_env: 'OTHER' })).value).toMatchObject({ verified: false, reason: 'no_match' });
 
-    expect((await agent.call('send_delivery', { to: `${app.url}/hooks`, type: 'degree_days.available' })).value).toMatchObject({ delivered: true, status: 200, layout: 'standard' });
+    expect((await writer.call('send_delivery', { to: `${app.url}/hooks`, type: 'degree_days.available' })).value).toMatchObject({ delivered: true, status: 200, layout: 'standard' });
     const last = app.requests.at(-1)!;
     expect(last.json).toMatchObject({ type: 'degree_days.available' });
     expect(verifyDelivery({ secret, headers: last.headers, body: last.body }).ok).toBe(true);
     // a stale timestamp: the listen refuses it, and the answer says so (an answer, not an error)
-    expect((await agent.call('send_delivery', { to: listenUrl, timestamp: 1_700_000_000 })).value).toMatchObject({ delivered: false, status: 401 });
+    expect((await writer.call('send_delivery', { to: listenUrl, timestamp: 1_700_000_000 })).value).toMatchObject({ delivered: false, status: 401 });
     // what an app echoes back is redacted: the API key never comes back through an answer
-    const echo = await agent.call('send_delivery', { to: `${app.url}/hooks`, body: JSON.stringify({ echo: env.WX_API_KEY }) });
+    const echo = await writer.call('send_delivery', { to: `${app.url}/hooks`, body: JSON.stringify({ echo: env.WX_API_KEY }) });
     expect(echo.value.answer_start).toContain('***');
   });
 
@@ -274,8 +294,8 @@ describe('wxhooks mcp beside a running listen --inspect', () => {
     expect((await agent.call('wait_for_run', { expect_hours: '0-12/0', timeout_seconds: 1 })).value.message).toContain('expect_hours');
     expect((await agent.call('list_deliveries', { since: 'yesterday' })).value.message).toContain('since');
     expect((await agent.call('verify_delivery', { id: accepted, file: 'x.json' })).value.message).toBe('Give one of id, file or headers, not id and file.');
-    expect((await agent.call('send_delivery', { to: `${app.url}/hooks`, body: '{}', type: 'x' })).value.message).toContain('type is for a body made here');
-    expect((await agent.call('send_delivery', { to: 'localhost:3000' })).value.message).toContain('to has no scheme');
+    expect((await writer.call('send_delivery', { to: `${app.url}/hooks`, body: '{}', type: 'x' })).value.message).toContain('type is for a body made here');
+    expect((await writer.call('send_delivery', { to: 'localhost:3000' })).value.message).toContain('to has no scheme');
     expect((await agent.call('get_webhook', { webhook_id: '../all' })).value.message).toContain('webhook_id');
   }, 120_000);
 });
@@ -283,7 +303,7 @@ describe('wxhooks mcp beside a running listen --inspect', () => {
 describe('write tools', () => {
   it('are not offered without --allow-write: not listed, and not callable', async () => {
     const names = (await agent.client.listTools()).tools.map((t) => t.name);
-    for (const w of ['create_webhook', 'update_webhook', 'delete_webhook', 'add_subscription', 'update_subscription', 'remove_subscription']) expect(names).not.toContain(w);
+    for (const w of ['send_delivery', 'create_webhook', 'update_webhook', 'delete_webhook', 'add_subscription', 'update_subscription', 'remove_subscription']) expect(names).not.toContain(w);
     const r = await agent.call('create_webhook', { url: 'http://127.0.0.1:9/' });
     expect(r.ok).toBe(false);
     expect(r.text).toContain('Tool create_webhook not found');
@@ -397,7 +417,7 @@ describe('starting and stopping', () => {
     expect(agent.stderr()).toContain('the client closed stdin: stopped');
   }, 120_000);
 
-  it("with nothing to attach to, says why on stderr and exits 4; a dead listen's record is passed over", async () => {
+  it("with no listen running, it starts anyway: its tools say what to start, and it finds the listen once one runs (#41.19); a dead listen's record is passed over", async () => {
     const empty = tempDir();
     // the record a listen killed with -9 leaves behind: its pid is dead
     const dead = spawn(process.execPath, ['-e', '0']);
@@ -419,23 +439,42 @@ describe('starting and stopping', () => {
       }),
       { mode: 0o600 },
     );
-    const r = await runCli(['mcp'], { env: { ...env, WXHOOKS_CONFIG_DIR: empty }, timeoutMs: 90_000 });
-    expect(r.code).toBe(4);
-    expect(r.stdout).toBe('');
-    expect(r.stderr).toContain('No running `wxhooks listen --inspect` was found');
-    expect(r.stderr).toContain('--listen URL');
+    const s = await mcp([], { WXHOOKS_CONFIG_DIR: empty });
+    expect(s.stderr()).toContain('attached to nothing yet');
     expect(existsSync(stale)).toBe(false);
-  });
+    expect((await s.client.listTools()).tools.map((t) => t.name)).toContain('list_deliveries');
+    const { value: before } = await s.call('status');
+    expect(before.attached).toMatchObject({ kind: 'listen', replay_to: null });
+    expect(before.attached.waiting).toContain('wxhooks listen --webhook ID --inspect');
+    const none = await s.call('list_deliveries');
+    expect(none.ok).toBe(false);
+    expect(none.value).toMatchObject({ error: 'not found', exit_code: 4 });
+    expect(none.value.hint).toContain('finds it by itself');
 
-  it('--listen: a listen that does not answer is exit 6, a token it refuses exit 3; the link it printed works from any store folder', async () => {
+    // a listen started now, in that store folder: found by the next call, no restart
+    const l = startCliInProcess(['listen', '--port', '0', '--json', '--secret-env', 'S', '--inspect', '127.0.0.1:0'], { S: OTHER_SECRET, WXHOOKS_CONFIG_DIR: empty });
+    await l.waitFor<{ event?: string }>((v) => v.event === 'inspector');
+    try {
+      expect((await s.call('list_deliveries')).value).toMatchObject({ deliveries: [], newest_id: 0 });
+      const { value: after } = await s.call('status');
+      expect(after.attached.listen.pid).toBe(l.pid);
+      expect(after.attached.waiting).toBeUndefined();
+    } finally {
+      await l.stop();
+    }
+  }, 120_000);
+
+  it('--listen: a listen that does not answer yet is said by each tool, not an exit; a token it refuses is exit 3; the link it printed works from any store folder', async () => {
     const port = await freePort();
     const [away, refused, linked] = await Promise.all([
-      runCli(['mcp', '--listen', `http://127.0.0.1:${port}/`], { env, timeoutMs: 90_000 }),
+      mcp(['--listen', `http://127.0.0.1:${port}/`]),
       runCli(['mcp', '--listen', `${inspectorUrl.replace(/\?.*/, '')}?token=not-the-token`], { env: { ...env, WXHOOKS_CONFIG_DIR: tempDir() }, timeoutMs: 90_000 }),
       mcp(['--listen', inspectorUrl], { WXHOOKS_CONFIG_DIR: tempDir() }),
     ]);
-    expect(away.code).toBe(6);
-    expect(away.stderr).toContain('does not answer: connection refused');
+    const gone = await away.call('list_deliveries');
+    expect(gone.value).toMatchObject({ error: 'unreachable', exit_code: 6 });
+    expect(gone.value.message).toContain('does not answer: connection refused');
+    expect((await away.call('status')).value.attached.waiting).toContain('does not answer');
     expect(refused.code).toBe(3);
     expect(refused.stderr).toContain('refused this server (403)');
     expect((await linked.call('list_deliveries', { limit: 1 })).value.newest_id).toBeGreaterThan(0);

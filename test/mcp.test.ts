@@ -37,7 +37,7 @@ describe('start-up', () => {
     // the SDK is in the build, reached only by an import() of the mcp command's run
     const withSdk = readdirSync(DIST).filter((n) => n.endsWith('.js') && holdsSdk(n));
     expect(withSdk.length).toBeGreaterThan(0);
-    const command = readdirSync(DIST).find((n) => /^command-[\w-]+\.js$/.test(n))!; // src/mcp/command.ts
+    const command = readdirSync(DIST).find((n) => /^mcp-[\w-]+\.js$/.test(n))!; // src/commands/mcp.ts
     expect([...staticClosure(command)].filter(holdsSdk)).toEqual([]);
   });
 });

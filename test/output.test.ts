@@ -1,5 +1,6 @@
 import { Chalk } from 'chalk';
 import { describe, expect, it } from 'vitest';
+import { attemptLine } from '../src/output/attempts.js';
 import { formatEvent } from '../src/output/listen.js';
 import { printable } from '../src/util/printable.js';
 import { table } from '../src/output/render.js';
@@ -84,5 +85,36 @@ describe("a refused request's claimed Trigger-Id (#32.5)", () => {
     expect(long.claimed_trigger_id).toBe(`trg_${'x'.repeat(CLAIM_KEPT - 4)}…`);
     expect(JSON.stringify(long).length).toBeLessThan(1000);
     expect(failureEvent('2026-11-25T00:00:00.000Z', '/', f as never, 401, 2, 'trg_short').claimed_trigger_id).toBe('trg_short');
+  });
+});
+
+describe("the emulator's attempt line", () => {
+  const failed = {
+    webhook_id: '12',
+    subscription_id: '34',
+    trigger_id: 'trg_01JD3Q4S9V8X2M5N7P0R6T1W4Y',
+    type: 'forecast_hour.available',
+    attempt: 1,
+    outcome: 'failed' as const,
+    status: 500,
+    response: 'database not ready',
+    duration_ms: 3,
+    started_at: '2026-11-21T21:38:41.000Z',
+    next_attempt_at: '2026-11-21T21:38:46.000Z',
+    url: 'http://127.0.0.1:8787/',
+  };
+
+  it("fitted to 80 columns, keeps the receiver's status and what comes next; the ids go last, and are cut first", () => {
+    const line = attemptLine(failed, plain, 80, Date.parse('2026-11-21T21:38:41.500Z'));
+    expect(line.length).toBeLessThanOrEqual(80);
+    expect(line).toContain('attempt 1: failed: the receiver answered 500');
+    expect(line.startsWith('21:38:41 ✗ forecast_hour.available attempt 1:')).toBe(true);
+    expect(line).not.toContain(failed.trigger_id);
+  });
+
+  it('on a wide terminal, the whole line: the answer, the retry, then the ids', () => {
+    expect(attemptLine(failed, plain, 200, Date.parse('2026-11-21T21:38:41.500Z'))).toBe(
+      '21:38:41 ✗ forecast_hour.available attempt 1: failed: the receiver answered 500 "database not ready" (3 ms); retry 2 at 21:38:46 (in 5s)  webhook 12 sub 34 trg_01JD3Q4S9V8X2M5N7P0R6T1W4Y',
+    );
   });
 });

@@ -57,6 +57,19 @@ describe('relay: parsing and refusals', () => {
     for (const r of [store, dir, keep]) expect(r.stderr).not.toContain(TOKEN);
   });
 
+  it("serve --store postgres://…: opened as the stores open theirs (a schema's name checked: exit 2; a server away: exit 6 naming the host, never the password)", async () => {
+    const env = { WXHOOKS_RELAY_TOKEN: TOKEN };
+    const schema = await runInProcess(['relay', 'serve', '--port', '0', '--store', 'postgres://u:pw@127.0.0.1:1/db', '--schema', 'Bad-Name'], { env });
+    expect(schema.code).toBe(2);
+    expect(schema.stderr).toContain('--schema must be a lowercase SQL name');
+    const port = await freePort();
+    const away = await runInProcess(['relay', 'serve', '--port', '0', '--store', `postgres://relay:hunter2-relay-pw@127.0.0.1:${port}/db`], { env });
+    expect(away.code).toBe(6);
+    expect(away.stderr).toContain(`Cannot use the PostgreSQL store at 127.0.0.1:${port}`);
+    expect(away.stderr).toContain('--store');
+    expect(away.stderr).not.toContain('hunter2-relay-pw');
+  });
+
   it('token: a new random one each time, long enough for serve', async () => {
     const a = await runInProcess(['relay', 'token']);
     const b = await runInProcess(['relay', 'token', '--json']);
@@ -84,7 +97,7 @@ describe('relay serve and relay status', () => {
     const text = await runInProcess(['relay', 'status', listening.url], { env: { WXHOOKS_RELAY_TOKEN: TOKEN } });
     expect(text.code).toBe(0);
     expect(text.stdout).toMatch(/^1 channel; .* used; deliveries kept 7d/);
-    expect(text.stdout).toMatch(/CHANNEL\tKIND\tCONNECTED\tQUEUED\tBYTES\tOLDEST\nstatus-ch\tlasting\tno\t1\t/);
+    expect(text.stdout).toMatch(/CHANNEL\tKIND\tCONNECTED\tQUEUED\tREFUSED\tBYTES\tOLDEST\nstatus-ch\tlasting\tno\t1\t0\t/);
     const json = await runInProcess(['relay', 'status', listening.url, '--json'], { env: { WXHOOKS_RELAY_TOKEN: TOKEN } });
     expect(JSON.parse(json.stdout)).toMatchObject({ channels: [{ channel: 'status-ch', temporary: false, connected: false, queued: 1 }], queued: 1 });
     const wrong = await runInProcess(['relay', 'status', listening.url], { env: { WXHOOKS_RELAY_TOKEN: `${TOKEN}-wrong` } });
@@ -108,12 +121,12 @@ describe('relay serve and relay status', () => {
     await again.stop('SIGINT');
   });
 
-  it('a client started while the relay is down says so once, keeps trying, and opens the channel when the relay comes', async () => {
+  it('a client started while the relay is down says so at every try, keeps trying, and opens the channel when the relay comes', async () => {
     const port = await freePort();
     const l = listener({ url: `http://127.0.0.1:${port}`, token: TOKEN, channel: 'late-relay', secrets: [generateSecret()], random: () => 1 });
     const ready = l.client.start();
     await l.until(() => l.events.some((e) => e.kind === 'unreachable'), 'unreachable');
-    expect(l.events).toEqual([{ kind: 'unreachable', reason: 'connection refused', retryInMs: 500 }]);
+    expect(l.events).toEqual([{ kind: 'unreachable', reason: 'connection refused', retryInMs: 500, attempt: 1 }]);
     const run = startInProcess(['relay', 'serve', '--port', String(port), '--dir', tempDir('wxhooks-relay-late-'), '--json'], { env: { WXHOOKS_RELAY_TOKEN: TOKEN } });
     try {
       await run.waitFor<{ event?: string }>((e) => e.event === 'listening');
@@ -125,8 +138,12 @@ describe('relay serve and relay status', () => {
         await new Promise((r) => setImmediate(r));
       }
       expect(await ready).toMatchObject({ channel: 'late-relay', created: true });
-      expect(l.events.map((e) => e.kind)).toEqual(['unreachable', 'connected']);
-      expect(l.events[1]).toMatchObject({ again: false, downMs: expect.any(Number) });
+      const kinds = l.events.map((e) => e.kind);
+      expect(kinds.at(-1)).toBe('connected');
+      expect(new Set(kinds.slice(0, -1))).toEqual(new Set(['unreachable']));
+      // one line at every try, numbered
+      expect(l.events.slice(0, -1).map((e) => (e as { attempt: number }).attempt)).toEqual(kinds.slice(0, -1).map((_, i) => i + 1));
+      expect(l.events.at(-1)).toMatchObject({ again: false, downMs: expect.any(Number) });
       await l.client.close({ deleteChannel: true });
     } finally {
       await run.stop('SIGINT');
@@ -134,13 +151,24 @@ describe('relay serve and relay status', () => {
   });
 });
 
-describe("the README's relay on a VM", () => {
+/** docs/relay.md, and the shell block after `heading` with its sample output (the next block), checked to be marked as tested by this file. */
+function guideBlocks(heading: string): [string, string | undefined] {
+  const guide = readFileSync(join(ROOT, 'docs', 'relay.md'), 'utf8');
+  const from = guide.indexOf(heading);
+  expect(from).toBeGreaterThan(-1);
+  const part = guide.slice(from);
+  expect(part).toMatch(/<!-- tested: test\/relay-cli\.test\.ts -->\n```sh\n/);
+  const [block, sample] = [...part.matchAll(/```(?:sh)?\n([\s\S]*?)```/g)].slice(0, 2).map((m) => m[1]!);
+  return [block!, sample];
+}
+
+/** The `wxhooks` lines of a block, each as its arguments. */
+const wxhooksLines = (block: string) => [...block.matchAll(/wxhooks ((?:relay|deliveries) [^#\n)]*)/g)].map((m) => m[1]!.trim().split(/\s+/));
+
+describe("docs/relay.md's relay on a VM", () => {
   it('its lines run as written (the port and the address swapped for the test): relay token, relay serve, relay status, whose output looks as shown', async () => {
-    const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
-    const from = readme.indexOf('On a **small VM**');
-    expect(from).toBeGreaterThan(-1);
-    const [block, sample] = [...readme.slice(from).matchAll(/```(?:sh)?\n([\s\S]*?)```/g)].slice(0, 2).map((m) => m[1]!);
-    const lines = [...block!.matchAll(/wxhooks (relay [^#\n)]*)/g)].map((m) => m[1]!.trim().split(/\s+/));
+    const [block, sample] = guideBlocks('## On a small VM');
+    const lines = wxhooksLines(block);
     expect(lines.map((l) => l.slice(0, 2).join(' '))).toEqual(['relay token', 'relay serve', 'relay serve', 'relay status']);
     const [token, serve, serveStore, status] = lines;
 
@@ -170,11 +198,63 @@ describe("the README's relay on a VM", () => {
           .split(/\s+/);
       expect(shape(head!)).toEqual(shape(sampleHead!));
       expect(columns!.split(/\s+/)).toEqual(sampleColumns!.split(/\s+/));
-      expect(shape(row!).slice(0, 4)).toEqual(
-        shape(sampleRow!)
-          .slice(0, 4)
-          .map((c, i) => (i === 3 ? '1' : c)),
-      );
+      expect(shape(row!)).toEqual(shape(sampleRow!));
+    } finally {
+      await run.stop('SIGINT');
+    }
+  });
+});
+
+describe("docs/relay.md's refused deliveries", () => {
+  it("its lines run as written (the address swapped), with webhook 7's secret and no relay token: one channel's status, the refused listed twice, one dropped, then the rest", async () => {
+    const [block] = guideBlocks('## Refused deliveries');
+    const lines = wxhooksLines(block);
+    expect(lines.map((l) => l.slice(0, 2).join(' '))).toEqual(['relay status', 'relay refused', 'deliveries list', 'relay drop', 'relay drop']);
+    const run = startInProcess(['relay', 'serve', '--port', '0', '--dir', tempDir('wxhooks-relay-refused-'), '--json'], { env: { WXHOOKS_RELAY_TOKEN: TOKEN } });
+    try {
+      const { url } = await run.waitFor<{ event?: string; url: string }>((l) => l.event === 'listening');
+      // this machine: webhook 7's secret stored, its lasting channel noted; no relay token
+      const env = { WXHOOKS_CONFIG_DIR: tempDir('wxhooks-relay-refused-cfg-'), WX_BASE_URL: 'http://127.0.0.1:9' };
+      const secret = generateSecret();
+      expect((await runInProcess(['secret', 'set', '7'], { env, stdin: `${secret}\n` })).code).toBe(0);
+      const { lastingChannel } = await import('../src/relay/channels.js');
+      const { channel } = await lastingChannel({ dir: env.WXHOOKS_CONFIG_DIR, relay: url, base: env.WX_BASE_URL, webhook: '7' });
+      const opened = listener({ url, token: TOKEN, channel, secrets: [secret] });
+      await opened.client.start();
+      await opened.client.close();
+      for (let i = 1; i <= 3; i++) expect((await send(`${url}/in/${channel}`, 'POST', delivery(secret, `trg_doc_${i}`).headers, delivery(secret, `trg_doc_${i}`).body)).status).toBe(200);
+      const refusing = listener({
+        url,
+        channel,
+        secrets: [secret],
+        handle: () => ({ refused: { reason: 'timestamp_out_of_window', message: 'The timestamp is 100 s old; at most 60 s either way is accepted.' } }),
+      });
+      await refusing.client.start();
+      await refusing.until(() => refusing.got.length === 3, 'the three, refused');
+      await refusing.client.close();
+      for (let i = 0; ; i++) {
+        const s = JSON.parse((await send(`${url}/status`, 'GET', { authorization: `Bearer ${TOKEN}` })).body) as { refused: number };
+        if (s.refused === 3) break;
+        if (i > 500) throw new Error(`the relay holds ${s.refused} refused, not 3`);
+        await new Promise((r) => setTimeout(r, 10));
+      }
+
+      const ran = [];
+      for (const args of lines) {
+        const r = await runInProcess(
+          args.map((a) => (a.startsWith('https://') ? url : a)),
+          { env },
+        );
+        expect(r.code, `${args.join(' ')}: ${r.stderr}`).toBe(0);
+        ran.push(r.stdout);
+      }
+      const [status, refused, asDeliveries, dropOne, dropAll] = ran;
+      expect(status).toMatch(new RegExp(`${channel}\\tlasting\\tno\\t0\\t3\\t`));
+      expect(refused!.split('\n').filter((l) => l.includes('timestamp_out_of_window'))).toHaveLength(3);
+      expect(asDeliveries!.split('\n').filter((l) => l.includes('unverified'))).toHaveLength(3);
+      expect(dropOne).toContain('Dropped 1 refused delivery');
+      expect(dropAll).toContain('Dropped 2 refused deliveries');
+      for (const out of ran) expect(out).not.toContain(secret);
     } finally {
       await run.stop('SIGINT');
     }

@@ -191,7 +191,11 @@ describe('end to end with the emulator', () => {
     const r = await runCli(['runs', '--dir', saveDir, '--expect-hours', '0-24/6', '--json'], { env }); // the store folder of the listen that saved them: its mark
     expect(r.code).toBe(0);
     const runs = (JSON.parse(r.stdout) as { runs: Record<string, unknown>[] }).runs;
-    expect(runs).toContainEqual({ model: 'wm-6', initialization_time: INIT, hours: [0, 6, 18, 24], init_event: true, missing: [12], complete: false });
+    expect(runs).toContainEqual({ model: 'wm-6', initialization_time: INIT, hours: [0, 6, 18, 24], init_event: true, missing: [12], complete: false, lags: expect.any(Array) });
+    // each hour's delivery lag: received (by listen's clock, the test's here) minus the notification's created_at (#45.6)
+    const lags = runs.find((r) => r.model === 'wm-6' && r.initialization_time === INIT)!.lags as { forecast_hour: number; lag_ms: number }[];
+    expect(lags.map((l) => l.forecast_hour)).toEqual([0, 6, 18, 24]);
+    for (const l of lags) expect(Number.isFinite(l.lag_ms)).toBe(true);
     const text = await runCli(['runs', '--dir', saveDir, '--expect-hours', '0-24/6'], { env });
     expect(text.stdout.split('\n')[0]).toMatch(/^MODEL\tINITIALISED\tHOURS\tMISSING\tINIT EVENT$/);
     expect(text.stdout).toContain(`wm-6\t${INIT}\t+0h, +6h, +18h, +24h\t+12h\tyes`);

@@ -13,7 +13,7 @@ const ROOT = join(import.meta.dirname, '..');
 const FULL_ONLY: [RegExp, string][] = [
   [/\b(startPostgres|sharedPostgres)\(/, 'a PostgreSQL server'],
   [/\b(launchBrowser|sharedBrowser)\(/, 'Chromium'],
-  [/\b(startNats|startRedis|sharedBroker)\(|\bBROKERS\b/, 'a broker server'],
+  [/\b(startNats|startRedis|sharedBroker)\(|\bBROKERS(\.\w+|\[\w+\])\.(start|shared)\(/, 'a broker server'],
   [/\brunInTerminal\(|terminal\.py/, 'a pseudo-terminal (python3)'],
   [/\bexecFile(Sync)?\(\s*'(bash|zsh|fish|python3|sqlite3|npm|npx)'|\bspawn(Sync)?\(\s*'(bash|zsh|fish|python3|sqlite3|npm|npx)'/, 'a shell, sqlite3 or npm'],
   [/\blimits:\s*'/, 'bash and ulimit'],

@@ -89,3 +89,22 @@ describe('isLoopback', () => {
       expect(isLoopback(host), host).toBe(false);
   });
 });
+
+describe('writeFileAtomicSync', () => {
+  it('replaces a file whole, 0600, leaving no temporary file; exclusive refuses to replace one (EEXIST)', async () => {
+    const { mkdtempSync, readFileSync, readdirSync, statSync } = await import('node:fs');
+    const { tmpdir } = await import('node:os');
+    const { join } = await import('node:path');
+    const { writeFileAtomicSync } = await import('../src/util/files.js');
+    const dir = mkdtempSync(join(process.env.WXHOOKS_TEST_TMP ?? tmpdir(), 'wxhooks-atomic-'));
+    const file = join(dir, 'f.json');
+    writeFileAtomicSync(file, 'one');
+    writeFileAtomicSync(file, Buffer.from('two'), { sync: false });
+    expect(readFileSync(file, 'utf8')).toBe('two');
+    expect(statSync(file).mode & 0o777).toBe(0o600);
+    expect(() => writeFileAtomicSync(file, 'three', { exclusive: true })).toThrow(expect.objectContaining({ code: 'EEXIST' }));
+    expect(readFileSync(file, 'utf8')).toBe('two');
+    writeFileAtomicSync(join(dir, 'g.json'), 'new', { exclusive: true });
+    expect(readdirSync(dir).sort()).toEqual(['f.json', 'g.json']);
+  });
+});

@@ -5,8 +5,7 @@ import { printable } from '../util/printable.js';
 import { printJson } from '../output/render.js';
 import { withSpinner } from '../output/spinner.js';
 import { styleFor } from '../output/style.js';
-import type { Credentials } from '../api/credentials.js';
-import { serviceFor } from './shared.js';
+import { describeScheme, serviceFor } from '../tasks/service.js';
 
 export function register(auth: Command, act: Act): void {
   auth
@@ -22,13 +21,6 @@ Examples:
   $ wxhooks auth status --json | jq .client_id`,
     )
     .action(act(runAuthStatus));
-}
-
-/** How the key was sent, in words: the scheme, and which variable each part came from. */
-export function describeScheme(c: Credentials): string {
-  if (c.scheme === 'basic') return `Basic (legacy: the client id from ${c.clientIdFrom}, and a token signed with the key from ${c.keyFrom}, new for each request)`;
-  if (c.clientIdFrom === 'the wb_ key') return `Bearer (the current key from ${c.keyFrom}, sent whole)`;
-  return `Bearer (the key from ${c.keyFrom})`;
 }
 
 export async function runAuthStatus(ctx: Context): Promise<void> {

@@ -2,7 +2,8 @@ import { Argument, Option, type Command } from 'commander';
 import type { Act, Context } from '../context.js';
 import { UsageError } from '../errors.js';
 import { RESPONSE_TYPES, SUBSCRIPTION_TYPES } from '../vocabulary.js';
-import { baseUrlFor, secretStoreFor } from './shared.js';
+import { baseUrlFor } from '../tasks/service.js';
+import { secretStoreFor } from '../tasks/secrets.js';
 
 /**
  * Completion scripts generated from the commander tree itself, so they never drift from the commands:

@@ -1,16 +1,20 @@
 import type { Command } from 'commander';
 import { line, type Act, type Context } from '../context.js';
-import { DeliveryFailedError, NotVerifiedError, UnreachableError } from '../errors.js';
+import { DEFAULTS } from '../delivery/defaults.js';
+import { DeliveryFailedError, NotVerifiedError, UnreachableError, UsageError } from '../errors.js';
 import { printable } from '../util/printable.js';
 import { emit, table } from '../output/render.js';
+import { sinkViewText } from '../output/sink-view.js';
 import { styleFor } from '../output/style.js';
 import { replayDelivery } from '../receiver/replay.js';
 import { skippedLines, unprovenError } from '../receiver/saved.js';
+import { sinkExamples } from '../sinks/kinds.js';
 import { findStored, listStored, sourceOf, unverifiedLine, whereOf } from '../receiver/stored.js';
 import { textOrBase64 } from '../util/bytes.js';
 import { url } from '../util/parse.js';
-import { valued } from './options.js';
-import { deliverySourceOptions, resolveSecrets, secretSourceOptions } from './shared.js';
+import { valued } from '../flags/options.js';
+import { deliverySourceOptions, secretSourceOptions } from '../flags/sources.js';
+import { resolveSecrets } from '../tasks/secrets.js';
 
 interface SourceOptions {
   dir?: string;
@@ -38,11 +42,13 @@ export function register(cmd: Command, act: Act): void {
       '--outcome <outcome>',
       'only this outcome: "verified", "test" (a test ping), "unverified" (a saved file that shows no verification), and from a store\'s history also what was refused ("duplicate", ...)',
     )
-    .option('--sink <url>', "or what a sink's stream holds (nats://host:4222/SUBJECT, redis://host:6379/STREAM): its newest 100 messages, what each consumer group has pending, the dead letters");
+    .option('--sink <url>', `or what a sink's stream holds (${sinkExamples(', ')}): its newest ${DEFAULTS.sinkListLimit} messages, what each consumer group has pending, the dead letters`)
+    .option('--relay <url>', 'or what a relay keeps refused for a channel (a listen could not verify it): with --webhook ID, or --channel NAME and WXHOOKS_RELAY_TOKEN')
+    .option('--channel <name>', 'with --relay: the channel, by name');
   secretSourceOptions(deliverySourceOptions(list), 'with --dir, check saved files without the mark with')
     .addHelpText(
       'after',
-      "\nA folder's file is verified when it carries the mark of the listen that saved it with this store folder\n(WXHOOKS_CONFIG_DIR), or when its own signature verifies with the secret given (--webhook, --secret-env).\n\nExamples:\n  $ wxhooks deliveries list --dir ./deliveries\n  $ wxhooks deliveries list --dir ./deliveries --type initialization_time.available --json\n  $ wxhooks deliveries list --dir ./copied-from-the-server --webhook 7\n  $ wxhooks deliveries list --store postgres://wxhooks@db.internal/wxhooks --outcome unverified\n  $ wxhooks deliveries list --sink nats://broker.internal:4222/wxhooks.deliveries",
+      "\nA folder's file is verified when it carries the mark of the listen that saved it with this store folder\n(WXHOOKS_CONFIG_DIR), or when its own signature verifies with the secret given (--webhook, --secret-env).\n\nExamples:\n  $ wxhooks deliveries list --dir ./deliveries\n  $ wxhooks deliveries list --dir ./deliveries --type initialization_time.available --json\n  $ wxhooks deliveries list --dir ./copied-from-the-server --webhook 7\n  $ wxhooks deliveries list --store postgres://wxhooks@db.internal/wxhooks --outcome unverified\n  $ wxhooks deliveries list --sink nats://broker.internal:4222/wxhooks.deliveries\n  $ wxhooks deliveries list --relay https://relay.example.com --webhook 7",
     )
     .action(act(runDeliveriesList));
   const show = cmd
@@ -65,8 +71,20 @@ export function register(cmd: Command, act: Act): void {
     .action(act(runDeliveriesReplay));
 }
 
-export async function runDeliveriesList(ctx: Context, o: SourceOptions & CheckOptions & { type?: string; outcome?: string; sink?: string }): Promise<void> {
-  if (o.sink !== undefined) return (await import('./deliveries-sink.js')).runDeliveriesSink(ctx, o.sink, o);
+/** `deliveries list --sink URL`: what a sink's stream holds, read by src/sinks/ and rendered by src/output/sink-view.ts. */
+async function listSink(ctx: Context, url: string, o: SourceOptions & CheckOptions & { type?: string; outcome?: string }): Promise<void> {
+  if (o.dir !== undefined || o.store !== undefined || o.outcome !== undefined || o.webhook !== undefined || o.secretEnv !== undefined) {
+    throw new UsageError('--sink reads a stream; --dir, --store, --outcome, --webhook and --secret-env are about saved deliveries: give one or the other.');
+  }
+  const { readSink } = await import('../sinks/index.js');
+  const view = await readSink(url);
+  if (o.type !== undefined) view.deliveries = view.deliveries.filter((e) => e.type === o.type);
+  emit(ctx, view, () => sinkViewText(ctx, view, o.type));
+}
+
+export async function runDeliveriesList(ctx: Context, o: SourceOptions & CheckOptions & { type?: string; outcome?: string; sink?: string; relay?: string; channel?: string }): Promise<void> {
+  if (o.sink !== undefined) return listSink(ctx, o.sink, o);
+  if (o.relay !== undefined) return (await import('./relay.js')).runDeliveriesRelay(ctx, o.relay, o);
   const source = sourceOf(o, ctx.env, await checkSecrets(ctx, o, 'deliveries list'));
   const where = whereOf(source);
   const { entries: all, skipped } = await listStored(source);

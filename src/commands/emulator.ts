@@ -14,24 +14,24 @@ import { formatDuration } from '../util/duration.js';
 import { ensureWritableDir } from '../util/files.js';
 import { isLoopback } from '../util/net.js';
 import { durations, identifier, integer, timeLimit } from '../util/parse.js';
-import { portOption, valued } from './options.js';
-import { serviceFor } from './shared.js';
+import { msDefault, portOption, valued } from '../flags/options.js';
+import { serviceFor } from '../tasks/service.js';
 
 export function register(cmd: Command, act: Act): void {
   cmd
-    .addOption(portOption(8788))
-    .option('--host <host>', 'address to bind', '127.0.0.1')
+    .addOption(portOption(DEFAULTS.emulatorPort))
+    .option('--host <host>', 'address to bind', DEFAULTS.host)
     .option('--api-key <key>', 'the API key it accepts: a current wb_ key, or a legacy key (default: the wb_ key it made the first time, kept in the store folder)')
     .option('--new-key', 'make a new wb_ key (and keep it) instead of the one kept from before')
     .option('--client-id <id>', 'the client id it reports and accepts with Basic auth (default: emulator, or the one in a wb_ --api-key)')
     .addOption(
       valued('--retry-delays <list>', 'delays before the (up to 3) retries of a failed delivery', durations, [[...DEFAULTS.retryDelaysMs], DEFAULTS.retryDelaysMs.map(formatDuration).join(',')]),
     )
-    .addOption(valued('--attempt-timeout <duration>', 'a delivery with no answer by then has failed', timeLimit, [10_000, '10s']))
-    .addOption(valued('--concurrency <n>', 'delivery attempts in flight at once, across every webhook', integer(1, 10_000), [64, '64']))
+    .addOption(valued('--attempt-timeout <duration>', 'a delivery with no answer by then has failed', timeLimit, msDefault(DEFAULTS.emulatorAttemptTimeoutMs)))
+    .addOption(valued('--concurrency <n>', 'delivery attempts in flight at once, across every webhook', integer(1, 10_000), [DEFAULTS.emulatorConcurrency, String(DEFAULTS.emulatorConcurrency)]))
     .option('--data-file <file>', 'keep webhooks in this file (default: emulator-PORT.json in the store folder, so they survive a restart)')
     .option('--in-memory', 'keep nothing: a throwaway emulator whose webhooks go when it stops')
-    .addOption(new Option('--shape <shape>', "answer with the documentation's field names or the live service's").choices(['documented', 'live']).default('documented'))
+    .addOption(new Option('--shape <shape>', "answer with the documentation's field names or the live service's").choices(['documented', 'live']).default(DEFAULTS.emulatorShape))
     .addHelpText(
       'after',
       `
@@ -45,7 +45,11 @@ Examples:
 Its key and its webhooks are kept across restarts (in the store folder, see \`wxhooks config path\`; the
 webhooks per port), so the export lines pasted into other shells, and the webhooks' stored secrets, stay
 good. Each delivery attempt is shown on a line: the webhook, subscription, trigger, the receiver's
-answer or error, and when the next retry is due.`,
+answer or error, and when the next retry is due.
+
+It serves the forecast API's record of what it published, delivered or not (initialization_times,
+run_information with each hour's created_at, degree days' calculation_times, tropical_cyclones), so that
+\`wxhooks reconcile\` and \`listen --watch-runs\` work against it: a model it never published is a 404.`,
     )
     .action(act(runEmulator, { longRunning: true }));
 
@@ -55,7 +59,7 @@ answer or error, and when the next retry is due.`,
     .addOption(valued('--webhook <id>', 'only the attempts to this webhook', identifier))
     .addOption(valued('--trigger <id>', 'only the attempts of this trigger (a Trigger-Id)', identifier))
     .option('--failed', 'only the attempts that failed')
-    .addOption(valued('--last <n>', 'the last N attempts (the emulator keeps 10,000)', integer(1), [50, '50']))
+    .addOption(valued('--last <n>', 'the last N attempts (the emulator keeps 10,000)', integer(1), [DEFAULTS.emulatorAttemptsShown, String(DEFAULTS.emulatorAttemptsShown)]))
     .addHelpText(
       'after',
       `
@@ -146,8 +150,8 @@ export async function runEmulator(ctx: Context, opts: EmulatorCommandOptions): P
     line(ctx.stdout, `  export WB_API_KEY=${emu.apiKey}${emu.apiKey.startsWith('wb_') ? '' : ` WB_CLIENT_ID=${emu.clientId}`}`);
     line(ctx.stdout, '');
     line(ctx.stdout, style.dim('Next, in another shell, paste the export line, then:'));
-    line(ctx.stdout, style.dim('  wxhooks webhook create --url http://127.0.0.1:8787/ --subscribe forecast_hour.available   # prints its id, 1 the first time'));
-    line(ctx.stdout, style.dim('  wxhooks listen --webhook 1 --port 8787                                                   # verifies with its stored secret'));
+    line(ctx.stdout, style.dim(`  wxhooks webhook create --url http://127.0.0.1:${DEFAULTS.listenPort}/ --subscribe forecast_hour.available   # prints its id, 1 the first time`));
+    line(ctx.stdout, style.dim(`  wxhooks listen --webhook 1 --port ${DEFAULTS.listenPort}                                                   # verifies with its stored secret`));
     line(
       ctx.stdout,
       style.dim(

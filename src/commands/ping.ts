@@ -5,8 +5,8 @@ import { emit, succeeded } from '../output/render.js';
 import { withSpinner } from '../output/spinner.js';
 import { styleFor } from '../output/style.js';
 import { printable } from '../util/printable.js';
-import { idArgument } from './options.js';
-import { serviceFor } from './shared.js';
+import { idArgument } from '../flags/options.js';
+import { serviceFor } from '../tasks/service.js';
 
 export function register(cmd: Command, act: Act): void {
   cmd

@@ -5,9 +5,19 @@ import { emit, table } from '../output/render.js';
 import { skippedLines } from '../receiver/saved.js';
 import { listStored, sourceOf, unverifiedLine, whereOf } from '../receiver/stored.js';
 import { compressHours, progressOf, RunTracker, runView } from '../delivery/runs.js';
-import { hours } from '../util/parse.js';
-import { valued } from './options.js';
-import { deliverySourceOptions, resolveSecrets, secretSourceOptions } from './shared.js';
+import { duration, hours, timeLimit } from '../util/parse.js';
+import { msDefault, repeatable, valued } from '../flags/options.js';
+import { deliverySourceOptions, secretSourceOptions } from '../flags/sources.js';
+import { resolveSecrets } from '../tasks/secrets.js';
+import { serviceFor } from '../tasks/service.js';
+import { DEFAULTS } from '../delivery/defaults.js';
+import { InterruptedError, UsageError } from '../errors.js';
+import { watchLateRuns } from '../output/late.js';
+import { styleFor } from '../output/style.js';
+import { fileLookup, pgLookup, reconcileWebhook } from '../receiver/reconcile.js';
+import { configDir } from '../store/paths.js';
+import { storeKind } from '../store/store-url.js';
+import { formatDuration } from '../util/duration.js';
 
 export function register(cmd: Command, act: Act): void {
   secretSourceOptions(deliverySourceOptions(cmd), 'with --dir, check saved files without the mark with')
@@ -30,6 +40,82 @@ Examples:
   $ wxhooks runs --store "$WXHOOKS_STORE_URL" --expect-hours 0-240/6`,
     )
     .action(act(runRuns));
+
+  cmd
+    .command('watch')
+    .description("say, as it happens, which forecast hours of the webhook's subscriptions are late: available (the forecast API says) for longer than --late-after, and not delivered")
+    .addOption(valued('--watch-interval <duration>', 'how often the forecast API is asked', timeLimit, msDefault(DEFAULTS.watchIntervalMs)))
+    .addOption(valued('--late-after <duration>', 'how long an available hour may take to arrive', duration, msDefault(DEFAULTS.lateAfterMs)))
+    .option('--on-late <cmd>', 'a shell command run for each late notification, its details in WXHOOKS_LATE_* (WXHOOKS_LATE_JSON: all of them)')
+    .addOption(repeatable('--model <model>', 'a model a subscription without a model filter receives (repeatable)'))
+    .addHelpText(
+      'after',
+      `
+It takes --webhook ID (the webhook whose subscriptions are watched), and --store and --store-schema when
+listen keeps its pairs in PostgreSQL, as \`runs\` does.
+
+What arrived is what the listens of this webhook handed over (its store: the file of \`listen --webhook ID\`,
+or a postgres store), read without getting in their way. Each late notification is said once: a line, or
+with --json a {"event":"late_hour", ...} line. \`listen --watch-runs\` does the same inside a listen, and
+shows them in its inspector's Runs view. Ctrl-C to stop.
+
+Examples:
+  $ wxhooks runs watch --webhook 7
+  $ wxhooks runs watch --webhook 7 --late-after 20m --on-late 'notify-send "late: $WXHOOKS_LATE_MODEL +$WXHOOKS_LATE_FORECAST_HOUR h"'`,
+    )
+    // --webhook, --store and --store-schema are read where commander puts them: on `runs` itself
+    .action(act((ctx, o: RunsWatchOptions) => runRunsWatch(ctx, { ...(cmd.opts() as Pick<RunsWatchOptions, 'webhook' | 'store' | 'storeSchema'>), ...o }), { longRunning: true }));
+}
+
+export interface RunsWatchOptions {
+  webhook?: string;
+  watchInterval: number;
+  lateAfter: number;
+  onLate?: string;
+  model?: string[];
+  store?: string;
+  storeSchema: string;
+}
+
+/** `wxhooks runs watch`: the run watch of `listen --watch-runs`, beside the listens, over their store. */
+export async function runRunsWatch(ctx: Context, o: RunsWatchOptions): Promise<void> {
+  if (o.webhook === undefined) throw new UsageError('runs watch needs --webhook ID: the webhook whose subscriptions are watched.');
+  const storeUrl = o.store ?? ctx.env.WXHOOKS_STORE_URL ?? DEFAULTS.storeUrl;
+  const kind = storeKind(storeUrl);
+  const { service } = await serviceFor(ctx);
+  const hook = await service.getWebhook(o.webhook);
+  const pg =
+    kind === 'postgres' ? await (await import('../store/postgres.js')).PgStore.open({ url: storeUrl, schema: o.storeSchema, ttlMs: DEFAULTS.pairTtlMs, leaseMs: DEFAULTS.claimLeaseMs }) : undefined;
+  const style = styleFor(ctx, ctx.stderr);
+  const say = (event: Record<string, unknown>, text: string) => (ctx.global.json ? line(ctx.stdout, JSON.stringify(event)) : line(ctx.stderr, text));
+  say(
+    { event: 'watching', webhook_id: hook.id, interval_ms: o.watchInterval, late_after_ms: o.lateAfter },
+    `Watching webhook ${hook.id}'s runs every ${formatDuration(o.watchInterval)}: a forecast hour out for ${formatDuration(o.lateAfter)} and not delivered is late. Ctrl-C to stop.`,
+  );
+  const watch = watchLateRuns(
+    {
+      look: () =>
+        reconcileWebhook({
+          service,
+          webhook: hook,
+          window: { since: ctx.clock.now() - DEFAULTS.reconcileSinceMs },
+          models: o.model,
+          lookup: pg ? pgLookup(pg) : fileLookup(configDir(ctx.env), hook.id),
+        }),
+      lateAfterMs: o.lateAfter,
+      intervalMs: o.watchInterval,
+      clock: ctx.clock,
+      onLate: o.onLate,
+      what: 'runs watch',
+    },
+    { say, stderr: ctx.stderr, env: ctx.env, style },
+  );
+  try {
+    throw new InterruptedError(await ctx.interrupted);
+  } finally {
+    await watch.stop();
+    await pg?.close();
+  }
 }
 
 export interface RunsOptions {
@@ -49,7 +135,7 @@ export async function runRuns(ctx: Context, o: RunsOptions): Promise<void> {
   // what was verified (a store's history also keeps what was refused); the tracker leaves test deliveries out
   const deliveries = entries.filter((e) => e.outcome === 'verified' || e.outcome === 'test' || e.outcome === 'duplicate');
   const tracker = new RunTracker();
-  for (const d of deliveries) tracker.add(d);
+  for (const d of deliveries) tracker.add({ ...d, time: d.received_at });
   const tests = deliveries.filter((d) => d.test).length;
   const runs = tracker.runs().map((run) => {
     const p = o.expectHours ? progressOf(run, o.expectHours, true) : undefined;

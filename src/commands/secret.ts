@@ -4,8 +4,9 @@ import { NotFoundError, UsageError } from '../errors.js';
 import { readHidden } from '../output/prompt.js';
 import { emit, succeeded, table } from '../output/render.js';
 import { readStdin } from '../util/input.js';
-import { idArgument } from './options.js';
-import { baseUrlFor, secretStoreFor } from './shared.js';
+import { idArgument } from '../flags/options.js';
+import { baseUrlFor } from '../tasks/service.js';
+import { secretStoreFor } from '../tasks/secrets.js';
 
 export function register(secret: Command, act: Act): void {
   secret

@@ -1,38 +1,32 @@
 import { Option, type Command } from 'commander';
 import type { Act, Context } from '../context.js';
-import { DeliveryFailedError, NotVerifiedError, UnreachableError, UsageError } from '../errors.js';
-import { printable } from '../util/printable.js';
-import { emit } from '../output/render.js';
+import { DEFAULTS } from '../delivery/defaults.js';
+import { DeliveryFailedError, NotVerifiedError, UsageError } from '../errors.js';
+import { valued } from '../flags/options.js';
+import { secretSourceOptions } from '../flags/sources.js';
+import { emit, truncateWords } from '../output/render.js';
 import { styleFor } from '../output/style.js';
 import { provenLayout, readCaptured, readSaveKey, unprovenError, type SavedDelivery } from '../receiver/saved.js';
 import { LAYOUT_NAMES, type LayoutName } from '../signing/layouts.js';
-import { buildPayload } from '../signing/payload.js';
-import { newTriggerId, signDelivery, type SignedHeaders } from '../signing/sign.js';
+import { newTriggerId } from '../signing/sign.js';
 import { configDir } from '../store/paths.js';
+import { resolveSecrets } from '../tasks/secrets.js';
+import { generatedBody, postSigned } from '../tasks/send.js';
 import { readInputFile } from '../util/files.js';
-import type { Clock } from '../util/clock.js';
 import { readStdinBytes } from '../util/input.js';
-import { networkReason, readStart } from '../util/net.js';
 import { unixSeconds, url } from '../util/parse.js';
-import { latestCycle } from '../vocabulary.js';
-import { valued } from './options.js';
-import { resolveSecrets, secretSourceOptions } from './shared.js';
-
-/** What a generated body is, and how it is signed, unless told otherwise (`send`, and the MCP server's send tool). */
-export const SEND_DEFAULTS = { type: 'forecast_hour.available', webhookId: '1', subscriptionId: '1', model: 'wm-6', layout: 'standard' } as const satisfies Record<string, string> & {
-  layout: LayoutName;
-};
+import { printable } from '../util/printable.js';
 
 export function register(cmd: Command, act: Act): void {
   cmd.argument('[saved]', 'a delivery saved by `listen --save-dir`, re-signed now (same body and Trigger-Id)').addOption(valued('--to <url>', 'the receiver', url).makeOptionMandatory());
   secretSourceOptions(cmd, 'sign with')
-    .option('--type <type>', 'the event type, for a generated body', SEND_DEFAULTS.type)
+    .option('--type <type>', 'the event type, for a generated body', DEFAULTS.sendType)
     .option('--body <file>', 'send this file (- for stdin) as the body, byte for byte, instead of a generated one')
-    .addOption(new Option('--layout <name>', 'how to sign').choices(LAYOUT_NAMES).default(SEND_DEFAULTS.layout))
+    .addOption(new Option('--layout <name>', 'how to sign').choices(LAYOUT_NAMES).default(DEFAULTS.sendLayout))
     .option('--trigger-id <id>', 'the Trigger-Id (default: a new one; a saved delivery keeps its own)')
-    .option('--webhook-id <id>', 'webhook_id in a generated body', SEND_DEFAULTS.webhookId)
-    .option('--subscription-id <id>', 'subscription_id in a generated body', SEND_DEFAULTS.subscriptionId)
-    .option('--model <model>', 'data.model in a generated body', SEND_DEFAULTS.model)
+    .option('--webhook-id <id>', 'webhook_id in a generated body', DEFAULTS.sendWebhookId)
+    .option('--subscription-id <id>', 'subscription_id in a generated body', DEFAULTS.sendSubscriptionId)
+    .option('--model <model>', 'data.model in a generated body', DEFAULTS.model)
     .addOption(valued('--timestamp <seconds>', 'sign with this Unix time instead of now (to test your stale-timestamp check)', unixSeconds))
     .addHelpText(
       'after',
@@ -98,7 +92,7 @@ export async function runSend(ctx: Context, saved: string | undefined, o: SendOp
   });
   // a failure is said once, on stderr, as every error is (with --json the document says it too, on stdout)
   if (!ok && !ctx.global.json) {
-    throw new DeliveryFailedError(`${o.to} answered ${status} in ${ms} ms${text ? `: ${printable(text.slice(0, 200))}` : ''}.`, {
+    throw new DeliveryFailedError(`${o.to} answered ${status} in ${ms} ms${text ? `: ${printable(sentence(text, 240))}` : '.'}`, {
       status,
       serviceMessage: text || undefined,
       hint: `Trigger-Id ${printable(triggerId)}, signed in the ${o.layout} layout, ${body.length} bytes.`,
@@ -111,51 +105,11 @@ export async function runSend(ctx: Context, saved: string | undefined, o: SendOp
       style.dim(`  Trigger-Id ${printable(triggerId)}, signed in the ${o.layout} layout, ${body.length} bytes`)
     );
   });
-  if (!ok) throw new DeliveryFailedError(`The receiver answered ${status}${text ? `: ${text.slice(0, 120)}` : ''}.`, { status, serviceMessage: text || undefined });
+  if (!ok) throw new DeliveryFailedError(`The receiver answered ${status}${text ? `: ${sentence(text, 160)}` : '.'}`, { status, serviceMessage: text || undefined });
 }
 
-/** The body `send` makes when none is given: a delivery of `type` as the service would send it, for the latest model cycle. */
-export function generatedBody(o: { type: string; webhookId: string; subscriptionId: string; model: string; triggerId: string }): Buffer {
-  const data: Record<string, unknown> = { model: o.model, initialization_time: latestCycle() };
-  if (o.type === 'forecast_hour.available') data.forecast_hour = 0;
-  return buildPayload({ type: o.type, webhookId: o.webhookId, subscriptionId: o.subscriptionId, triggerId: o.triggerId, data });
-}
-
-export interface SignedPost {
-  to: string;
-  body: Buffer;
-  triggerId: string;
-  secret: string;
-  layout: LayoutName;
-  /** Sign with this Unix time instead of now. */
-  timestamp?: number;
-  timeoutMs: number;
-  clock: Clock;
-}
-
-/**
- * Signs `body` and POSTs it to `to`, as the service would (`send`, and the MCP server's send tool): the
- * receiver's status and the start of its answer. A receiver that cannot be reached is an error (exit 6);
- * any answer is an answer, 2xx or not: the caller says what it means.
- */
-export async function postSigned(o: SignedPost): Promise<{ ok: boolean; status: number; text: string; ms: number; headers: SignedHeaders }> {
-  const headers = signDelivery({ secret: o.secret, body: o.body, triggerId: o.triggerId, layout: o.layout, timestamp: o.timestamp });
-  const { request } = await import('undici');
-  const started = o.clock.monotonic();
-  let status: number;
-  let text: string;
-  try {
-    const res = await request(o.to, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', 'user-agent': 'wxhooks-send', ...headers },
-      body: o.body,
-      signal: AbortSignal.timeout(o.timeoutMs),
-    });
-    status = res.statusCode;
-    // The status decides; of the answer, only its start is read (a receiver may answer without end).
-    text = (await readStart(res.body)).replace(/\s+/g, ' ').trim().slice(0, 300);
-  } catch (err) {
-    throw new UnreachableError(`Could not deliver to ${o.to}: ${networkReason(err, o.timeoutMs)}.`, { hint: 'Is your receiver running on that address?' });
-  }
-  return { ok: status >= 200 && status < 300, status, text, ms: Math.round(o.clock.monotonic() - started), headers };
-}
+/** The receiver's answer as the end of a sentence: its start within `max`, never cut inside a word, and a full stop unless it was cut. */
+const sentence = (text: string, max: number) => {
+  const shown = truncateWords(text, max);
+  return shown.endsWith('…') || /[.!?]$/.test(shown) ? shown : `${shown}.`;
+};

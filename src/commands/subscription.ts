@@ -5,8 +5,9 @@ import { confirm } from '../output/prompt.js';
 import { emit, succeeded } from '../output/render.js';
 import { subscriptionsTable } from '../output/webhooks.js';
 import { collect } from '../util/parse.js';
-import { idArgument } from './options.js';
-import { serviceFor, warnUnknownResponses, warnUnknownTypes } from './shared.js';
+import { idArgument } from '../flags/options.js';
+import { serviceFor } from '../tasks/service.js';
+import { warnUnknownResponses, warnUnknownTypes } from '../output/warnings.js';
 
 function filterFlags(cmd: Command): Command {
   return cmd

@@ -7,21 +7,22 @@ import { emit } from '../output/render.js';
 import { printable } from '../util/printable.js';
 import { duration, hours, integer, isoTime } from '../util/parse.js';
 import { latestCycle } from '../vocabulary.js';
-import { valued } from './options.js';
-import { serviceFor } from './shared.js';
+import { valued } from '../flags/options.js';
+import { serviceFor } from '../tasks/service.js';
+import { DEFAULTS } from '../delivery/defaults.js';
 
 export function register(cmd: Command, act: Act): void {
   cmd
     .argument('<type>', 'the subscription type to publish (such as forecast_hour.available), or "run" for a whole model run')
-    .option('--model <model>', 'the model', 'wm-6')
+    .option('--model <model>', 'the model', DEFAULTS.model)
     .addOption(valued('--init-time <iso>', 'the run, such as 2026-11-21T00:00:00Z (default: the latest 6-hourly cycle)', isoTime))
     .addOption(valued('--forecast-hour <n>', 'the forecast hour (forecast_hour.available)', integer(0)))
     .option('--event-type <type>', 'events.available: atmospheric_river, heatwave, coldwave or front')
-    .addOption(valued('--hours <range>', 'run: the forecast hours, such as 0-240/6 or 0-72/3,78-240/6', hours, [[0, 6, 12, 18, 24], '0-24/6']))
+    .addOption(valued('--hours <range>', 'run: the forecast hours, such as 0-240/6 or 0-72/3,78-240/6', hours, [hours(DEFAULTS.triggerHours, '--hours'), DEFAULTS.triggerHours]))
     .addOption(valued('--skip-hours <range>', 'run: leave these hours out (a run with holes)', hours))
     .addOption(valued('--repeat-hours <range>', 'run: publish these hours twice (as a retry would)', hours))
     .option('--shuffle', 'run: publish the hours out of order')
-    .addOption(valued('--interval <duration>', 'run: a pause between hours, to watch them arrive', duration, [0, '0s']))
+    .addOption(valued('--interval <duration>', 'run: a pause between hours, to watch them arrive', duration, [DEFAULTS.triggerIntervalMs, `${DEFAULTS.triggerIntervalMs / 1000}s`]))
     .addHelpText(
       'after',
       `

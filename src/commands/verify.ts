@@ -8,8 +8,9 @@ import { readCaptured } from '../receiver/saved.js';
 import type { Scheme } from '../signing/layouts.js';
 import { verifyDelivery } from '../signing/verify.js';
 import { time } from '../util/parse.js';
-import { schemeOption, toleranceOption, valued } from './options.js';
-import { resolveSecrets, secretSourceOptions } from './shared.js';
+import { schemeOption, toleranceOption, valued } from '../flags/options.js';
+import { resolveSecrets } from '../tasks/secrets.js';
+import { secretSourceOptions } from '../flags/sources.js';
 
 export function register(cmd: Command, act: Act): void {
   cmd

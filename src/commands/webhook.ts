@@ -11,8 +11,10 @@ import { styleFor } from '../output/style.js';
 import { secretBox, subscriptionsTable, webhookDetails, webhooksTable } from '../output/webhooks.js';
 import { readJsonInput } from '../util/input.js';
 import { collect, integer, url } from '../util/parse.js';
-import { idArgument, valued } from './options.js';
-import { secretStoreFor, serviceFor, warnUnknownResponses, warnUnknownTypes } from './shared.js';
+import { idArgument, valued } from '../flags/options.js';
+import { secretStoreFor } from '../tasks/secrets.js';
+import { serviceFor } from '../tasks/service.js';
+import { warnUnknownResponses, warnUnknownTypes } from '../output/warnings.js';
 
 export function register(webhook: Command, act: Act): void {
   webhook

@@ -43,7 +43,7 @@ export class MemoryStore implements PairStore {
   async claim(trigger: string, subscription: string): Promise<Claim> {
     // expired pairs are forgotten as claims come (at most once a second): no timer to keep a process alive
     const mono = this.clock.monotonic();
-    if (mono - this.lastExpiry >= 1000) {
+    if (mono - this.lastExpiry >= DEFAULTS.storeWatchMs) {
       this.lastExpiry = mono;
       this.table.expire();
     }
@@ -60,6 +60,10 @@ export class MemoryStore implements PairStore {
 
   async release(trigger: string, subscription: string): Promise<void> {
     this.table.release(trigger, subscription);
+  }
+
+  async peek(trigger: string, subscription: string): Promise<'done' | 'held' | 'free'> {
+    return this.table.peek(trigger, subscription);
   }
 
   async close(): Promise<void> {}

@@ -103,6 +103,13 @@ export class PairTable {
     if (!triggers.size) this.claims.delete(subscription);
   }
 
+  /** The pair without claiming it: processed within the TTL, claimed under a live lease, or neither. */
+  peek(trigger: string, subscription: string): 'done' | 'held' | 'free' {
+    if (this.isDone(trigger, subscription)) return 'done';
+    const held = this.claims.get(subscription)?.get(trigger);
+    return held && this.o.clock.monotonic() <= held.until ? 'held' : 'free';
+  }
+
   /** Whether the pair was processed within the TTL. */
   isDone(trigger: string, subscription: string): boolean {
     const d = this.done.get(subscription)?.get(trigger);

@@ -44,6 +44,10 @@ export interface ReceiverEvent {
   initialization_time?: string;
   forecast_hour?: number;
   test?: boolean;
+  /** A catch-up built from the forecast API by `reconcile --catch-up` (its signed body says so), not a delivery of the service's. */
+  catch_up?: true;
+  /** The notification's own `created_at` (when the service made it; for a forecast hour, about when the hour became available): what its delivery lag is counted from. */
+  created_at?: string;
   /** The layout whose signature matched: set on every request that verified, and only on those (see `verified`). */
   layout?: string;
   /** Set on the first match in auto mode: the layout is now pinned. */
@@ -71,6 +75,8 @@ export interface ReceiverEvent {
   replay_edited?: true;
   /** Set when the answer could not be written: the connection closed first. (The client got nothing; a retry is a duplicate.) */
   answer_sent?: false;
+  /** `listen --relay`: a delivery that did not verify here, kept at the relay as refused (its channel, its number there) until someone drops it. */
+  relay_kept?: { channel: string; seq: number };
 }
 
 /** Whether a report is of a request whose signature verified: only such bytes are ever signed again (replay). */

@@ -1,8 +1,10 @@
 import { ANSWERS, type Answer } from './answers.js';
 import { DEFAULTS } from './defaults.js';
+import { claimWithForecast, completeWithForecast, releaseWithForecast, type Keyed } from './forecast.js';
 import type { Pair } from './pair.js';
 import { decide, type Facts, type Handled } from './steps.js';
 import type { PairStore } from './store.js';
+import { systemTimers, type Timers } from '../util/clock.js';
 
 /**
  * The runner every door uses for a verified delivery: claim its pair, handle it while the claim is
@@ -12,21 +14,7 @@ import type { PairStore } from './store.js';
  * handled again rather than the pair held for ever.
  */
 
-/** Timers, as every runtime has them; a test passes its own and moves them. */
-export interface Timers {
-  set(fn: () => void, ms: number): unknown;
-  clear(handle: unknown): void;
-}
-
-/** The runtime's own timers; in Node they keep no process alive. */
-export const systemTimers: Timers = {
-  set(fn, ms) {
-    const t = setTimeout(fn, ms) as unknown as { unref?: () => void };
-    t.unref?.();
-    return t;
-  },
-  clear: (handle) => clearTimeout(handle as Parameters<typeof clearTimeout>[0]),
-};
+export { systemTimers, type Timers } from '../util/clock.js';
 
 export interface SettleOptions {
   store: PairStore;
@@ -36,7 +24,7 @@ export interface SettleOptions {
    * handling that is done at once (listen with nothing to save or forward) may return its result as it is.
    */
   handle: () => Handled | PromiseLike<Handled>;
-  /** A handler still running after this is let go (default DEFAULTS.handlerTimeoutMs). */
+  /** A handler still running after this is let go (default: DEFAULTS.handlerTimeoutLeases of the store's lease). */
   timeoutMs?: number;
   timers?: Timers;
 }
@@ -50,18 +38,26 @@ export interface Settled extends Facts {
   leaseLost?: true;
 }
 
+/**
+ * How long a handler may run when its door sets no limit: a few leases of its store, so that a hung one's
+ * claim is let go (and the sender's retry handled) soon after the lease the store was given.
+ */
+export const handlerTimeoutFor = (leaseMs: number): number => DEFAULTS.handlerTimeoutLeases * (leaseMs > 0 ? leaseMs : DEFAULTS.claimLeaseMs);
+
 const isPending = (h: Handled | PromiseLike<Handled>): h is PromiseLike<Handled> => typeof (h as { then?: unknown }).then === 'function';
 
 /** Claims, handles, completes or releases one verified delivery; resolves with its answer. */
 export async function settle(o: SettleOptions): Promise<Settled> {
+  // the forecast it names is claimed, completed and released with its pair: handed over once, by the service or a catch-up (src/delivery/forecast.ts)
   const { store, pair } = o;
   const out: Settled = { answer: ANSWERS.internal };
+  let holding: Keyed[] = [];
   for (;;) {
     const step = decide(out);
     switch (step.do) {
       case 'claim':
         try {
-          out.claim = await store.claim(pair.trigger, pair.subscription);
+          ({ claim: out.claim, holding } = await claimWithForecast(store, pair));
         } catch (err) {
           out.claimFailed = err ?? new Error('the store failed');
         }
@@ -74,14 +70,14 @@ export async function settle(o: SettleOptions): Promise<Settled> {
       }
       case 'complete':
         try {
-          await store.complete(pair.trigger, pair.subscription);
+          await completeWithForecast(store, pair, holding);
           out.stored = { ok: true };
         } catch (error) {
           out.stored = { ok: false, error };
         }
         break;
       case 'release':
-        await store.release(pair.trigger, pair.subscription);
+        await releaseWithForecast(store, pair, holding);
         out.answer = step.answer;
         return out;
       case 'answer':
@@ -106,7 +102,7 @@ function handleWithLease(o: SettleOptions, out: Settled): Handled | Promise<Hand
   if (!isPending(handling)) return handling;
   const { store, pair } = o;
   const timers = o.timers ?? systemTimers;
-  const timeoutMs = o.timeoutMs ?? DEFAULTS.handlerTimeoutMs;
+  const timeoutMs = o.timeoutMs ?? handlerTimeoutFor(store.leaseMs);
   const every = store.leaseMs > 0 ? store.leaseMs / 3 : Infinity;
   return new Promise<Handled>((resolve) => {
     let elapsed = 0;

@@ -15,6 +15,15 @@ export interface RunFacts {
   forecast_hour?: number;
   /** A test delivery (a ping): never part of a run. */
   test?: boolean;
+  /** When it was received (ISO 8601), and the notification's own created_at: its delivery lag is the one minus the other. */
+  time?: string;
+  created_at?: string;
+}
+
+/** How long after it became available a forecast hour arrived (its first delivery): received time minus created_at. */
+export interface HourLag {
+  forecast_hour: number;
+  lag_ms: number;
 }
 
 /** A model run as the runs view shows it (and the PostgreSQL store's query returns it). */
@@ -23,12 +32,16 @@ export interface RunView {
   initialization_time: string;
   hours: number[];
   init_event: boolean;
+  /** The delivery lag of each hour whose received time and created_at are known, in hour order (absent when none is). */
+  lags?: HourLag[];
 }
 
 /** The runs view's data: each run (test deliveries aside), and how many test deliveries there were. */
 export interface RunsView {
   runs: RunView[];
   tests: number;
+  /** With `listen --watch-runs`: the notifications available for longer than --late-after and not delivered (src/delivery/forecast.ts, LateNotification). */
+  late?: { type: string; subscription_id: string; model: string; initialization_time: string; forecast_hour?: number; created_at: string; late_ms: number }[];
 }
 
 export interface Run {
@@ -39,6 +52,8 @@ export interface Run {
   hours: Set<number>;
   /** Whether its initialization_time.available was seen. */
   initEvent: boolean;
+  /** Each hour's delivery lag, from its first arrival (when its times are known). */
+  lags?: Map<number, number>;
 }
 
 /** The run `--until-run` waits for: a model and an initialisation time, each taken from the first delivery when not given. */
@@ -113,6 +128,10 @@ export class RunTracker {
     } else if (typeof facts.forecast_hour === 'number') {
       fresh = !run.hours.has(facts.forecast_hour);
       run.hours.add(facts.forecast_hour);
+      if (fresh && facts.time !== undefined && facts.created_at !== undefined) {
+        const lag = Date.parse(facts.time) - Date.parse(facts.created_at);
+        if (!Number.isNaN(lag)) (run.lags ??= new Map()).set(facts.forecast_hour, lag);
+      }
     }
     const t = this.target;
     if (t) {
@@ -159,8 +178,12 @@ export function progressOf(run: Run, expect: number[], needInit: boolean): RunPr
   };
 }
 
-/** A run as the runs view shows it: its hours in order. */
-export const runView = (r: Run): RunView => ({ model: r.model, initialization_time: r.initialization_time, hours: [...r.hours].sort((a, b) => a - b), init_event: r.initEvent });
+/** A run as the runs view shows it: its hours in order, and their lags when known. */
+export const runView = (r: Run): RunView => {
+  const view: RunView = { model: r.model, initialization_time: r.initialization_time, hours: [...r.hours].sort((a, b) => a - b), init_event: r.initEvent };
+  if (r.lags?.size) view.lags = [...r.lags].sort((a, b) => a[0] - b[0]).map(([forecast_hour, lag_ms]) => ({ forecast_hour, lag_ms }));
+  return view;
+};
 
 /**
  * Hours as the shortest readable list: `+0h-+180h/6, +186h, +200h-+204h`. A stretch of three or more

@@ -67,6 +67,13 @@ export interface PairStore {
   complete(trigger: string, subscription: string): Promise<void>;
   /** Gives up a claim without marking the pair processed, so that a retry can process it. Never rejects. */
   release(trigger: string, subscription: string): Promise<void>;
+  /**
+   * Looks at a pair without claiming it: processed within the TTL (`done`), claimed under a live lease
+   * (`held`), or neither (`free`). Rejects like `claim` when the store cannot tell. Optional: a store
+   * without it is looked at by a claim let go at once (src/delivery/forecast.ts), which a delivery of the
+   * same forecast arriving at that moment finds held.
+   */
+  peek?(trigger: string, subscription: string): Promise<'done' | 'held' | 'free'>;
   /** Stores what is pending and lets go of the file or connection. */
   close(): Promise<void>;
 }

@@ -1,13 +1,15 @@
 import { Agent, request } from 'undici';
+import { filtersMatch } from '../delivery/forecast.js';
 import { networkReason, readStart } from '../util/net.js';
 import { buildPayload } from '../signing/payload.js';
 import { newTriggerId, signDelivery } from '../signing/sign.js';
-import { syntheticResponse, type EventData } from './responses.js';
+import { syntheticResponse, type PublishedEvent } from './responses.js';
+import { DEFAULTS } from '../delivery/defaults.js';
+
+export { filtersMatch };
 import type { DeliveryAttempt, EmuSubscription, EmuWebhook, EmulatorState } from './state.js';
 
-export interface PublishedEvent extends EventData {
-  type: string;
-}
+export type { PublishedEvent };
 
 export interface Notification {
   webhook: EmuWebhook;
@@ -50,24 +52,6 @@ class Slots {
   }
 }
 
-function hourOfDay(iso: string): string {
-  const d = new Date(iso);
-  return `${d.getUTCHours()}:${String(d.getUTCMinutes()).padStart(2, '0')}`;
-}
-
-const asList = (v: unknown): string[] => (Array.isArray(v) ? v.map(String) : v === undefined || v === null ? [] : [String(v)]);
-
-/** Whether a subscription's filters let an event through (model, initialization_time_hours, event_type). */
-export function filtersMatch(filters: Record<string, unknown>, event: PublishedEvent): boolean {
-  const models = asList(filters.model);
-  if (models.length && !models.includes(event.model)) return false;
-  const hours = asList(filters.initialization_time_hours).map((h) => h.replace(/^0(\d):/, '$1:'));
-  if (hours.length && !hours.includes(hourOfDay(event.initialization_time))) return false;
-  const events = asList(filters.event_type);
-  if (events.length && (!event.event_type || !events.includes(event.event_type))) return false;
-  return true;
-}
-
 export function payloadFor(hook: EmuWebhook, sub: EmuSubscription, event: PublishedEvent, triggerId: string, test: boolean, shape: SchedulerOptions['shape'] = 'documented'): Buffer {
   const data: Record<string, unknown> = { model: event.model, initialization_time: event.initialization_time };
   if (event.forecast_hour !== undefined) data.forecast_hour = event.forecast_hour;
@@ -88,7 +72,7 @@ export class DeliveryScheduler {
     private readonly state: EmulatorState,
     private readonly options: SchedulerOptions,
   ) {
-    this.slots = new Slots(options.concurrency ?? 64);
+    this.slots = new Slots(options.concurrency ?? DEFAULTS.emulatorConcurrency);
   }
 
   /** Every active subscription of the event's type whose filters match: one notification each, one trigger id for all. */
@@ -129,7 +113,7 @@ export class DeliveryScheduler {
         url: n.webhook.url,
         started_at: new Date(started).toISOString(),
       };
-      const timeout = this.options.attemptTimeoutMs ?? 10_000;
+      const timeout = this.options.attemptTimeoutMs ?? DEFAULTS.emulatorAttemptTimeoutMs;
       try {
         const res = await request(n.webhook.url, {
           method: 'POST',

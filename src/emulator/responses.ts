@@ -8,6 +8,11 @@ export interface EventData {
   event_type?: string;
 }
 
+/** An event as the emulator publishes it: what it delivers, and what its forecast API records. */
+export interface PublishedEvent extends EventData {
+  type: string;
+}
+
 /** A repeatable pseudo-random stream from a seed, so the same trigger gives the same data. */
 function numbers(seed: string): () => number {
   let state = createHash('sha256').update(seed).digest().readUInt32LE(0) || 1;

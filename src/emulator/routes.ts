@@ -2,7 +2,9 @@ import { newTriggerId } from '../signing/sign.js';
 import { hourOfDayProblem, isKnownType, isoSeconds, latestCycle, SUBSCRIPTION_TYPES, urlProblem } from '../vocabulary.js';
 import { authProblem, type EmulatorCredentials } from './auth.js';
 import { payloadFor, type DeliveryScheduler, type PublishedEvent } from './deliveries.js';
+import { Missing } from './forecasts.js';
 import type { EmuSubscription, EmuWebhook, EmulatorState } from './state.js';
+import { DEFAULTS } from '../delivery/defaults.js';
 
 /** Which field names the emulator answers with: the documentation's (default) or the live service's. */
 export type Shape = 'documented' | 'live';
@@ -205,6 +207,9 @@ export class EmulatorRouter {
       } else if (p.length === 6 && d === 'subscriptions' && f === 'ping') {
         methods.POST = () => this.ping(c!, e!);
       }
+    } else if ((a === 'forecasts' || a === 'insights') && b === 'v1' && c !== undefined) {
+      const route = this.forecastRoute(req.query, a, c, p.slice(3).join('/'));
+      if (route) methods.GET = route;
     } else if (a === 'emulator' && b === 'v1' && p.length === 3) {
       if (c === 'info') methods.GET = () => ({ status: 200, body: { emulator: true, shape: this.options.shape, client_id: this.options.credentials.clientId } });
       if (c === 'events') methods.POST = () => this.publish(req.body);
@@ -217,6 +222,30 @@ export class EmulatorRouter {
     return () => {
       throw new HttpError(405, 'method_not_allowed', `${method} is not allowed here; use ${allow}`, { allow });
     };
+  }
+
+  /**
+   * The forecast API's record of what the emulator published (src/emulator/forecasts.ts): the calls of
+   * SERVICE.md's last section. A model it never published is a 404, as the other routes answer.
+   */
+  private forecastRoute(q: URLSearchParams, api: string, model: string, rest: string): (() => EmuResponse) | undefined {
+    const record = this.state.forecasts;
+    const time = (name: string): string | undefined => {
+      const v = q.get(name);
+      if (v === null || v === '') return undefined;
+      if (Number.isNaN(Date.parse(v))) bad(`${name} must be an ISO 8601 time`);
+      return isoSeconds(v);
+    };
+    const answer = (found: object | Missing): EmuResponse => {
+      if (found instanceof Missing) throw new HttpError(404, 'not_found', found.message);
+      return { status: 200, body: found };
+    };
+    if (api === 'forecasts' && rest === 'initialization_times') return () => answer(record.initializationTimes(model));
+    if (api === 'forecasts' && rest === 'initialization_times/archive') return () => answer(record.archive(model, Date.parse(time('page_end') ?? new Date().toISOString())));
+    if (api === 'forecasts' && rest === 'run_information') return () => answer(record.runInformation(model, time('initialization_time')));
+    if (api === 'forecasts' && rest === 'tropical_cyclones') return () => answer(record.tropicalCyclones(model, time('initialization_time')));
+    if (api === 'insights' && rest === 'calculation_times/degree_days') return () => answer(record.degreeDays(model));
+    return undefined;
   }
 
   private list(q: URLSearchParams): EmuResponse {
@@ -329,7 +358,7 @@ export class EmulatorRouter {
     const triggerId = newTriggerId();
     const hour = new Date();
     hour.setUTCMinutes(0, 0, 0);
-    const event: PublishedEvent = { type: sub.type, model: 'wm-6', initialization_time: isoSeconds(hour), forecast_hour: 0 };
+    const event: PublishedEvent = { type: sub.type, model: DEFAULTS.model, initialization_time: isoSeconds(hour), forecast_hour: 0 };
     const body = payloadFor(hook, sub, event, triggerId, true, this.options.shape);
     const attempt = await this.scheduler.deliver({ webhook: hook, subscription: sub, type: sub.type, triggerId, body, test: true });
     if (attempt.outcome === 'delivered') return { status: 204 };
@@ -341,7 +370,7 @@ export class EmulatorRouter {
   private async publish(body: unknown): Promise<EmuResponse> {
     if (!isObject(body)) bad('the body must be a JSON object');
     const type = checkType(body.type);
-    const model = body.model === undefined ? 'wm-6' : body.model;
+    const model = body.model === undefined ? DEFAULTS.model : body.model;
     if (typeof model !== 'string' || !model) bad('model must be a string');
     const init = body.initialization_time ?? latestCycle();
     if (typeof init !== 'string' || Number.isNaN(Date.parse(init))) bad('initialization_time must be an ISO 8601 time');
@@ -355,6 +384,9 @@ export class EmulatorRouter {
       ...(fh !== undefined ? { forecast_hour: fh as number } : type === 'forecast_hour.available' ? { forecast_hour: 0 } : {}),
       ...(typeof body.event_type === 'string' ? { event_type: body.event_type } : {}),
     };
+    // the forecast API says it exists from now on, whatever becomes of its deliveries
+    this.state.forecasts.published(event, Date.now());
+    this.state.changed();
     const notifications = this.scheduler.notificationsFor(event);
     // Every notification is sent at once; the answer waits for the first attempts a little while, so a
     // receiver that hangs delays neither the others nor the caller beyond that.

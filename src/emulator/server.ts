@@ -73,10 +73,10 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Runn
     retryDelays: options.retryDelays ?? [...DEFAULTS.retryDelaysMs],
     attemptTimeoutMs: options.attemptTimeoutMs,
     concurrency: options.concurrency,
-    shape: options.shape ?? 'documented',
+    shape: options.shape ?? DEFAULTS.emulatorShape,
     onAttempt: options.onAttempt,
   });
-  const router = new EmulatorRouter(state, scheduler, { credentials, shape: options.shape ?? 'documented' });
+  const router = new EmulatorRouter(state, scheduler, { credentials, shape: options.shape ?? DEFAULTS.emulatorShape });
   const budget = new InflightBudget(options.maxInflight ?? MAX_INFLIGHT);
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -134,10 +134,10 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Runn
     else socket.destroy();
   });
 
-  const host = options.host ?? '127.0.0.1';
+  const host = options.host ?? DEFAULTS.host;
   let bound: { port: number; url: string };
   try {
-    bound = await listenOn(server, host, options.port ?? 8788);
+    bound = await listenOn(server, host, options.port ?? DEFAULTS.emulatorPort);
   } catch (err) {
     await scheduler.close();
     throw err;

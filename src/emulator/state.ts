@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { UsageError } from '../errors.js';
 import { generateSecret } from '../signing/sign.js';
 import { fsReason, jsonProblem, writeFileAtomic } from '../util/files.js';
+import { ForecastRecord, type PersistedForecasts } from './forecasts.js';
 
 export interface EmuSubscription {
   id: string;
@@ -49,6 +50,8 @@ interface Persisted {
   next_webhook_id: number;
   next_subscription_id: number;
   webhooks: EmuWebhook[];
+  /** What the forecast API answers: the runs, hours, degree days and cyclones published (absent in files of older emulators). */
+  forecasts?: PersistedForecasts;
 }
 
 const NOT_OURS_HINT = 'Move it aside, or start with --in-memory (a throwaway state) or --data-file FILE (a new file is created).';
@@ -77,6 +80,8 @@ const WRITE_DELAY_MS = 250;
 export class EmulatorState {
   webhooks = new Map<string, EmuWebhook>();
   deliveries: DeliveryAttempt[] = [];
+  /** What the emulator published, as its forecast API answers it. */
+  readonly forecasts = new ForecastRecord();
   private nextWebhookId = 1;
   private nextSubscriptionId = 1;
   private nextAttemptId = 1;
@@ -111,6 +116,7 @@ export class EmulatorState {
     this.nextWebhookId = data.next_webhook_id;
     this.nextSubscriptionId = data.next_subscription_id;
     for (const w of data.webhooks) this.webhooks.set(w.id, w);
+    this.forecasts.load(data.forecasts);
   }
 
   /** Notes a change: the file (if any) is written within WRITE_DELAY_MS, with whatever else changed meanwhile. */
@@ -139,6 +145,7 @@ export class EmulatorState {
           next_webhook_id: this.nextWebhookId,
           next_subscription_id: this.nextSubscriptionId,
           webhooks: [...this.webhooks.values()],
+          forecasts: this.forecasts.toJSON(),
         };
         this.writes++;
         return writeFileAtomic(file, JSON.stringify(data, null, 2)).catch((err: unknown) => {

@@ -1,22 +1,27 @@
 import { ANSWERS, type Answer } from '../delivery/answers.js';
 import { DEFAULTS } from '../delivery/defaults.js';
 import type { Outcome } from '../delivery/outcomes.js';
-import { hashedPair, pairFrom, unkeyableIds, withHashedIds, type Pair } from '../delivery/pair.js';
-import { settle, type Timers } from '../delivery/runner.js';
+import type { Pair, Verified } from '../delivery/pair.js';
+import { andThen, keyed, verifyAndSettle, type Receiving, type Verdict } from '../delivery/receive.js';
+import { markOf } from '../delivery/replay-mark.js';
+import { handlerTimeoutFor, type Timers } from '../delivery/runner.js';
+import type { Handled } from '../delivery/steps.js';
 import type { PairStore } from '../delivery/store.js';
 import type { Scheme } from '../signing/layouts.js';
 import { examineHeaders, type HeaderSource, type VerifyFailure, type VerifyFailureReason, type VerifyResult, type VerifySuccess } from '../signing/rules.js';
 import { isKnownType, SUBSCRIPTION_TYPES, suggestion } from '../vocabulary.js';
 import { MemoryStore } from '../delivery/memory-store.js';
+import { librarySpan } from '../observe/library.js';
+import { watchedReceiving } from '../observe/steps.js';
 import type { DeliveryType, WebhookEvent, WebhookEventOf } from './types.js';
 
 /**
  * The handler library's core, runtime-neutral (no Node module): verification by whichever engine the
- * entry gives (Node's crypto in `wxhooks`, Web Crypto in `wxhooks/web`), then the delivery core's runner
- * (src/delivery/runner.ts) with the typed handlers as its handle step: the pair claimed before they run
- * (and extended while they run), completed after they resolve, released if one throws or runs past its
- * time, so that the service's retry runs them again. The doors (src/handler/node.ts, web.ts) are adapters
- * of the same shape around `verifyAndReceive`.
+ * entry gives (Node's crypto in `wxhooks`, Web Crypto in `wxhooks/web`), then the delivery core's
+ * `verifyAndSettle` (src/delivery/receive.ts) with the typed handlers as its handle step: the pair claimed
+ * before they run (and extended while they run), completed after they resolve, released if one throws or
+ * runs past its time, so that the service's retry runs them again. The doors (src/handler/node.ts,
+ * web.ts) are adapters of the core's door (src/delivery/door.ts) around `verifyAndReceive`.
  */
 
 /** A body as received: its raw bytes (preferred), or a string taken as its UTF-8. */
@@ -33,7 +38,10 @@ export interface WebhooksOptions {
   scheme?: Scheme;
   /** Where processed pairs are kept (default: a MemoryStore). */
   store?: PairStore;
-  /** Handlers still running after this many milliseconds are let go: 500, the claim released, `onError` told (default 120 s). */
+  /**
+   * Handlers still running after this many milliseconds are let go: 500, the claim released, `onError` told
+   * (default: two of the store's leases, 120 s with the default lease of 60 s).
+   */
   handlerTimeoutMs?: number;
   /**
    * Where a mistake in the app's set-up (a JSON body parser before the middleware) and a failed handler are
@@ -110,6 +118,8 @@ type Handler<E> = (event: E) => unknown;
 /** What an entry brings: its verification and its SHA-256 (for the dedupe key of a layout that does not sign the Trigger-Id). */
 export interface Engine {
   verify(headers: HeaderSource, body: Uint8Array, now: number): VerifyResult | Promise<VerifyResult>;
+  /** Verifies in the standard layout alone, whatever the scheme: a replay's mark (src/delivery/replay-mark.ts). */
+  verifyMark(headers: HeaderSource, body: Uint8Array, now: number): VerifyResult | Promise<VerifyResult>;
   sha256(prefix: string, body: Uint8Array): Uint8Array | Promise<Uint8Array>;
 }
 
@@ -119,7 +129,7 @@ const bytesOf = (body: RawBody): Uint8Array => (typeof body === 'string' ? encod
 export function secretsFrom(options: WebhooksOptions): string[] {
   const secrets = [...(options.secrets ?? []), ...(options.secret !== undefined ? [options.secret] : [])];
   if (!secrets.length || secrets.some((s) => typeof s !== 'string' || s.length === 0)) {
-    throw new TypeError("Webhooks needs the webhook's secret: { secret } or, during a rotation, { secrets: [old, new] }");
+    throw new TypeError("Webhooks needs the webhook's secret: { secret } or, during a rotation, { secrets: [new, old] } (the current one first)");
   }
   return secrets;
 }
@@ -134,29 +144,69 @@ const receiptOf = (answer: Answer, extra: Omit<Receipt, 'status' | 'body' | 'out
 
 const refusal = (f: VerifyFailure): Receipt => receiptOf(ANSWERS.notVerified(f), { reason: f.reason, message: f.message, hint: f.hint });
 
+/** What a door of the library needs of a `Webhooks` besides its public methods: kept off the object, so that an app's instance offers none of them. */
+export interface DoorHooks {
+  /** What a request is refused with on its headers alone (a header missing, a stale timestamp), before its body is read. */
+  refuseEarly(headers: HeaderSource): Receipt | undefined;
+  /** A door found a mistake in the app's set-up: `onError` is given it, or the log says it once for each kind. */
+  setupMistake(error: WebhookSetupError): Promise<void>;
+}
+
+const HOOKS = new WeakMap<object, DoorHooks>();
+
+/** The door hooks of an instance (src/handler/node.ts, web.ts): not exported by either entry. */
+export function hooksOf(webhooks: WebhooksCore): DoorHooks {
+  const hooks = HOOKS.get(webhooks);
+  if (!hooks) throw new TypeError('createNodeMiddleware and createWebHandler take a Webhooks of wxhooks');
+  return hooks;
+}
+
+/** What handling one verified delivery made of it: the event the handlers got, and what they threw. */
+interface Work {
+  event: WebhookEvent;
+  failed?: WebhookHandlerError;
+  handle(): Promise<Handled>;
+}
+
 export class WebhooksCore {
   private readonly handlers = new Map<string, Handler<WebhookEvent>[]>();
   private readonly any: Handler<WebhookEvent>[] = [];
   private readonly errorHandlers: ((error: WebhookHandlerError | WebhookSetupError) => unknown)[] = [];
-  private readonly store: PairStore;
+  protected readonly store: PairStore;
   private readonly now: () => number;
   private readonly tolerance: number;
-  private readonly handlerTimeoutMs: number;
-  private readonly timers?: Timers;
+  /** A handler still running after this is given up on (its claim let go): the instance's own, or two of its store's leases. */
+  protected readonly handlerTimeoutMs: number;
+  protected readonly timers?: Timers;
   private readonly log: { warn(message: string): unknown };
   /** The kinds of set-up mistake already logged: each is said once. */
   private readonly logged = new Set<SetupMistake>();
+  private readonly receiving: Receiving<Uint8Array>;
 
   protected constructor(
-    private readonly engine: Engine,
+    protected readonly engine: Engine,
     options: WebhooksOptions,
   ) {
     this.store = options.store ?? new MemoryStore({ now: options.now });
     this.now = options.now ?? Date.now;
     this.tolerance = options.tolerance ?? DEFAULTS.toleranceSeconds;
-    this.handlerTimeoutMs = options.handlerTimeoutMs ?? DEFAULTS.handlerTimeoutMs;
+    this.handlerTimeoutMs = options.handlerTimeoutMs ?? handlerTimeoutFor(this.store.leaseMs);
     this.timers = options.timers;
     this.log = options.log ?? console;
+    // each step told to the delivery's span, when an SDK records it (src/observe/)
+    this.receiving = watchedReceiving({ store: this.store, verify: (h, b, now) => this.verified(h, b, now), sha256: engine.sha256, timeoutMs: this.handlerTimeoutMs, timers: this.timers });
+    HOOKS.set(this, {
+      refuseEarly: (headers) => {
+        const h = examineHeaders(headers, this.now(), this.tolerance);
+        return h.ok ? undefined : refusal(h);
+      },
+      setupMistake: (error) =>
+        this.tell(error, () => {
+          if (this.logged.has(error.kind)) return undefined;
+          this.logged.add(error.kind);
+          return `wxhooks: ${error.message} ${error.hint} (said once; every delivery is answered 500 until it is fixed)`;
+        }),
+    });
   }
 
   /**
@@ -202,13 +252,13 @@ export class WebhooksCore {
     return this.engine.verify(request.headers, bytesOf(request.body), this.now());
   }
 
-  /**
-   * What a request is refused with on its headers alone (a header missing, a stale timestamp), before
-   * its body is read; undefined when its body is worth reading. A door calls this first.
-   */
-  refuseEarly(headers: HeaderSource): Receipt | undefined {
-    const h = examineHeaders(headers, this.now(), this.tolerance);
-    return h.ok ? undefined : refusal(h);
+  /** A delivery verified, and, when it carries a replay's mark that verifies too, the replay's id (its dedupe key: it runs once per replay). */
+  private verified(headers: HeaderSource, body: Uint8Array, now: number): VerifyResult | PromiseLike<VerifyResult> {
+    return andThen(this.engine.verify(headers, body, now), (v) => {
+      const mark = v.ok ? markOf(headers) : undefined;
+      if (!mark) return v;
+      return andThen(this.engine.verifyMark(mark, body, now), (m): VerifyResult => (m.ok ? ({ ...v, replayId: m.triggerId } as Verified) : v));
+    });
   }
 
   /** Runs the handlers of an event already verified (no dedupe): a test's way in. Rejects with WebhookHandlerError if one throws. */
@@ -226,32 +276,49 @@ export class WebhooksCore {
    * cannot be reached).
    */
   async verifyAndReceive(request: { headers: HeaderSource; body: RawBody }): Promise<Receipt> {
-    const bytes = bytesOf(request.body);
-    const v = await this.engine.verify(request.headers, bytes, this.now());
-    if (!v.ok) return refusal(v);
-    const { event, stored } = await this.eventOf(v, bytes);
-    let failed: WebhookHandlerError | undefined;
-    const settled = await settle({
-      store: this.store,
-      pair: stored,
-      timeoutMs: this.handlerTimeoutMs,
-      timers: this.timers,
+    const body = bytesOf(request.body);
+    // in a span of its own, which the handlers run inside (a no-op unless the app registered an OpenTelemetry SDK)
+    return librarySpan(
+      body.length,
+      () =>
+        verifyAndSettle(
+          this.receiving,
+          request.headers,
+          body,
+          this.now(),
+          (v, pair) => this.work(v, pair),
+          (d) => this.receipt(d),
+        ) as Promise<Receipt>,
+    );
+  }
+
+  /** The handlers as the runner's handle step: what they threw is kept for the receipt and `onError`. */
+  private work(v: VerifySuccess, pair: Pair): Work {
+    const event = eventFrom(v, pair);
+    const work: Work = {
+      event,
       handle: async () => {
         try {
           await this.receive(event);
           return { ok: true, status: 200 };
         } catch (error) {
-          failed = error instanceof WebhookHandlerError ? error : new WebhookHandlerError([error], event);
-          return { ok: false, answer: ANSWERS.handlerFailed, error: failed };
+          work.failed = error instanceof WebhookHandlerError ? error : new WebhookHandlerError([error], event);
+          return { ok: false, answer: ANSWERS.handlerFailed, error: work.failed };
         }
       },
-    });
+    };
+    return work;
+  }
+
+  private async receipt(d: Verdict<Work>): Promise<Receipt> {
+    if (!d.verified) return refusal(d.failure);
+    const { work, settled } = d;
     // (a handler that ran past its time may throw later: that is no longer this delivery's failure)
-    if (settled.timedOut) failed = new WebhookTimeoutError(event, this.handlerTimeoutMs);
+    const failed = settled.timedOut ? new WebhookTimeoutError(work.event, this.handlerTimeoutMs) : work.failed;
     // what the handler threw stays here (onError, the receipt): the sender is told only that it failed
-    if (failed) await this.tell(failed, () => `wxhooks: ${failed!.message}; the delivery will be retried (give webhooks.onError a handler to see these yourself)`);
+    if (failed) await this.tell(failed, () => `wxhooks: ${failed.message}; the delivery will be retried (give webhooks.onError a handler to see these yourself)`);
     const error = failed ?? settled.claimFailed ?? (settled.stored && !settled.stored.ok ? settled.stored.error : undefined);
-    return receiptOf(settled.answer, error === undefined ? { event } : { event, error });
+    return receiptOf(settled.answer, error === undefined ? { event: work.event } : { event: work.event, error });
   }
 
   /**
@@ -259,54 +326,8 @@ export class WebhooksCore {
    * in (a request, a sink's message).
    */
   protected async eventOf(v: VerifySuccess, bytes: Uint8Array): Promise<{ event: WebhookEvent; stored: Pair }> {
-    const found = pairFrom(v);
-    const pair: Pair = 'trigger' in found ? found : hashedPair(found.subscription, await this.engine.sha256(found.hashPrefix, bytes));
-    // an id no store can key by is stored by its hash (the handlers see it as it came)
-    const odd = unkeyableIds(pair);
-    const stored = odd.length ? withHashedIds(pair, Object.fromEntries(await Promise.all(odd.map(async (k) => [k, await this.engine.sha256('', encoder.encode(pair[k]))])))) : pair;
-    const payload = v.payload;
-    // the payload is typed by what the service sends; its type is not checked here, only verified
-    const event = {
-      type: payload.type as DeliveryType,
-      id: pair.trigger,
-      subscriptionId: pair.subscription,
-      payload,
-      signature: { layout: v.layout, timestamp: v.timestamp, triggerId: v.triggerId, secretIndex: v.secretIndex },
-    } as unknown as WebhookEvent;
-    return { event, stored };
-  }
-
-  /** Verifies with this instance's secrets, at the time given (a sink's message: when `listen` received it). */
-  protected verifyAt(headers: HeaderSource, bytes: Uint8Array, now: number): VerifyResult | Promise<VerifyResult> {
-    return this.engine.verify(headers, bytes, now);
-  }
-
-  /** The store this instance keeps processed pairs in. */
-  protected get pairStore(): PairStore {
-    return this.store;
-  }
-
-  /** Runs the handlers of a sink's message; a failure goes to onError (or the log), then is thrown on. */
-  protected async receiveOrTell(event: WebhookEvent): Promise<void> {
-    try {
-      await this.receive(event);
-    } catch (error) {
-      const failed = error instanceof WebhookHandlerError ? error : new WebhookHandlerError([error], event);
-      await this.tell(failed, () => `wxhooks: ${failed.message}; the message will be delivered again (give webhooks.onError a handler to see these yourself)`);
-      throw failed;
-    }
-  }
-
-  /**
-   * A door found a mistake in the app's set-up: `onError` is given it; without an `onError`, the log says
-   * it, once for each kind (every delivery would otherwise repeat it).
-   */
-  async setupMistake(error: WebhookSetupError): Promise<void> {
-    await this.tell(error, () => {
-      if (this.logged.has(error.kind)) return undefined;
-      this.logged.add(error.kind);
-      return `wxhooks: ${error.message} ${error.hint} (said once; every delivery is answered 500 until it is fixed)`;
-    });
+    const k = await keyed(v, bytes, this.engine.sha256);
+    return { event: eventFrom(v, k.pair), stored: k.keyed };
   }
 
   /** Gives an error to every `onError` handler; with none, says `line()` (if any) to the log. */
@@ -324,4 +345,19 @@ export class WebhooksCore {
       }
     }
   }
+}
+
+/** A verified delivery as the handlers get it (its payload typed by what the service sends: its type is not checked, only verified). */
+function eventFrom(v: Verified, pair: Pair): WebhookEvent {
+  const payload = v.payload;
+  const event = {
+    type: payload.type as DeliveryType,
+    id: pair.trigger,
+    subscriptionId: pair.subscription,
+    payload,
+    signature: { layout: v.layout, timestamp: v.timestamp, triggerId: v.triggerId, secretIndex: v.secretIndex },
+  } as unknown as WebhookEvent;
+  if (pair.replayOf !== undefined) event.replay = { id: pair.trigger, of: pair.replayOf };
+  if (pair.catchUp) event.catchUp = true;
+  return event;
 }

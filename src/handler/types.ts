@@ -96,6 +96,8 @@ export interface Payload<T extends DeliveryType = DeliveryType> {
   created_at: string;
   /** True for a test delivery (a ping). */
   test: boolean;
+  /** True for a catch-up built from the forecast API (`reconcile --catch-up`, `webhooks.catchUp`), not a delivery of the service's. */
+  catch_up?: true;
   data: DataOfType[T];
 }
 
@@ -110,6 +112,14 @@ export interface WebhookEventOf<T extends DeliveryType> {
   payload: Payload<T>;
   /** How it was signed. */
   signature: { layout: string; timestamp: number; triggerId: string; secretIndex: number };
+  /**
+   * Set when this is a replay (the inspector's "Replay", MCP's `replay_delivery`, `wxhooks deliveries
+   * replay`) that carries the replay's signed mark: `id` is the replay's own (and `event.id`: each replay
+   * is processed once), `of` the trigger id of the delivery it replays.
+   */
+  replay?: { id: string; of: string };
+  /** A catch-up built from the forecast API (`webhooks.catchUp`, `reconcile --catch-up`): handled once with the service's own delivery of the same forecast, whichever came first. */
+  catchUp?: true;
 }
 
 /** A verified delivery of any known type: `event.type` narrows `event.payload`. */

@@ -9,7 +9,9 @@ import { shownUrl, storeKind, storeSecrets } from '../store/store-url.js';
 import { url as urlParser } from '../util/parse.js';
 import { addSensitive } from '../util/redact.js';
 import { forwardsAnywhere } from '../receiver/routes.js';
-import type { Attached, Attachment } from './attachment.js';
+import type { FullRecord, RunsView } from '../receiver/history.js';
+import type { Listed } from '../receiver/listed.js';
+import type { Attached, Attachment, Replayed } from './attachment.js';
 import { KeptHistory, openSavedFolder, type KeptReplay } from './kept.js';
 import { LiveListen } from './live.js';
 
@@ -22,6 +24,8 @@ export interface AttachOptions {
   forwardTo?: string;
   /** The secret(s) a kept history's replays are signed with (from --webhook or --secret-env), when --forward-to is given. */
   secrets?: () => Promise<string[]>;
+  /** Told of each running listen attached from the store folder (the first, one found later, one restarted elsewhere). */
+  onListen?: (about: Attached) => Promise<void>;
 }
 
 const TOKEN_FILE = 'inspector-token.json';
@@ -57,11 +61,17 @@ function listenAbout(inspector: string, record: RunningListen | undefined): Atta
   };
 }
 
+/** What to start, said wherever no listen is there yet (the log, status, each delivery tool's error). */
+const START_HINT =
+  'Start one, with the same WXHOOKS_CONFIG_DIR as this server: `wxhooks listen --webhook ID --inspect` (add --forward-to URL for replays). This server finds it by itself: no restart. Or start this server with --listen URL, --store postgres://… or --save-dir DIR.';
+
 /**
  * What the server attaches to: the listen at --listen; or the history of --store or --save-dir; or else
  * the running `listen --inspect` that recorded itself in the store folder (the last started that answers);
- * or else, when WXHOOKS_STORE_URL is set, that store's history. Nothing: a clear error (the server does
- * not start), which says what to start or give.
+ * or else, when WXHOOKS_STORE_URL is set, that store's history; or else the listen that will be started
+ * (SoughtListen). A listen that is not there yet, or does not answer yet, does not stop the server: a
+ * client that starts it before the listen would otherwise lose every tool for its session. The delivery
+ * tools say what to start until there is one.
  */
 export async function attach(ctx: Context, o: AttachOptions): Promise<Attachment> {
   const given = [o.listen !== undefined && '--listen', o.store !== undefined && '--store', o.saveDir !== undefined && '--save-dir'].filter(Boolean);
@@ -76,22 +86,25 @@ export async function attach(ctx: Context, o: AttachOptions): Promise<Attachment
     const inspector = `${u.origin}/`;
     const record = (await inspecting(dir)).find((r) => r.inspector === inspector);
     const live = new LiveListen(inspector, token ?? (await keptToken(dir)), listenAbout(inspector, record), ctx.global.timeoutMs);
-    await live.check();
+    // not answering yet is no reason to stop (each tool says it until it does); a token it refuses is
+    await live.check().catch((err: unknown) => {
+      if (!(err instanceof UnreachableError)) throw err;
+      live.about = { ...live.about, waiting: `${err.message} ${err.hint ?? ''}`.trim() };
+    });
     return live;
   }
   if (o.store === undefined && o.saveDir === undefined) {
+    if (o.forwardTo !== undefined) throw new UsageError('--forward-to is for a kept history (--store, --save-dir): a running listen replays to its own --forward-to.');
     const running = await inspecting(dir);
-    if (running.length) return attachRunning(ctx, dir, running, o);
-    if (ctx.env.WXHOOKS_STORE_URL) return attachKept(ctx, { ...o, store: ctx.env.WXHOOKS_STORE_URL });
-    throw new NotFoundError(`No running \`wxhooks listen --inspect\` was found in ${dir}, and nothing else was given to attach to.`, {
-      hint: "Start one (wxhooks listen --webhook ID --inspect), with the same WXHOOKS_CONFIG_DIR as this server; or give --listen URL, --store postgres://… or --save-dir DIR; or --service-only for the service's tools alone.",
-    });
+    if (!running.length && ctx.env.WXHOOKS_STORE_URL) return attachKept(ctx, { ...o, store: ctx.env.WXHOOKS_STORE_URL });
+    const sought = new SoughtListen(ctx, dir, o.onListen);
+    return (await sought.find().catch(() => undefined)) ?? sought;
   }
   return attachKept(ctx, o);
 }
 
-async function attachRunning(ctx: Context, dir: string, running: Inspecting[], o: AttachOptions): Promise<Attachment> {
-  if (o.forwardTo !== undefined) throw new UsageError('--forward-to is for a kept history (--store, --save-dir): a running listen replays to its own --forward-to.');
+/** The newest running listen of the store folder whose inspector answers, and which follows it when it restarts elsewhere. */
+async function attachRunning(ctx: Context, dir: string, running: Inspecting[], onListen?: AttachOptions['onListen']): Promise<LiveListen> {
   const token = await keptToken(dir);
   // a listen that went away may have been started again, elsewhere: the newest recorded one that answers
   const findAgain = async () => {
@@ -102,8 +115,10 @@ async function attachRunning(ctx: Context, dir: string, running: Inspecting[], o
           () => true,
           () => false,
         )
-      )
+      ) {
+        await onListen?.(live.about);
         return { inspector: record.inspector, about: live.about };
+      }
     }
     return undefined;
   };
@@ -119,8 +134,98 @@ async function attachRunning(ctx: Context, dir: string, running: Inspecting[], o
     }
   }
   throw new UnreachableError(`${running.length} running listen${running.length === 1 ? ' is' : 's are'} recorded in ${dir}, but no inspector answers (${failure?.message}).`, {
-    hint: 'Start `wxhooks listen --inspect` again, or give --listen URL.',
+    hint: 'Start `wxhooks listen --inspect` again (this server finds it by itself), or give --listen URL.',
   });
+}
+
+/** How often a watch looks for a listen that is not there yet. */
+const SEEK_MS = 1000;
+
+/**
+ * The running `listen --inspect` of the store folder, before there is one: each call looks for it
+ * (through the folder's records), and once found, it is the attachment (it follows a restarted listen
+ * itself). Until then, every delivery tool fails with what to start.
+ */
+export class SoughtListen implements Attachment {
+  private found: LiveListen | undefined;
+
+  constructor(
+    private readonly ctx: Context,
+    private readonly dir: string,
+    private readonly onListen?: AttachOptions['onListen'],
+  ) {}
+
+  get about(): Attached {
+    return (
+      this.found?.about ?? {
+        kind: 'listen',
+        where: `no running \`wxhooks listen --inspect\` in ${this.dir} yet`,
+        waiting: START_HINT,
+        replay_to: null,
+        replay_unavailable: 'no listen is attached yet',
+      }
+    );
+  }
+
+  /** The listen, looked for now if it was not found before; a NotFoundError (or UnreachableError) that says what to start. */
+  async find(): Promise<LiveListen> {
+    if (this.found) return this.found;
+    const running = await inspecting(this.dir);
+    if (!running.length) throw new NotFoundError(`No \`wxhooks listen --inspect\` runs with the store folder ${this.dir} (yet).`, { hint: START_HINT });
+    const live = await attachRunning(this.ctx, this.dir, running, this.onListen);
+    await this.onListen?.(live.about);
+    this.found = live;
+    return live;
+  }
+
+  async lookAgain(): Promise<void> {
+    await this.find().catch(() => undefined);
+  }
+
+  async records(): Promise<Listed[]> {
+    return (await this.find()).records();
+  }
+
+  async one(id: number): Promise<{ record: FullRecord; attempts: FullRecord[] } | undefined> {
+    return (await this.find()).one(id);
+  }
+
+  async search(text: string, limit: number): Promise<number[]> {
+    return (await this.find()).search(text, limit);
+  }
+
+  async runs(): Promise<RunsView & { expect_hours: number[] | null }> {
+    return (await this.find()).runs();
+  }
+
+  async replay(id: number, body?: Buffer): Promise<Replayed> {
+    return (await this.find()).replay(id, body);
+  }
+
+  watch(listener: (record: Listed) => void, after?: number): () => void {
+    if (this.found) return this.found.watch(listener, after);
+    // not there yet: looked for until it is (everything it has then came after this watch began)
+    let stop: (() => void) | undefined;
+    let stopped = false;
+    const look = setInterval(() => {
+      void this.find().then(
+        (live) => {
+          clearInterval(look);
+          if (!stopped) stop = live.watch(listener, 0);
+        },
+        () => undefined,
+      );
+    }, SEEK_MS).unref();
+    return () => {
+      stopped = true;
+      clearInterval(look);
+      stop?.();
+    };
+  }
+
+  async close(): Promise<void> {
+    await this.found?.close();
+  }
 }
 
 async function attachKept(ctx: Context, o: AttachOptions): Promise<Attachment> {

@@ -1,6 +1,9 @@
 import type { FullRecord, RunsView } from '../receiver/history.js';
 import type { Listed } from '../receiver/listed.js';
+import { NotFoundError, NotVerifiedError, RefusedError, type WxError } from '../errors.js';
 import type { ForwardResult } from '../receiver/forward.js';
+import type { RunFigures } from '../observe/figures.js';
+import type { ReplayRefused } from '../receiver/replay.js';
 
 /** What the server is attached to, as the status tool and the logs show it: never a token or a password. */
 export interface Attached {
@@ -14,12 +17,29 @@ export interface Attached {
   /** A running listen's routes by type (`--forward-to TYPE=URL`): a delivery of such a type is replayed there. */
   replay_routes?: Record<string, string>;
   replay_unavailable?: string;
+  /** What this server waits for, when there is nothing to read yet (no listen started, or none answers): what to start. */
+  waiting?: string;
 }
 
 /** A replay's outcome: the app's answer (with its headers and the start of its body), and the replay's own record, when one is kept. */
 export interface Replayed {
   result: ForwardResult & { trigger_id: string };
   replay_id?: number;
+}
+
+/**
+ * A replay refused by replay's rules (src/receiver/replay.ts), as the typed error a tool answers with: in
+ * the rules' own words, the delivery gone as `gone` says it (where it was looked for).
+ */
+export function replayRefused(id: number, r: Pick<ReplayRefused, 'rule' | 'error'>, gone: string): WxError {
+  switch (r.rule) {
+    case 'gone':
+      return new NotFoundError(gone);
+    case 'notVerified':
+      return new NotVerifiedError(`${r.error.charAt(0).toUpperCase()}${r.error.slice(1)}.`, { hint: "What did not verify is never signed with the webhook's secret." });
+    default:
+      return new RefusedError(`Delivery ${id} cannot be replayed: ${r.error}.`);
+  }
 }
 
 /**
@@ -44,5 +64,9 @@ export interface Attachment {
    * caller has seen, so that nothing after it is missed while the watch starts (default: the newest now).
    */
   watch(listener: (record: Listed) => void, after?: number): () => void;
+  /** The counters of the listen's run (a running listen only: its inspector's `/api/metrics`). */
+  figures?(): Promise<RunFigures>;
+  /** Looks again for what it reads, when it was not there (a listen started since): before status answers. */
+  lookAgain?(): Promise<void>;
   close(): Promise<void>;
 }

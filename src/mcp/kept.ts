@@ -1,7 +1,6 @@
 import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { NotFoundError, NotVerifiedError, RefusedError, UsageError } from '../errors.js';
-import { verified } from '../receiver/event.js';
+import { RefusedError, UsageError } from '../errors.js';
 import { History, type FullRecord, type HistorySource, type RunsView } from '../receiver/history.js';
 import { fromRow, listedRow, type Listed } from '../receiver/listed.js';
 import { replayFromHistory } from '../receiver/replay.js';
@@ -10,7 +9,7 @@ import { parseBodyObject } from '../signing/json-body.js';
 import type { HistoryLimits } from '../store/history-limits.js';
 import type { Clock } from '../util/clock.js';
 import { fsReason } from '../util/files.js';
-import type { Attached, Attachment, Replayed } from './attachment.js';
+import { replayRefused, type Attached, type Attachment, type Replayed } from './attachment.js';
 
 /** How often a `--save-dir` folder is looked at for new files, while someone watches. */
 const FOLDER_POLL_MS = 500;
@@ -68,13 +67,8 @@ export class KeptHistory implements Attachment {
 
   async replay(id: number, body?: Buffer): Promise<Replayed> {
     if (!this.replayTo) throw new RefusedError(this.about.replay_unavailable ?? 'Nowhere to replay to.', { hint: 'Start `wxhooks mcp` with --forward-to URL and --webhook ID (or --secret-env VAR).' });
-    const record = await this.history.get(id);
-    if (record && !verified(record))
-      throw new NotVerifiedError(`Delivery ${id} did not verify (${record.message ?? record.outcome}): only verified deliveries are replayed.`, {
-        hint: "What did not verify is never signed with the webhook's secret.",
-      });
     const r = await replayFromHistory(this.history, id, { ...this.replayTo, edited: body });
-    if (!r.ok) throw r.status === 404 ? new NotFoundError(`No delivery ${id} is kept in ${this.about.where}.`) : new RefusedError(`Delivery ${id} cannot be replayed: ${r.error}.`);
+    if (!r.ok) throw replayRefused(id, r, `No delivery ${id} is kept in ${this.about.where}.`);
     // a history in memory keeps the replay as a record of its own, with your app's whole answer; the
     // shared store is only read, so of a replay from it, the answer's start is what there is
     const replay = this.history instanceof History ? (await this.history.since(id)).filter((x) => x.replay_of === id).at(-1) : undefined;

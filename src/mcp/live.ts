@@ -1,11 +1,13 @@
-import { AuthError, NotFoundError, NotVerifiedError, RefusedError, UnreachableError, UsageError } from '../errors.js';
+import { AuthError, NotFoundError, RefusedError, UnreachableError, UsageError } from '../errors.js';
 import { verified } from '../receiver/event.js';
 import type { ForwardResult } from '../receiver/forward.js';
 import type { FullRecord, RunsView } from '../receiver/history.js';
 import { fromRow, type Listed } from '../receiver/listed.js';
+import { REPLAY_REFUSALS } from '../receiver/replay.js';
 import { forwardsAnywhere } from '../receiver/routes.js';
 import { isTimeout, networkReason } from '../util/net.js';
-import type { Attached, Attachment, Replayed } from './attachment.js';
+import { replayRefused, type Attached, type Attachment, type Replayed } from './attachment.js';
+import type { RunFigures } from '../observe/figures.js';
 
 /** How long a stream to the inspector waits before it connects again, when the listen went away. */
 const RECONNECT_MS = 1000;
@@ -54,6 +56,11 @@ export class LiveListen implements Attachment {
         cause: err,
       });
     }
+    // it answers: whatever it was waited for is here
+    if (this.about.waiting !== undefined) {
+      const { waiting: _, ...rest } = this.about;
+      this.about = rest;
+    }
     const text = await res.text();
     let data: unknown;
     try {
@@ -82,6 +89,11 @@ export class LiveListen implements Attachment {
     return true;
   }
 
+  /** Whether the listen answers now, when it did not (status asks before it answers). */
+  async lookAgain(): Promise<void> {
+    if (this.about.waiting !== undefined) await this.check().catch(() => undefined);
+  }
+
   /** Checks that the inspector answers, and takes this server's token. */
   async check(): Promise<void> {
     await this.api('GET', 'api/runs');
@@ -104,15 +116,18 @@ export class LiveListen implements Attachment {
     return (await this.api<RunsView & { expect_hours: number[] | null }>('GET', 'api/runs')).data;
   }
 
+  async figures(): Promise<RunFigures> {
+    const { status, data } = await this.api<RunFigures & { error?: string }>('GET', 'api/metrics');
+    if (status !== 200) throw new RefusedError(`The listen at ${this.about.where} keeps no figures: ${data.error ?? status}.`, { status, hint: 'A listen of this version keeps them with --inspect.' });
+    return data;
+  }
+
   async replay(id: number, body?: Buffer): Promise<Replayed> {
     const found = await this.one(id);
     if (!found)
       throw new NotFoundError(`No delivery ${id} is kept by the listen at ${this.about.where}.`, { hint: 'list_deliveries shows what is kept (the listen keeps its last --history deliveries).' });
-    if (!verified(found.record)) {
-      throw new NotVerifiedError(`Delivery ${id} did not verify (${found.record.message ?? found.record.outcome}): only verified deliveries are replayed.`, {
-        hint: "What did not verify is never signed with the webhook's secret.",
-      });
-    }
+    // replay's rule, before asking the listen (whose answer to it is a 409 like any other refusal)
+    if (!verified(found.record)) throw replayRefused(id, REPLAY_REFUSALS.notVerified(found.record), '');
     if (this.about.listen && !forwardsAnywhere(this.about.listen))
       throw new RefusedError(this.about.replay_unavailable ?? 'This listen forwards nowhere.', { hint: 'Start listen with --forward-to URL.' });
     const before = (await this.records()).at(-1)?.id ?? 0;

@@ -2,7 +2,8 @@ import { ResourceTemplate, type McpServer } from '@modelcontextprotocol/sdk/serv
 import { ErrorCode, McpError, SubscribeRequestSchema, UnsubscribeRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import type { Listed } from '../receiver/listed.js';
 import { redact } from '../util/redact.js';
-import { BODY, PAGE } from './answers.js';
+import { isKnownType } from '../vocabulary.js';
+import { BODY, PAGE, safeJson } from './answers.js';
 import type { Attachment } from './attachment.js';
 import { wholeDelivery } from './deliveries.js';
 import type { McpContext } from './tool.js';
@@ -12,12 +13,15 @@ const LIST_URI = 'wxhooks://deliveries';
 const NOTIFY_MS = 250;
 const deliveryUri = (id: number) => `${LIST_URI}/${id}`;
 
-const json = (uri: string, value: unknown) => ({ contents: [{ uri, mimeType: 'application/json', text: redact(JSON.stringify(value)) }] });
-
-/** A delivery's name in a client's list of resources: what it is, in a few words. */
+/**
+ * A delivery's name in a client's list of resources, which a client shows as it is (no marks there): only
+ * words of wxhooks' own, so a refused request's claims (any type, any text) are never in it.
+ */
 function nameOf(r: Listed): string {
-  const run = r.model ? ` ${r.model}${r.forecast_hour !== undefined ? ` +${r.forecast_hour}h` : ''}` : '';
-  return `#${r.id} ${r.type ?? 'request'}${run} (${r.outcome})`;
+  const mine = r.trigger_id !== undefined; // verified: its type is one the service signed
+  const type = mine && r.type !== undefined && isKnownType(r.type) ? r.type : mine ? 'delivery' : 'refused request';
+  const hour = mine && r.type === 'forecast_hour.available' && Number.isInteger(r.forecast_hour) ? ` +${r.forecast_hour}h` : '';
+  return `#${r.id} ${type}${hour} (${r.outcome})`;
 }
 
 /**
@@ -27,13 +31,15 @@ function nameOf(r: Listed): string {
  * it arrives. The attachment is watched only while someone is subscribed.
  */
 export function registerResources(server: McpServer, m: McpContext, source: Attachment): void {
+  // deliveries are content from outside: the session's marks around them, as the tools' answers have
+  const json = (uri: string, value: unknown) => ({ contents: [{ uri, mimeType: 'text/plain', text: m.outside.wrap(safeJson(value)) }] });
   server.registerResource(
     'deliveries',
     LIST_URI,
     {
       title: 'Deliveries',
       description: `The newest ${PAGE.default} deliveries the attached listen (or history) has, newest first. Subscribe to be told when a new one arrives.`,
-      mimeType: 'application/json',
+      mimeType: 'text/plain',
     },
     async (uri) => {
       const all = await source.records().catch(failed);
@@ -48,13 +54,13 @@ export function registerResources(server: McpServer, m: McpContext, source: Atta
         resources: (await source.records().catch(failed))
           .slice(-PAGE.default)
           .reverse()
-          .map((r) => ({ uri: deliveryUri(r.id), name: nameOf(r), mimeType: 'application/json' })),
+          .map((r) => ({ uri: deliveryUri(r.id), name: nameOf(r), mimeType: 'text/plain' })),
       }),
     }),
     {
       title: 'One delivery',
       description: `One delivery whole: headers, body (cut at ${BODY.default} bytes, its size said), verification, your app's answer, its attempts.`,
-      mimeType: 'application/json',
+      mimeType: 'text/plain',
     },
     async (uri, variables) => {
       const id = Number(variables.id);

@@ -2,16 +2,13 @@ import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { z } from 'zod';
 import { withoutSecret, type Webhook } from '../api/normalize.js';
 import { temporaryOf } from '../api/temporary.js';
-import { describeScheme } from '../commands/auth.js';
-import { diagnose } from '../commands/doctor.js';
-import { generatedBody, postSigned, SEND_DEFAULTS } from '../commands/send.js';
-import { secretStoreFor, serviceFor } from '../commands/shared.js';
-import { UsageError } from '../errors.js';
-import { LAYOUT_NAMES } from '../signing/layouts.js';
-import { identifier, port, unixSeconds, url } from '../util/parse.js';
-import { newTriggerId } from '../signing/sign.js';
+import { identifier, port, url } from '../util/parse.js';
+import { diagnose } from '../tasks/doctor.js';
+import { secretStoreFor } from '../tasks/secrets.js';
+import { describeScheme, serviceFor } from '../tasks/service.js';
 import { PAGE } from './answers.js';
-import { defineTool, secretsFor, type McpContext } from './tool.js';
+import { defineTool, type McpContext } from './tool.js';
+import { DEFAULTS } from '../delivery/defaults.js';
 
 /** A webhook as an answer shows it: never its secret; a temporary one of `listen --public-url` says so. */
 export function shownWebhook(hook: Webhook): Record<string, unknown> {
@@ -22,7 +19,7 @@ export function shownWebhook(hook: Webhook): Record<string, unknown> {
 const webhookId = z.string().min(1).describe('the webhook id');
 const subscriptionId = z.string().min(1).describe('the subscription id');
 
-/** The service's tools (read only, and safe to run: a ping is a test delivery), and `send`. The writes are in writes.ts. */
+/** The service's tools: read only, and safe to run (a ping is a test delivery the service signs). Those that write are in writes.ts. */
 export function registerServiceTools(server: McpServer, m: McpContext): void {
   defineTool(
     server,
@@ -122,9 +119,10 @@ export function registerServiceTools(server: McpServer, m: McpContext): void {
       inputSchema: z.strictObject({
         webhook_id: webhookId.optional(),
         public_url: z.string().optional().describe('the public URL (a tunnel) that should lead to this machine'),
-        port: z.number().int().min(0).max(65535).optional().describe("the local port the URL leads to (default: the URL's own port when it is local, else 8787)"),
+        port: z.number().int().min(0).max(65535).optional().describe(`the local port the URL leads to (default: the URL's own port when it is local, else ${DEFAULTS.listenPort})`),
       }),
       annotations: { readOnlyHint: false, destructiveHint: false, openWorldHint: true },
+      outside: true,
     },
     async (a) => {
       const { checks, webhooks } = await diagnose(m.ctx, {
@@ -144,68 +142,6 @@ export function registerServiceTools(server: McpServer, m: McpContext): void {
             }
           : {}),
       };
-    },
-  );
-
-  defineTool(
-    server,
-    m,
-    'send_delivery',
-    {
-      title: 'Send a signed test delivery',
-      description:
-        "Signs one delivery as the service would and POSTs it to any receiver (your own endpoint), as `wxhooks send` does: a body you give, or one made for `type`. Answers the receiver's status and the start of its answer. The secret: secret_webhook_id or secret_env, else the server's --webhook/--secret-env, else the attached listen's webhook's.",
-      inputSchema: z.strictObject({
-        to: z.string().describe('the receiver (an absolute http or https URL)'),
-        body: z.string().optional().describe('the body to send, as text (default: one made for `type`)'),
-        body_base64: z.string().optional().describe('or the body in base64'),
-        type: z.string().min(1).optional().describe(`for a body made here: its type (default ${SEND_DEFAULTS.type})`),
-        model: z.string().min(1).optional().describe(`for a body made here: data.model (default ${SEND_DEFAULTS.model})`),
-        webhook_id: z.string().min(1).optional().describe(`for a body made here: webhook_id in it (default ${SEND_DEFAULTS.webhookId})`),
-        subscription_id: z.string().min(1).optional().describe(`for a body made here: subscription_id in it (default ${SEND_DEFAULTS.subscriptionId})`),
-        trigger_id: z.string().min(1).optional().describe('the Trigger-Id (default: a new one)'),
-        layout: z
-          .enum(LAYOUT_NAMES as [string, ...string[]])
-          .optional()
-          .describe(`how to sign (default ${SEND_DEFAULTS.layout})`),
-        timestamp: z.number().int().min(0).optional().describe('sign with this Unix time instead of now (to test a stale-timestamp check)'),
-        secret_webhook_id: z.string().min(1).optional().describe('sign with the stored secret of this webhook'),
-        secret_env: z.string().min(1).optional().describe("or with the secret in this variable of the server's environment"),
-      }),
-      annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
-    },
-    async (a) => {
-      const to = url(a.to, 'to');
-      if (a.body !== undefined && a.body_base64 !== undefined) throw new UsageError('Give body or body_base64, not both.');
-      const given = a.body !== undefined || a.body_base64 !== undefined;
-      const forMade = (['type', 'model', 'webhook_id', 'subscription_id'] as const).filter((k) => a[k] !== undefined);
-      if (given && forMade.length) throw new UsageError(`${forMade.join(', ')} ${forMade.length === 1 ? 'is' : 'are'} for a body made here: not with body or body_base64.`);
-      const triggerId = a.trigger_id ?? newTriggerId();
-      const body =
-        a.body !== undefined
-          ? Buffer.from(a.body, 'utf8')
-          : a.body_base64 !== undefined
-            ? Buffer.from(a.body_base64, 'base64')
-            : generatedBody({
-                type: a.type ?? SEND_DEFAULTS.type,
-                model: a.model ?? SEND_DEFAULTS.model,
-                webhookId: a.webhook_id ?? SEND_DEFAULTS.webhookId,
-                subscriptionId: a.subscription_id ?? SEND_DEFAULTS.subscriptionId,
-                triggerId,
-              });
-      const [secret] = await secretsFor(m, a, 'send');
-      const layout = (a.layout ?? SEND_DEFAULTS.layout) as (typeof LAYOUT_NAMES)[number];
-      const sent = await postSigned({
-        to,
-        body,
-        triggerId,
-        secret: secret!,
-        layout,
-        timestamp: a.timestamp === undefined ? undefined : unixSeconds(String(a.timestamp), 'timestamp'),
-        timeoutMs: m.ctx.global.timeoutMs,
-        clock: m.ctx.clock,
-      });
-      return { delivered: sent.ok, status: sent.status, answer_start: sent.text, ms: sent.ms, trigger_id: triggerId, layout, size: body.length };
     },
   );
 }

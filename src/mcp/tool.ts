@@ -2,11 +2,11 @@ import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import type { ServerNotification, ServerRequest, ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
 import type { z } from 'zod';
-import { resolveSecrets } from '../commands/shared.js';
+import { resolveSecrets } from '../tasks/secrets.js';
 import type { Context } from '../context.js';
-import { UsageError } from '../errors.js';
+import { UsageError, WxError } from '../errors.js';
 import { addSensitive } from '../util/redact.js';
-import { answer, failure } from './answers.js';
+import { answer, failure, type OutsideMarks } from './answers.js';
 import type { Attachment } from './attachment.js';
 
 /** What every tool is given: the context it runs in, what the server is attached to, and its log. */
@@ -19,6 +19,10 @@ export interface McpContext {
   secrets: { webhook?: string; secretEnv?: string };
   /** A line on stderr, redacted. */
   log(text: string): void;
+  /** Offer the tools that sign a body the agent wrote (send_delivery, an edited replay) and those that change webhooks. */
+  allowWrite: boolean;
+  /** The session's marks around content from outside (answers.ts). */
+  outside: OutsideMarks;
 }
 
 export type Extra = RequestHandlerExtra<ServerRequest, ServerNotification>;
@@ -26,21 +30,24 @@ export type Extra = RequestHandlerExtra<ServerRequest, ServerNotification>;
 /**
  * Registers a tool whose arguments are a strict object (an argument it does not know is refused, named,
  * rather than ignored), whose answer goes through `answer` (JSON, redacted) and whose errors through
- * `failure` (their meaning kept), and logged.
+ * `failure` (their meaning kept), and logged. `outside`: its answers hold content from outside, which
+ * they give between the session's marks (its failures too, and any failure that quotes the service).
  */
 export function defineTool<S extends z.ZodObject>(
   server: McpServer,
   m: McpContext,
   name: string,
-  config: { title: string; description: string; inputSchema: S; annotations: ToolAnnotations },
+  config: { title: string; description: string; inputSchema: S; annotations: ToolAnnotations; outside?: boolean },
   run: (args: z.output<S>, extra: Extra) => Promise<Record<string, unknown>>,
 ): void {
-  server.registerTool(name, config, (async (args: z.output<S>, extra: Extra) => {
+  const { outside, ...declared } = config;
+  const marks = outside ? m.outside : undefined;
+  server.registerTool(name, declared, (async (args: z.output<S>, extra: Extra) => {
     try {
-      return answer(await run(args, extra));
+      return answer(await run(args, extra), marks);
     } catch (err) {
       m.log(`${name}: ${err instanceof Error ? err.message : String(err)}`);
-      return failure(err);
+      return failure(err, marks ?? (err instanceof WxError && err.serviceMessage !== undefined ? m.outside : undefined));
     }
   }) as never);
 }

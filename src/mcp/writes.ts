@@ -5,12 +5,18 @@ import { HttpClient, type HttpResponse, type Method, type RequestOptions } from 
 import type { Subscription, Webhook } from '../api/normalize.js';
 import { addSubscriptionBody, createWebhookBody, updateSubscriptionBody, type SubscriptionFlags } from '../api/requests.js';
 import { Service, type WebhookPatch } from '../api/service.js';
-import { secretStoreFor, serviceFor } from '../commands/shared.js';
+import { secretStoreFor } from '../tasks/secrets.js';
+import { serviceFor } from '../tasks/service.js';
+import { DEFAULTS } from '../delivery/defaults.js';
 import { NotFoundError, StorageError, UsageError } from '../errors.js';
-import { identifier, url } from '../util/parse.js';
-import { hourOfDayProblem, isKnownType, RESPONSE_TYPES, SUBSCRIPTION_TYPES, suggestion } from '../vocabulary.js';
+import { LAYOUT_NAMES } from '../signing/layouts.js';
+import { newTriggerId } from '../signing/sign.js';
+import { generatedBody, postSigned } from '../tasks/send.js';
+import { unknownTypes } from '../tasks/unknown.js';
+import { identifier, unixSeconds, url } from '../util/parse.js';
+import { hourOfDayProblem } from '../vocabulary.js';
 import { shownWebhook } from './service.js';
-import { defineTool, type McpContext } from './tool.js';
+import { defineTool, secretsFor, type McpContext } from './tool.js';
 
 /** A request a write would send: what a dry run answers. */
 interface PlannedRequest {
@@ -68,16 +74,6 @@ function flagsOf(a: FilterArgs): SubscriptionFlags {
   };
 }
 
-/** What the service does not know of: said in the answer (sent anyway, as the CLI does, since the service may know more). */
-function warnings(types: string[], responses: (string | null | undefined)[]): string[] {
-  return [
-    ...types.filter((t) => !isKnownType(t)).map((t) => `"${t}" is not a subscription type wxhooks knows (${suggestion(t, SUBSCRIPTION_TYPES)}); it is sent anyway.`),
-    ...responses
-      .filter((r): r is string => typeof r === 'string' && !(RESPONSE_TYPES as readonly string[]).includes(r))
-      .map((r) => `"${r}" is not a response type wxhooks knows (${suggestion(r, RESPONSE_TYPES)}); it is sent anyway.`),
-  ];
-}
-
 /** Each field that would change: from what it is, to what it would be. */
 function diff(current: Record<string, unknown>, next: Record<string, unknown>): Record<string, { from: unknown; to: unknown }> {
   const out: Record<string, { from: unknown; to: unknown }> = {};
@@ -95,9 +91,11 @@ function subscriptionOf(hook: Webhook, id: string): Subscription {
 }
 
 /**
- * The write tools: offered only when the server runs with --allow-write. Each takes `dry_run`, which
- * answers the requests the same service calls would send (written down, not sent), and what would change
- * (read from the service now), without changing anything.
+ * The write tools, offered only when the server runs with --allow-write: send_delivery, which signs a
+ * body the agent wrote with a webhook's secret (as replay_delivery's `body` does, offered on the same
+ * terms), and those that change webhooks at the service. Each of these takes `dry_run`, which answers the
+ * requests the same service calls would send (written down, not sent), and what would change (read from
+ * the service now), without changing anything.
  */
 export function registerWriteTools(server: McpServer, m: McpContext): void {
   /** The real service, or a planning one; and, for a dry run, the requests it wrote down. */
@@ -153,7 +151,7 @@ export function registerWriteTools(server: McpServer, m: McpContext): void {
         },
         {},
       );
-      const said = warnings(
+      const said = unknownTypes(
         types,
         (a.subscriptions ?? []).map((s) => s.response),
       );
@@ -273,7 +271,7 @@ export function registerWriteTools(server: McpServer, m: McpContext): void {
     async (a) => {
       const id = identifier(a.webhook_id, 'webhook_id');
       const body = addSubscriptionBody(a.type, flagsOf(a));
-      const said = warnings([a.type], [a.response]);
+      const said = unknownTypes([a.type], [a.response]);
       const { service, real, planned } = await services(a.dry_run);
       if (planned) {
         const current = await real.getWebhook(id);
@@ -318,7 +316,7 @@ export function registerWriteTools(server: McpServer, m: McpContext): void {
       const fields = ['models', 'hours', 'event_types', 'response', 'response_options', 'note', 'clear_filters'] as const;
       if (fields.every((f) => a[f] === undefined)) throw new UsageError(`Nothing to update: give ${fields.slice(0, -1).join(', ')} or ${fields.at(-1)}.`);
       const body = updateSubscriptionBody(flagsOf(a));
-      const said = warnings([], [a.response]);
+      const said = unknownTypes([], [a.response]);
       const { service, real, planned } = await services(a.dry_run);
       if (planned) {
         const current = subscriptionOf(await real.getWebhook(id), sid);
@@ -356,6 +354,69 @@ export function registerWriteTools(server: McpServer, m: McpContext): void {
       }
       await service.removeSubscription(id, sid);
       return { removed: true, webhook_id: id, subscription_id: sid };
+    },
+  );
+
+  defineTool(
+    server,
+    m,
+    'send_delivery',
+    {
+      title: 'Send a signed test delivery',
+      description:
+        "Signs one delivery as the service would and POSTs it to any receiver (your own endpoint), as `wxhooks send` does: a body you give, or one made for `type`. Answers the receiver's status and the start of its answer (content from outside: between the session's outside-data marks). The secret: secret_webhook_id or secret_env, else the server's --webhook/--secret-env, else the attached listen's webhook's. Offered only with --allow-write: what it signs passes any receiver's check as the service's own.",
+      inputSchema: z.strictObject({
+        to: z.string().describe('the receiver (an absolute http or https URL)'),
+        body: z.string().optional().describe('the body to send, as text (default: one made for `type`)'),
+        body_base64: z.string().optional().describe('or the body in base64'),
+        type: z.string().min(1).optional().describe(`for a body made here: its type (default ${DEFAULTS.sendType})`),
+        model: z.string().min(1).optional().describe(`for a body made here: data.model (default ${DEFAULTS.model})`),
+        webhook_id: z.string().min(1).optional().describe(`for a body made here: webhook_id in it (default ${DEFAULTS.sendWebhookId})`),
+        subscription_id: z.string().min(1).optional().describe(`for a body made here: subscription_id in it (default ${DEFAULTS.sendSubscriptionId})`),
+        trigger_id: z.string().min(1).optional().describe('the Trigger-Id (default: a new one)'),
+        layout: z
+          .enum(LAYOUT_NAMES as [string, ...string[]])
+          .optional()
+          .describe(`how to sign (default ${DEFAULTS.sendLayout})`),
+        timestamp: z.number().int().min(0).optional().describe('sign with this Unix time instead of now (to test a stale-timestamp check)'),
+        secret_webhook_id: z.string().min(1).optional().describe('sign with the stored secret of this webhook'),
+        secret_env: z.string().min(1).optional().describe("or with the secret in this variable of the server's environment"),
+      }),
+      annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
+      outside: true,
+    },
+    async (a) => {
+      const to = url(a.to, 'to');
+      if (a.body !== undefined && a.body_base64 !== undefined) throw new UsageError('Give body or body_base64, not both.');
+      const given = a.body !== undefined || a.body_base64 !== undefined;
+      const forMade = (['type', 'model', 'webhook_id', 'subscription_id'] as const).filter((k) => a[k] !== undefined);
+      if (given && forMade.length) throw new UsageError(`${forMade.join(', ')} ${forMade.length === 1 ? 'is' : 'are'} for a body made here: not with body or body_base64.`);
+      const triggerId = a.trigger_id ?? newTriggerId();
+      const body =
+        a.body !== undefined
+          ? Buffer.from(a.body, 'utf8')
+          : a.body_base64 !== undefined
+            ? Buffer.from(a.body_base64, 'base64')
+            : generatedBody({
+                type: a.type ?? DEFAULTS.sendType,
+                model: a.model ?? DEFAULTS.model,
+                webhookId: a.webhook_id ?? DEFAULTS.sendWebhookId,
+                subscriptionId: a.subscription_id ?? DEFAULTS.sendSubscriptionId,
+                triggerId,
+              });
+      const [secret] = await secretsFor(m, a, 'send');
+      const layout = (a.layout ?? DEFAULTS.sendLayout) as (typeof LAYOUT_NAMES)[number];
+      const sent = await postSigned({
+        to,
+        body,
+        triggerId,
+        secret: secret!,
+        layout,
+        timestamp: a.timestamp === undefined ? undefined : unixSeconds(String(a.timestamp), 'timestamp'),
+        timeoutMs: m.ctx.global.timeoutMs,
+        clock: m.ctx.clock,
+      });
+      return { delivered: sent.ok, status: sent.status, answer_start: sent.text, ms: sent.ms, trigger_id: triggerId, layout, size: body.length };
     },
   );
 }

@@ -30,8 +30,9 @@ export function attemptNext(a: AttemptSummary, now = Date.now()): string {
 }
 
 /**
- * One delivery attempt on a line, for the emulator's terminal: when, webhook, subscription, type,
- * trigger, which attempt, the receiver's answer or error, and the next retry; cut to the terminal's width.
+ * One delivery attempt on a line, for the emulator's terminal: what matters first (when, the type, which
+ * attempt, the receiver's answer or error, the next retry), the ids last (webhook, subscription,
+ * trigger), so that a line cut to the terminal's width loses the ids, not the answer.
  */
 export function attemptLine(a: AttemptSummary, style: Style, width?: number, now = Date.now()): string {
   const time = style.dim((a.started_at ?? new Date(now).toISOString()).slice(11, 19));
@@ -39,8 +40,8 @@ export function attemptLine(a: AttemptSummary, style: Style, width?: number, now
   const what = `${printable(a.type ?? '?')}${a.test ? style.cyan(' ping') : ''}`;
   const result = a.outcome === 'failed' ? style.red(attemptResult(a)) : attemptResult(a);
   const next = attemptNext(a, now);
-  const text = `${time} ${mark} webhook ${printable(a.webhook_id)} sub ${printable(a.subscription_id)}  ${what}  ${printable(a.trigger_id)} attempt ${a.attempt}: ${result}${next ? `; ${style.dim(next)}` : ''}`;
-  return fitLine(text, width);
+  const ids = style.dim(`webhook ${printable(a.webhook_id)} sub ${printable(a.subscription_id)} ${printable(a.trigger_id)}`);
+  return fitLine(`${time} ${mark} ${what} attempt ${a.attempt}: ${result}${next ? `; ${style.dim(next)}` : ''}  ${ids}`, width);
 }
 
 /** The attempts as a table (`wxhooks emulator deliveries`): aligned on a terminal (the receiver's answer last, cut first), tab-separated when piped. */

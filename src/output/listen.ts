@@ -1,7 +1,9 @@
 import type { TemporaryEvent } from '../api/temporary.js';
 import type { SubscriptionCheck } from '../receiver/check.js';
+import type { ListenNotice } from '../tasks/listen.js';
 import type { ReceiverEvent } from '../receiver/event.js';
 import { claimKept } from '../store/history-limits.js';
+import { outcomeLabel } from '../delivery/outcomes.js';
 import type { StoreNotice } from '../delivery/store.js';
 import { formatDuration } from '../util/duration.js';
 import { printable } from '../util/printable.js';
@@ -100,7 +102,7 @@ function request(e: ReceiverEvent, style: Style, drop = 0, view: EventView = {})
     case 'accepted':
     case 'refused_by_flag': {
       const mark = e.outcome === 'accepted' ? style.green('✓') : style.yellow('!');
-      const fields = add(style.bold(type ?? '(no type)') + (e.test ? style.cyan(' test') : ''), details(e, style, drop), '  ');
+      const fields = add(style.bold(type ?? '(no type)') + (e.test ? style.cyan(' test') : '') + (e.catch_up ? style.cyan(' catch-up') : ''), details(e, style, drop), '  ');
       let text = `${time} ${mark} ${status}  ${add(fields, forward(e, drop), '  ')}`;
       if (e.outcome === 'refused_by_flag') text += style.yellow(`  (answered ${status} as --respond-status asks; not marked processed)`);
       // the layout pinned is a detail for those who choose one: said with --verbose
@@ -140,7 +142,7 @@ function request(e: ReceiverEvent, style: Style, drop = 0, view: EventView = {})
     case 'not_found':
       return style.dim(`${e.time.slice(11, 19)}   ${status}  ${field(e.method) ?? ''} ${field(e.path) ?? ''} (ignored)`);
     default:
-      return `${time} ${style.red('✗')} ${status}  ${printable(e.message ?? e.outcome)}`;
+      return `${time} ${style.red('✗')} ${status}  ${printable(e.message ?? outcomeLabel(e.outcome))}`;
   }
 }
 
@@ -157,6 +159,35 @@ export function describeTemporary(e: TemporaryEvent, style: Style): string {
       return `Left over: temporary webhook ${e.webhook_id} of listen ${e.pid} (started ${e.started}), which no longer runs. Delete it: ${e.delete} (or run with --clean)`;
     case 'leftover_deleted':
       return `Deleted webhook ${e.webhook_id}, left over by listen ${e.pid} (started ${e.started}).`;
+  }
+}
+
+/** A line for what listen says of itself while it runs (with --json, the notice itself is the line). */
+export function describeListenNotice(n: ListenNotice, style: Style): string {
+  if ('kind' in n) return describeNotice(n);
+  switch (n.event) {
+    case 'store_lost':
+      return style.red(`The PostgreSQL store is unreachable (${printable(n.reason ?? '?')}): deliveries are answered 503 until it is back.`);
+    case 'store_restored':
+      return style.green('The PostgreSQL store is back.');
+    case 'sink':
+      return `Publishing verified deliveries to ${n.sink} (stream ${n.stream}${n.created ? ', created now' : ''})`;
+    case 'sink_lost':
+      return style.red(`The sink ${n.sink} is unreachable (${printable(n.reason ?? '?')}): deliveries are answered 503 until it is back.`);
+    case 'sink_restored':
+      return style.green(`The sink ${n.sink} is back.`);
+    case 'sink_dropped':
+      return style.red(`The sink ${n.sink}: ${printable(n.reason)}.`);
+    case 'secret_changed':
+      return `The stored secret of webhook ${n.webhook_id} changed (re-created?): verifying with the new one from now on.`;
+    case 'inspector':
+      return `Inspector: ${style.bold(n.url)}`;
+    case 'metrics':
+      return `Metrics: ${style.bold(n.url)} (health: /healthz, ready: /readyz)`;
+    case 'traces':
+      return `Traces: each delivery a span, sent to ${n.url} (OTLP ${n.protocol})`;
+    default:
+      return describeTemporary(n, style);
   }
 }
 

@@ -88,3 +88,16 @@ export function table(headers: string[], rows: string[][], tty: boolean, width?:
 export function truncate(text: string, max: number): string {
   return text.length > max ? `${text.slice(0, max - 1)}…` : text;
 }
+
+/**
+ * The start of `text` within `max` characters, cut after a whole word (at a space, else after a
+ * punctuation mark), with `…` where it was cut; a single word longer than `max` is cut inside.
+ */
+export function truncateWords(text: string, max: number): string {
+  if (text.length <= max) return text;
+  const room = text.slice(0, max - 1);
+  const space = room.lastIndexOf(' ');
+  const mark = Math.max(...[',', ';', ':', '.', ')', ']', '}', '"'].map((c) => room.lastIndexOf(c)));
+  const end = space > max / 2 ? space : mark > max / 2 ? mark + 1 : room.length;
+  return `${text.slice(0, end).trimEnd()}…`;
+}

@@ -5,13 +5,14 @@
 // Enter opens, / searches, r replays. Each delivery has an address (#delivery=ID) that opens it on reload.
 import './locale.js';
 import uPlot from 'uplot';
-import { REFUSED_OUTCOMES } from '../delivery/outcomes.js';
+import { OUTCOME_FILTERS, outcomeLabel, REFUSED_OUTCOMES } from '../delivery/outcomes.js';
 import type { DeliveryRecord, FullRecord } from '../delivery/report.js';
 import { compressHours, isComplete, missingHours, RUN_TYPES, type RunsView } from '../delivery/runs.js';
 import type { DegreeDaysResponse, EventContextResponse, InterpolatedPointForecastResponse } from '../handler/types.js';
 import { RESPONSE_TYPES } from '../vocabulary.js';
 import { fromRow, type Listed } from '../receiver/listed.js';
 import { ChartProblem, drawGridded, drawTrack } from './charts.js';
+import { showFigures } from './figures.js';
 
 interface Config {
   url?: string;
@@ -25,6 +26,8 @@ interface Config {
   need_init?: boolean;
   /** This listen's run: another in the stream means listen restarted. */
   session: string;
+  /** `listen --relay`: the relay and channel deliveries come from (what this listen refuses is kept there). */
+  relay?: { url: string; channel: string } | null;
 }
 
 /** Where listen forwards, in a few words: its URL, or its routes by type (a replay goes to its type's). */
@@ -87,6 +90,8 @@ interface Row {
 let shown: Row[] = [];
 let selected: number | undefined;
 const filter = { type: '', outcome: '', text: '', found: undefined as Set<number> | undefined };
+/** The outcomes each entry of the outcome filter shows (src/delivery/outcomes.ts). */
+const filterShows = new Map(OUTCOME_FILTERS.map((f) => [f.value as string, new Set<string>(f.outcomes)]));
 let paused = false;
 let waiting: unknown[][] = [];
 /** Records up to this id were cleared from view ("Clear"). */
@@ -100,7 +105,11 @@ const groupKey = (r: Listed) => (!isRefused(r) && r.trigger_id && !r.replay_of ?
 const app = document.getElementById('app')!;
 const state = el('span', 'state', 'connecting…');
 state.setAttribute('role', 'status');
-const tabs = { deliveries: button('Deliveries', 'on', () => showTab('deliveries')), runs: button('Runs', '', () => showTab('runs')) };
+const tabs = {
+  deliveries: button('Deliveries', 'on', () => showTab('deliveries')),
+  runs: button('Runs', '', () => showTab('runs')),
+  figures: button('Figures', '', () => showTab('figures')),
+};
 tabs.deliveries.setAttribute('aria-pressed', 'true');
 const zoneButton = button('', 'light small', () => {
   zone = zone === 'utc' ? 'local' : 'utc';
@@ -125,8 +134,8 @@ app.append(
     'header',
     '',
     el('h1', '', 'wxhooks inspector'),
-    el('span', 'about', `listen on ${config.url ?? '?'}${forwardsTo() ? ` → ${forwardsTo()}` : ''}`),
-    el('nav', '', tabs.deliveries, tabs.runs),
+    el('span', 'about', `listen on ${config.url ?? '?'}${config.relay ? ' (through the relay: what this listen refuses waits there)' : ''}${forwardsTo() ? ` → ${forwardsTo()}` : ''}`),
+    el('nav', '', tabs.deliveries, tabs.runs, tabs.figures),
     el('span', 'tools', zoneButton, pauseButton, clearButton),
     state,
   ),
@@ -137,16 +146,7 @@ typeSelect.setAttribute('aria-label', 'type');
 typeSelect.options[0]!.value = '';
 const outcomeSelect = el('select');
 outcomeSelect.setAttribute('aria-label', 'outcome');
-for (const [value, label] of <[string, string][]>[
-  ['', 'every outcome'],
-  ['accepted', 'accepted'],
-  ['duplicate', 'duplicate'],
-  ['unverified', 'not verified (400/401)'],
-  ['forward_failed', 'your app failed (502)'],
-  ['sink_failed', 'a sink failed (502/503)'],
-  ['limits', 'refused: limits (408/413/503)'],
-  ['replayed', 'replays'],
-]) {
+for (const [value, label] of <[string, string][]>[['', 'every outcome'], ...OUTCOME_FILTERS.map((f) => [f.value, f.words])]) {
   const o = el('option', '', label);
   o.value = value;
   outcomeSelect.append(o);
@@ -171,7 +171,11 @@ const main = el('main', '', list, detail);
 const runsView = el('section', 'runs');
 runsView.setAttribute('aria-label', 'model runs');
 runsView.hidden = true;
-app.append(filters, main, runsView);
+/** This run's counters (src/page/figures.ts). */
+const figuresView = el('section', 'runs');
+figuresView.setAttribute('aria-label', 'figures of this run');
+figuresView.hidden = true;
+app.append(filters, main, runsView, figuresView);
 
 // ------------------------------------------------------------------ the list (only the rows in view are drawn)
 const ROW = 30;
@@ -183,8 +187,7 @@ function matches(r: Rec): boolean {
   if (r.id <= clearedTo) return false;
   if (filter.type && r.type !== filter.type) return false;
   const o = filter.outcome;
-  if (o === 'unverified' ? !(r.outcome === 'unverified' || r.outcome === 'bad_request') : o === 'limits' ? !['too_large', 'overloaded', 'timed_out'].includes(r.outcome) : o && r.outcome !== o)
-    return false;
+  if (o && !filterShows.get(o)?.has(r.outcome)) return false;
   if (filter.text) {
     const hay =
       `${r.type ?? ''} ${r.trigger_id ?? ''} ${r.claimed_trigger_id ?? ''} ${r.subscription_id ?? ''} ${r.webhook_id ?? ''} ${r.model ?? ''} ${hours(r)} ${r.message ?? ''} ${r.outcome} ${r.status}`.toLowerCase();
@@ -220,25 +223,11 @@ function redraw(): void {
   });
 }
 
-/** A row's state in words (not in colour alone). */
+/** A row's state in words (not in colour alone): the outcome's label (src/delivery/outcomes.ts), or that it is a replay or a test. */
 function label(r: Rec): string {
   if (r.replay_of) return r.replay_edited ? 'replay, edited' : 'replay';
   if (r.test) return 'test';
-  switch (r.outcome) {
-    case 'accepted':
-      return 'accepted';
-    case 'duplicate':
-      return 'duplicate';
-    case 'forward_failed':
-      return 'app failed';
-    case 'unverified':
-    case 'bad_request':
-      return 'not verified';
-    case 'in_progress':
-      return 'in progress';
-    default:
-      return r.outcome.replace(/_/g, ' ');
-  }
+  return outcomeLabel(r.outcome);
 }
 
 function drawRows(): void {
@@ -333,6 +322,7 @@ function take(batch: unknown[][]): void {
       typeSelect.append(o);
     }
     if (!runsView.hidden && r.type !== undefined && RUN_TYPES.includes(r.type)) runsSoon();
+    if (!figuresView.hidden) figuresSoon();
   }
   if (!inOrder) order.sort((a, b) => a - b); // what a reconnect filled in, or the shared store's ids committed out of order
   trim();
@@ -497,6 +487,15 @@ function verdict(r: Full): HTMLElement {
   v.dataset.verified = String(ok);
   v.append(ok ? `✓ Verified: layout ${r.layout}${r.outcome === 'duplicate' ? ' (a duplicate: skipped)' : ''}` : `✗ ${r.message ?? r.reason ?? r.outcome}`);
   if (!ok && r.claimed_trigger_id) v.append(el('div', 'hint', `It claims ${r.claimed_trigger_id}, not verified: it is no attempt of that delivery, and is never replayed.`));
+  if (!ok && r.relay_kept) {
+    const kept = el(
+      'div',
+      'relay-kept',
+      `Kept at the relay: refused delivery #${r.relay_kept.seq} of channel ${r.relay_kept.channel}, out of its queue. It is not lost: it stays there until someone drops it.`,
+    );
+    kept.dataset.relayKept = String(r.relay_kept.seq);
+    v.append(kept);
+  }
   if (!ok && r.hint) v.append(el('div', 'hint', r.hint));
   return v;
 }
@@ -816,7 +815,7 @@ const runsSoon = () => {
 
 async function showRuns(): Promise<void> {
   const res = await fetch(api('/api/runs'));
-  const { runs, tests, expect_hours } = (await res.json()) as RunsView & { expect_hours: number[] | null };
+  const { runs, tests, expect_hours, late = [] } = (await res.json()) as RunsView & { expect_hours: number[] | null };
   const expected = expect_hours ?? config.expect_hours ?? undefined;
   runsView.replaceChildren(
     el(
@@ -828,15 +827,32 @@ async function showRuns(): Promise<void> {
     ),
   );
   if (tests) runsView.append(el('p', 'hint', tests === 1 ? '1 test delivery (a ping) is left out of the runs.' : `${tests} test deliveries (pings) are left out of the runs.`));
+  // listen --watch-runs: what the forecast API says is out, for longer than --late-after, and has not arrived
+  if (late.length) {
+    const list = el('ul', 'late');
+    for (const l of late)
+      list.append(
+        el(
+          'li',
+          '',
+          `${l.model} ${when(l.initialization_time)}${l.forecast_hour !== undefined ? ` +${l.forecast_hour}h` : ''} (${l.type}): available since ${when(l.created_at, 'time')}, ${duration(l.late_ms)} ago, not delivered`,
+        ),
+      );
+    runsView.append(el('p', 'state open', `${late.length} late (listen --watch-runs):`), list);
+  }
   if (!runs.length) runsView.append(el('div', 'empty', 'No model run yet: runs appear as forecast_hour.available deliveries arrive.'));
-  for (const run of runs) {
+  for (const run of [...runs, ...lateOnly(runs, late)]) {
     const have = new Set(run.hours);
+    const lags = new Map((run.lags ?? []).map((x) => [x.forecast_hour, x.lag_ms]));
+    const lateHours = new Set(late.filter((l) => l.model === run.model && l.initialization_time === run.initialization_time && l.forecast_hour !== undefined).map((l) => l.forecast_hour!));
     const missing = expected ? missingHours(have, expected) : [];
     const extra = expected ? run.hours.filter((h) => !expected.includes(h)) : [];
     const cells = el('div', 'cells');
-    for (const h of expected ?? run.hours) {
-      const cell = el('span', `cell${have.has(h) ? ' in' : ' missing'}`, `+${h}`);
-      cell.title = `+${h}h ${have.has(h) ? 'arrived' : 'missing'}`;
+    for (const h of [...new Set([...(expected ?? run.hours), ...lateHours])].sort((a, b) => a - b)) {
+      const cell = el('span', `cell${have.has(h) ? ' in' : lateHours.has(h) ? ' late' : ' missing'}`, `+${h}`);
+      const lag = lags.get(h);
+      cell.title = `+${h}h ${have.has(h) ? `arrived${lag !== undefined ? ` ${duration(lag)} after it was made (its delivery lag)` : ''}` : lateHours.has(h) ? 'late: out, and not delivered' : 'missing'}`;
+      if (lag !== undefined) cell.dataset.lagMs = String(lag);
       cells.append(cell);
     }
     for (const h of extra) cells.append(el('span', 'cell in extra', `+${h}`));
@@ -857,21 +873,56 @@ async function showRuns(): Promise<void> {
       el('span', `state ${complete === true ? 'done' : complete === false ? 'open' : ''}`, verdictText),
       cells,
     );
+    if (run.lags?.length) {
+      const slowest = run.lags.reduce((a, b) => (b.lag_ms > a.lag_ms ? b : a));
+      box.append(el('div', 'hint', `delivery lag: median ${duration(median(run.lags.map((x) => x.lag_ms)))}, slowest +${slowest.forecast_hour}h ${duration(slowest.lag_ms)}`));
+    }
     box.dataset.run = `${run.model}@${run.initialization_time}`;
     box.dataset.complete = String(complete ?? '');
     runsView.append(box);
   }
 }
 
-function showTab(which: 'deliveries' | 'runs'): void {
-  const runs = which === 'runs';
-  tabs.runs.className = runs ? 'on' : '';
-  tabs.deliveries.className = runs ? '' : 'on';
-  tabs.runs.setAttribute('aria-pressed', String(runs));
-  tabs.deliveries.setAttribute('aria-pressed', String(!runs));
-  main.hidden = filters.hidden = runs;
-  runsView.hidden = !runs;
-  if (runs) void showRuns();
+/** Runs the forecast API says have late hours, of which nothing arrived yet: shown with their late hours. */
+function lateOnly(runs: RunsView['runs'], late: NonNullable<RunsView['late']>): RunsView['runs'] {
+  const known = new Set(runs.map((r) => `${r.model}@${r.initialization_time}`));
+  const out = new Map<string, RunsView['runs'][number]>();
+  for (const l of late) {
+    const key = `${l.model}@${l.initialization_time}`;
+    if (!known.has(key) && l.forecast_hour !== undefined) out.set(key, { model: l.model, initialization_time: l.initialization_time, hours: [], init_event: false });
+  }
+  return [...out.values()];
+}
+
+/** A time span in a few characters: 850 ms, 12 s, 3.5 min, 2.1 h. */
+function duration(ms: number): string {
+  const a = Math.abs(ms);
+  const text = a < 1000 ? `${Math.round(a)} ms` : a < 60_000 ? `${Math.round(a / 1000)} s` : a < 3_600_000 ? `${+(a / 60_000).toFixed(1)} min` : `${+(a / 3_600_000).toFixed(1)} h`;
+  return ms < 0 ? `-${text}` : text;
+}
+
+function median(xs: number[]): number {
+  const sorted = [...xs].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}
+
+let figuresTimer: ReturnType<typeof setTimeout> | undefined;
+const figuresSoon = () => {
+  clearTimeout(figuresTimer);
+  figuresTimer = setTimeout(() => void showFigures(figuresView, api), 300);
+};
+
+function showTab(which: 'deliveries' | 'runs' | 'figures'): void {
+  for (const [name, b] of Object.entries(tabs)) {
+    b.className = name === which ? 'on' : '';
+    b.setAttribute('aria-pressed', String(name === which));
+  }
+  main.hidden = filters.hidden = which !== 'deliveries';
+  runsView.hidden = which !== 'runs';
+  figuresView.hidden = which !== 'figures';
+  if (which === 'runs') void showRuns();
+  if (which === 'figures') void showFigures(figuresView, api);
 }
 
 // ------------------------------------------------------------------ a delivery's own address opens it

@@ -1,5 +1,6 @@
 import type { Subscription, Webhook } from '../api/normalize.js';
 import type { Service } from '../api/service.js';
+import { checkShows } from '../delivery/outcomes.js';
 import { DeliveryFailedError, WxError } from '../errors.js';
 import { formatDuration } from '../util/duration.js';
 import type { ReceiverEvent } from './event.js';
@@ -53,9 +54,6 @@ export interface SubscriptionCheck {
   hint?: string;
 }
 
-const VERIFIED = new Set(['accepted', 'duplicate', 'refused_by_flag', 'in_progress']);
-const NOT_VERIFIED = new Set(['unverified', 'bad_request', 'not_found', 'method_not_allowed']);
-
 /**
  * Pings each subscription of the webhook through the service, one at a time, and says for each which of
  * these happened: the service refused the ping; it accepted it but no delivery reached this receiver
@@ -76,11 +74,12 @@ async function checkOne(service: Service, hook: Webhook, sub: Subscription, log:
     if (!(err instanceof WxError)) throw err;
     refused = err;
   }
-  const relevant = (e: ReceiverEvent) => (VERIFIED.has(e.outcome) && e.subscription_id === sub.id) || NOT_VERIFIED.has(e.outcome);
+  // what each outcome shows of the chain is its row's (src/delivery/outcomes.ts: `check`)
+  const relevant = (e: ReceiverEvent) => (checkShows(e.outcome) === 'verified' && e.subscription_id === sub.id) || checkShows(e.outcome) === 'not_verified';
   // a refused ping has already had its one attempt: what it sent here, if anything, has been reported
   const arrived = await log.find(relevant, from, refused ? 300 : timeoutMs);
   const base = { subscription_id: sub.id, type: sub.type };
-  if (arrived && VERIFIED.has(arrived.outcome)) {
+  if (arrived && checkShows(arrived.outcome) === 'verified') {
     return { ...base, result: 'verified', detail: `a test delivery arrived and verified (layout ${arrived.layout ?? '?'})` };
   }
   if (arrived) {

@@ -4,6 +4,7 @@ import type { HistoryRow, PgStore } from '../store/postgres.js';
 import { textOrBase64 } from '../util/bytes.js';
 import { verified, type ReceiverEvent } from './event.js';
 import { listedRow } from './listed.js';
+import { isDelivered } from '../delivery/outcomes.js';
 import type { DeliveryRecord, FullRecord } from '../delivery/report.js';
 import { RunTracker, runView, type RunView, type RunsView } from '../delivery/runs.js';
 import { flatHeaders } from './saved.js';
@@ -215,7 +216,7 @@ export class History implements HistorySource {
         if (this.dropped) this.dropped--;
       }
       this.keepWithinBudget();
-      if (event.outcome === 'accepted' || event.outcome === 'duplicate') {
+      if (isDelivered(event.outcome)) {
         // a test delivery (a ping) is no part of a model run: counted apart
         if (event.test) this.tests++;
         else this.tracker.add(event);
@@ -454,7 +455,9 @@ export class PgHistory implements HistorySource {
   async runs(): Promise<RunsView> {
     // grouped by the database; the tracker then joins the same instant written two ways
     const tracker = new RunTracker();
-    const { runs, tests } = await this.store.historyRuns();
+    const [{ runs, tests }, arrivals] = await Promise.all([this.store.historyRuns(), this.store.historyArrivals()]);
+    // each hour's first arrival first, with its times: its delivery lag
+    for (const a of arrivals) tracker.add({ type: 'forecast_hour.available', ...a });
     for (const g of runs) {
       for (const hour of g.hours) tracker.add({ type: 'forecast_hour.available', model: g.model, initialization_time: g.initialization_time, forecast_hour: hour });
       if (g.init_event) tracker.add({ type: 'initialization_time.available', model: g.model, initialization_time: g.initialization_time });

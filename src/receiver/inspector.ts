@@ -7,7 +7,11 @@ import { LineBuffer } from '../util/line-buffer.js';
 import { listenOn, shownHost } from '../util/net.js';
 import { verified } from './event.js';
 import type { DeliveryRecord, HistorySource } from './history.js';
+import type { RunsView } from '../delivery/runs.js';
+import type { RunFigures } from '../observe/figures.js';
 import { fromRow, listedRow } from './listed.js';
+import { REPLAY_REFUSALS } from './replay.js';
+import { DEFAULTS } from '../delivery/defaults.js';
 
 /**
  * The inspector page's server: a handful of routes behind two checks. Every request's Host must be one
@@ -30,6 +34,10 @@ export interface InspectorOptions {
   about: Record<string, unknown>;
   /** The session's token: given (kept from an earlier listen, so that an open page can reconnect to a restarted one), else made now. */
   token?: string;
+  /** `listen --watch-runs`: the notifications late at its last look, for the Runs view. */
+  late?: () => NonNullable<RunsView['late']>;
+  /** The figures of this run (src/observe/figures.ts): the page's Figures view and `wxhooks mcp`'s metrics tool. */
+  figures?: () => RunFigures;
 }
 
 export interface RunningInspector {
@@ -110,7 +118,7 @@ function hostsFor(host: string, port: number, names: string[]): Set<string> {
 }
 
 /** The most bytes an edited body for a replay may have. */
-const EDITED_BODY_MAX = 25 * 1024 * 1024;
+const EDITED_BODY_MAX = DEFAULTS.maxBodyBytes;
 
 /** A request's body, whole, up to `max` bytes (more: undefined). */
 function readSmall(req: IncomingMessage, max: number): Promise<Buffer | undefined> {
@@ -261,7 +269,8 @@ export async function startInspector(o: InspectorOptions): Promise<RunningInspec
       const records = await o.history.since(Number(u.searchParams.get('after') ?? 0) || 0);
       return json(res, 200, { records: records.map((r) => fromRow(listedRow(r, r.id, r.replay_of))) });
     }
-    if (req.method === 'GET' && path === '/api/runs') return json(res, 200, { ...(await o.history.runs()), expect_hours: o.about.expect_hours ?? null });
+    if (req.method === 'GET' && path === '/api/runs') return json(res, 200, { ...(await o.history.runs()), expect_hours: o.about.expect_hours ?? null, ...(o.late ? { late: o.late() } : {}) });
+    if (req.method === 'GET' && path === '/api/metrics') return o.figures ? json(res, 200, o.figures()) : refuse(res, 404, 'this listen keeps no figures');
     if (req.method === 'GET' && path === '/api/search') {
       const q = (u.searchParams.get('q') ?? '').trim();
       return json(res, 200, { ids: q ? await o.history.search(q, 5000) : [] });
@@ -274,7 +283,7 @@ export async function startInspector(o: InspectorOptions): Promise<RunningInspec
     }
     if (one && !one[2] && req.method === 'GET') {
       const record = await o.history.get(Number(one[1]));
-      if (!record) return refuse(res, 404, 'that delivery is no longer kept (see --history)');
+      if (!record) return refuse(res, 404, REPLAY_REFUSALS.gone().error);
       return json(res, 200, { record, attempts: await o.history.attemptsOf(record.id) });
     }
     if (one && one[2] === '/replay') {
@@ -287,9 +296,8 @@ export async function startInspector(o: InspectorOptions): Promise<RunningInspec
       }
       if (!o.replay) return refuse(res, 409, 'nowhere to replay to: start listen with --forward-to URL');
       const record = await o.history.get(Number(one[1]));
-      if (!record) return refuse(res, 404, 'that delivery is no longer kept (see --history)');
-      // what did not verify is never signed with the webhook's secret: it would make an attacker's bytes authentic
-      if (!verified(record)) return refuse(res, 409, `request ${record.id} did not verify (${record.message ?? record.outcome}): only verified deliveries are replayed`);
+      const refusal = !record ? REPLAY_REFUSALS.gone() : !verified(record) ? REPLAY_REFUSALS.notVerified(record) : undefined;
+      if (!record || refusal) return refuse(res, refusal!.status, refusal!.error);
       // with changes: the page sends the edited body (JSON: {"body": "..."}); it is marked as edited
       const sent = await readSmall(req, EDITED_BODY_MAX + 1024);
       let edited: Buffer | undefined;

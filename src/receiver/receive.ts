@@ -1,27 +1,30 @@
+import { createHash } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Dispatcher } from 'undici';
-import { ANSWERS, statusForFailure, type Answer } from '../delivery/answers.js';
+import { ANSWERS, type Answer } from '../delivery/answers.js';
 import { DEFAULTS } from '../delivery/defaults.js';
 import type { Pair } from '../delivery/pair.js';
-import { settle, type Settled, type Timers } from '../delivery/runner.js';
+import { verifyAndSettle, type Receiving } from '../delivery/receive.js';
+import { handlerTimeoutFor, type Settled, type Timers } from '../delivery/runner.js';
 import { forwarded, type Processed } from '../delivery/steps.js';
 import type { PairStore } from '../delivery/store.js';
+import type { VerifyFailure } from '../signing/rules.js';
 import type { Verifier } from '../signing/verify.js';
 import { isoMillis } from '../util/clock.js';
 import type { ReceiverEvent } from './event.js';
 import { forwardDelivery } from './forward.js';
-import { deliveryEvent, failureEvent, keyedPair, pairOf } from './report.js';
+import { deliveryEvent, failureEvent } from './report.js';
 import { notRouted, routeFor, routesOf, type ForwardRoutes } from './routes.js';
 import { saveDelivery, savedMeta } from './saved.js';
 import { publishToSinks } from './sinks-step.js';
 import { sinkDelivery, type SinkDelivery } from '../sinks/message.js';
 import type { Sink } from '../sinks/sink.js';
+import type { ReceiveWatch } from '../observe/receive-watch.js';
 
 /**
  * What listen does with a delivery whose bytes are in, whichever door it came through (its HTTP server,
- * or a relay): verify it, and have the core's runner claim its pair, handle it (save, forward), store
- * its pair or let it go; then say what to answer and what to report. The rules live here once; a door
- * reads the request and writes (or acknowledges) the answer.
+ * or a relay): the core verifies and settles it (src/delivery/receive.ts), with listen's handling as its
+ * handle step (save, publish, forward); this says what to answer and what to report.
  */
 
 /** A delivery as it arrived, its body whole. */
@@ -76,6 +79,8 @@ export interface ReceiveOptions {
   keepsRaw?: boolean;
   timers?: Timers;
   monotonic: () => number;
+  /** `--metrics`, OpenTelemetry: each step timed, each delivery a span (src/observe/receive-watch.ts); nothing of it otherwise. */
+  watch?: ReceiveWatch;
 }
 
 /** The report of a verified delivery, told what became of it (its outcome, and why when it was not accepted). */
@@ -95,14 +100,25 @@ function reported(event: ReceiverEvent, s: Settled): ReceiverEvent {
   return event;
 }
 
+const sha256 = (prefix: string, bytes: Uint8Array) => createHash('sha256').update(prefix).update(bytes).digest();
+
 /** listen's receiving, made once per listen: `receive(arrived)` for each delivery, from any door. `close` lets its forwarding agent go. */
 export async function makeReceive(o: ReceiveOptions): Promise<{ receive: (a: Arrived) => Received | Promise<Received>; close(): Promise<void> }> {
   const forwardTimeoutMs = o.forwardTimeoutMs ?? DEFAULTS.forwardTimeoutMs;
   // undici is loaded only when there is somewhere to forward to
   const routes = routesOf(o.forwardTo);
-  const agent: Dispatcher | undefined = routes ? new (await import('undici')).Agent({ keepAliveTimeout: 10_000, connections: 64 }) : undefined;
-  /** The forward is bounded by --forward-timeout: the runner's own limit is only a backstop behind it. */
-  const handlerTimeoutMs = Math.max(DEFAULTS.handlerTimeoutMs, 2 * forwardTimeoutMs);
+  const agent: Dispatcher | undefined = routes ? new (await import('undici')).Agent({ keepAliveTimeout: DEFAULTS.forwardKeepAliveMs, connections: DEFAULTS.forwardConnections }) : undefined;
+  const w = o.watch;
+  const sinks = w && o.sinks ? w.sinks(o.sinks) : o.sinks;
+  const unwatched: Receiving<Buffer> = {
+    store: o.store,
+    verify: (headers, body, now) => o.verifier.verify(headers, body, now),
+    sha256,
+    /** The forward is bounded by --forward-timeout: the runner's own limit is only a backstop behind it. */
+    timeoutMs: Math.max(handlerTimeoutFor(o.store.leaseMs), 2 * forwardTimeoutMs),
+    timers: o.timers,
+  };
+  const receiving = w ? w.receiving(unwatched) : unwatched;
 
   /** Listen's handling of a delivery: saved, published to the sinks, then forwarded; the report told what each did. */
   async function processDelivery(a: Arrived, event: ReceiverEvent, pair: Pair, answers: { answer?: RawDelivery['answer'] }, message?: SinkDelivery) {
@@ -116,7 +132,7 @@ export async function makeReceive(o: ReceiveOptions): Promise<{ receive: (a: Arr
       }
     }
     if (processed.saveError === undefined && message) {
-      const p = await publishToSinks(o.sinks!, message);
+      const p = await (w ? w.publish(message, () => publishToSinks(sinks!, message)) : publishToSinks(sinks!, message));
       event.published = p.published;
       processed.sinkError = p.sinkError;
       if (p.sinkError) event.message = `${p.sinkError.refused ? 'refused for good by' : 'not taken by'} ${p.sinkError.why}`;
@@ -125,7 +141,9 @@ export async function makeReceive(o: ReceiveOptions): Promise<{ receive: (a: Arr
     // a type the user chose not to route is processed and acknowledged, and its report says so (DECISIONS.md)
     if (processed.saveError === undefined && !processed.sinkError && routes && !to) event.not_forwarded = notRouted(event.type);
     if (processed.saveError === undefined && !processed.sinkError && to && agent) {
-      processed.forward = await forwardDelivery(to, a.headers, a.body, forwardTimeoutMs, agent);
+      processed.forward = await (w
+        ? w.forward(to, (trace) => forwardDelivery(to, a.headers, a.body, forwardTimeoutMs, agent, trace))
+        : forwardDelivery(to, a.headers, a.body, forwardTimeoutMs, agent));
       // the report (a line, NDJSON) keeps the app's status and first line; the history its whole answer
       const { answer, ...forward } = processed.forward;
       event.forward = forward;
@@ -136,33 +154,31 @@ export async function makeReceive(o: ReceiveOptions): Promise<{ receive: (a: Arr
 
   function receive(a: Arrived): Received | Promise<Received> {
     const time = isoMillis(a.now);
-    const v = o.verifier.verify(a.headers, a.body, a.now);
     // what arrived, for a listener that keeps it (a history): made only then
     const raw = (answer?: RawDelivery['answer']): RawDelivery | undefined =>
       o.keepsRaw ? { headers: a.headers, body: a.body, received: a.now, ms: Math.round(o.monotonic() - a.began), peer: a.peer, answer } : undefined;
-    if (!v.ok) {
+    const refused = (failure: VerifyFailure, answer: Answer): Received => {
       const trigger = a.headers['trigger-id'];
-      return {
-        answer: ANSWERS.notVerified(v),
-        verified: false,
-        event: failureEvent(time, a.path, v, statusForFailure(v), a.body.length, typeof trigger === 'string' ? trigger : undefined),
-        raw: raw(),
-      };
-    }
-    // the report and the pair are all that is kept of the parsed body: the rest (several times the body's
-    // size, for a large forecast) is let go before the app is waited on
-    const found = pairOf(v, a.body);
-    const event = deliveryEvent(time, a.path, v, found, a.body.length);
-    const pair = keyedPair(found); // as the store keys it
-    // the message is keyed as the store keys the pair, so that a consumer's store agrees with listen's
-    const message = o.sinks?.length ? sinkDelivery(v, pair, a.headers, a.body, a.now) : undefined;
-    const app: { answer?: RawDelivery['answer'] } = {};
-    const handle = () => (o.saveDir || agent || message ? processDelivery(a, event, pair, app, message) : forwarded({}, o.respondStatus));
-    return settle({ store: o.store, pair, handle, timeoutMs: handlerTimeoutMs, timers: o.timers }).then(
-      (settled): Received => ({ answer: settled.answer, event: reported(event, settled), verified: true, raw: raw(app.answer) }),
-      (err: Error): Received => ({ answer: ANSWERS.internal, verified: true, event: { time, method: 'POST', path: a.path, outcome: 'error', status: 500, message: err.message } }),
-    );
+      return { answer, verified: false, event: failureEvent(time, a.path, failure, answer.status, a.body.length, typeof trigger === 'string' ? trigger : undefined), raw: raw() };
+    };
+    return verifyAndSettle(
+      receiving,
+      a.headers,
+      a.body,
+      a.now,
+      (v, pair, keyedPair) => {
+        // the report and the pair are all that is kept of the parsed body: the rest (several times the body's
+        // size, for a large forecast) is let go before the app is waited on
+        const event = deliveryEvent(time, a.path, v, pair, a.body.length);
+        // the message is keyed as the store keys the pair, so that a consumer's store agrees with listen's
+        const message = o.sinks?.length ? sinkDelivery(v, keyedPair, a.headers, a.body, a.now) : undefined;
+        const app: { answer?: RawDelivery['answer'] } = {};
+        return { event, app, handle: () => (o.saveDir || agent || message ? processDelivery(a, event, keyedPair, app, message) : forwarded({}, o.respondStatus)) };
+      },
+      (d): Received => (d.verified ? { answer: d.answer, event: reported(d.work.event, d.settled), verified: true, raw: raw(d.work.app.answer) } : refused(d.failure, d.answer)),
+      (err): Received => ({ answer: ANSWERS.internal, verified: true, event: { time, method: 'POST', path: a.path, outcome: 'error', status: 500, message: (err as Error).message } }),
+    ) as Received | Promise<Received>;
   }
 
-  return { receive, close: async () => void (await agent?.close().catch(() => undefined)) };
+  return { receive: w ? w.receive(receive) : receive, close: async () => void (await agent?.close().catch(() => undefined)) };
 }

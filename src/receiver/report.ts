@@ -1,21 +1,14 @@
 import { createHash } from 'node:crypto';
-import { hashedPair, pairFrom, unkeyableIds, withHashedIds, type Pair } from '../delivery/pair.js';
+import { unkeyableIds, withHashedIds, type Pair } from '../delivery/pair.js';
 import type { ReceiverEvent } from '../delivery/report.js';
 import type { VerifyFailure, VerifySuccess } from '../signing/verify.js';
 import { claimKept } from '../store/history-limits.js';
 import { idText } from '../util/bytes.js';
 
-/** The (trigger, subscription) pair of a verified delivery (the rule: src/delivery/pair.ts), hashed with Node's crypto when it must be. */
-export function pairOf(v: VerifySuccess, body: Buffer): Pair {
-  const p = pairFrom(v);
-  if ('trigger' in p) return p;
-  return hashedPair(p.subscription, createHash('sha256').update(p.hashPrefix).update(body).digest());
-}
-
-/** The pair as the store keys it: an id no store can key by (src/delivery/pair.ts) by its hash; the report keeps the id as it came. */
+/** The pair as the store keys it, hashed with Node's crypto: an id no store can key by (src/delivery/pair.ts) by its hash (reconcile's look-ups key the pairs as a door does). */
 export function keyedPair(pair: Pair): Pair {
   const odd = unkeyableIds(pair);
-  return odd.length ? withHashedIds(pair, Object.fromEntries(odd.map((k) => [k, createHash('sha256').update(pair[k]).digest()]))) : pair;
+  return odd.length ? withHashedIds(pair, Object.fromEntries(odd.map((k) => [k, createHash('sha256').update(pair[k]!).digest()]))) : pair;
 }
 
 /** The report of a verified delivery: its ids, its model run, its size, the layout that matched. */
@@ -36,11 +29,13 @@ export function deliveryEvent(time: string, path: string, v: VerifySuccess & { p
     model: idText(data.model),
     initialization_time: idText(data.initialization_time),
     forecast_hour: typeof data.forecast_hour === 'number' ? data.forecast_hour : undefined,
+    created_at: idText(p.created_at),
     layout: v.layout,
   };
   // the rarely set ones only when set: four undefined properties cost JSON.stringify 86 ns a report
   // (989 against 903 ns), 0.2% of the ~42 µs of CPU `listen` spends on a delivery (BENCHMARKS.md)
   if (p.test === true) event.test = true;
+  if (p.catch_up === true) event.catch_up = true;
   if (!v.signs.triggerId) event.dedupe_key = pair.source;
   if (v.warning) event.warning = v.warning;
   if (v.pinnedNow) event.pinned = true;

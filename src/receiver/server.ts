@@ -1,14 +1,13 @@
 import { createServer, STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { ANSWERS, bodyTimeoutMs, OK_BODY, type Answer } from '../delivery/answers.js';
-import { declaredFits } from '../util/bodies.js';
 import { BODY_READS, DEFAULTS } from '../delivery/defaults.js';
-import { pathOf, routed } from '../delivery/door.js';
+import { door, pathOf, type DoorEnd, type DoorIO, type Sent, type Written } from '../delivery/door.js';
 import { isoMillis, systemClock, type Clock } from '../util/clock.js';
 import { listenOn } from '../util/net.js';
+import { InflightBudget, nodeBody } from '../util/read-body.js';
 import type { ReceiverEvent } from './event.js';
-import { declaredLength, InflightBudget, readBody, type BodyRead } from '../util/read-body.js';
-import { makeReceive, type Arrived, type RawDelivery, type Received, type ReceiveOptions } from './receive.js';
+import { makeReceive, type Received, type RawDelivery, type ReceiveOptions } from './receive.js';
 
 /** listen's HTTP door: its receiving (src/receiver/receive.ts, the same for every door) and the socket's own limits. */
 export interface ReceiverOptions extends Omit<ReceiveOptions, 'monotonic'> {
@@ -21,7 +20,7 @@ export interface ReceiverOptions extends Omit<ReceiveOptions, 'monotonic'> {
   /** Headers must arrive within this, and the whole request within six times it (slow-client guard). */
   readTimeoutMs?: number;
   clock?: Clock;
-  /** On close, how long open connections may finish their requests before they are cut (default 2 s). */
+  /** On close, how long open connections may finish their requests before they are cut (default DEFAULTS.closeGraceMs). */
   closeGraceMs?: number;
   /**
    * Called once per request, once its answer has gone (or could not), with the report and, for a request
@@ -38,6 +37,8 @@ export interface RunningReceiver {
   port: number;
   /** Requests answered 503 because the bodies in flight would have gone over `--max-inflight`. */
   readonly refusedOverBudget: number;
+  /** The body bytes held now, against `--max-inflight` (`/metrics` reads it). */
+  readonly inflight?: { readonly used: number; readonly max: number };
   /** Stops taking requests, and resolves once every request taken has been answered, and its pair stored. */
   close(): Promise<void>;
 }
@@ -55,7 +56,7 @@ const CLOSE = { connection: 'close' } as const;
  * and the client gets nothing), or, for an answer queued behind an earlier one on a pipelined connection,
  * when it is known.
  */
-function send(res: ServerResponse, answer: Answer, extra?: Record<string, string>): boolean | Promise<boolean> {
+function send(res: ServerResponse, answer: Answer, extra?: Record<string, string>): Sent {
   if (res.headersSent) return true;
   if (res.destroyed || res.socket?.destroyed) return false;
   if (answer.status === 200 && answer.body === OK_BODY && !extra) res.writeHead(200, OK_HEADERS);
@@ -66,7 +67,7 @@ function send(res: ServerResponse, answer: Answer, extra?: Record<string, string
 }
 
 /** The report, with `answer_sent: false` when the answer did not go. */
-function sentOrNot(event: ReceiverEvent, sent: boolean | Promise<boolean>): ReceiverEvent | Promise<ReceiverEvent> {
+function sentOrNot(event: ReceiverEvent, sent: Sent): ReceiverEvent | Promise<ReceiverEvent> {
   if (sent === true) return event;
   if (sent === false) {
     event.answer_sent = false;
@@ -76,10 +77,10 @@ function sentOrNot(event: ReceiverEvent, sent: boolean | Promise<boolean>): Rece
 }
 
 /**
- * The local receiver, a door of the delivery core (src/delivery/door.ts): reads each delivery's raw
- * bytes, verifies it, and has the core's runner claim its pair, handle it (save and forward it: listen is
- * a handler that saves and forwards), store its pair, and only then answer 2xx; and reports every request.
- * What is answered is the core's table (src/delivery/answers.ts); this is the I/O around it.
+ * The local receiver, a door of the delivery core (src/delivery/door.ts) on node:http: the core's sequence
+ * reads each delivery's raw bytes, has it verified and settled (listen is a handler that saves, publishes
+ * and forwards: src/receiver/receive.ts), and writes the table's answer; this supplies how node:http
+ * reads and writes, and reports every request.
  */
 export async function startReceiver(options: ReceiverOptions): Promise<RunningReceiver> {
   const o = {
@@ -91,27 +92,74 @@ export async function startReceiver(options: ReceiverOptions): Promise<RunningRe
   };
   const clock = o.clock ?? systemClock;
   const budget = new InflightBudget(o.maxInflight);
-  /** With --save-dir, a body is held twice while it is processed: as bytes, and as the text written. */
-  const copies = o.saveDir ? 2 : 1;
   const { receive, close: closeReceive } = await makeReceive({ ...o, monotonic: () => clock.monotonic() });
-  const notFoundHint = `deliveries go to ${o.path}`;
   /** What the server itself answered a connection it cut off (a timeout, a malformed body), for the report. */
   const cutOff = new WeakMap<Socket, number>();
-  /** The requests being worked on: close() waits for them, so that no pair of a processed delivery is left unstored. */
+  /** Requests that asked before sending their body (`Expect: 100-continue`): told to go on once their length is let in. */
+  const continuing = new WeakSet<IncomingMessage>();
+  /** The deliveries being worked on: close() waits for them, so that no pair of a processed delivery is left unstored. */
   let working = 0;
-  /** Called when the last request being worked on is done (close() waits for it). */
+  /** Called when the last delivery being worked on is done (close() waits for it). */
   let idle: (() => void) | undefined;
 
-  function handle(req: IncomingMessage, res: ServerResponse): void {
-    const now = clock.now();
-    const path = pathOf(req.url ?? '/');
-    const wrong = routed(req.method, path, o.path, notFoundHint);
-    if (wrong) {
-      const sent = send(res, wrong);
-      req.resume();
-      return report(sentOrNot({ time: isoMillis(now), outcome: wrong.outcome, status: wrong.status, method: req.method, path }, sent));
+  const io: DoorIO<IncomingMessage, ServerResponse, Buffer> = {
+    method: (req) => req.method,
+    path: (req) => pathOf(req.url ?? '/'),
+    headers: (req) => req.headers,
+    length: (req) => req.headers['content-length'],
+    stream(req, res, sink) {
+      if (continuing.has(req)) res.writeContinue();
+      return nodeBody.stream(req, sink);
+    },
+    alloc: nodeBody.alloc,
+    write(req, res, answer, how: Written) {
+      switch (how) {
+        case 'gone': // the client went away, or the server answered and cut it off itself (clientError)
+          return false;
+        case 'skipped': {
+          const sent = send(res, answer);
+          req.resume();
+          return sent;
+        }
+        case 'read':
+          return send(res, answer);
+        default: {
+          // refused part-way: answered, and the rest of the body is not waited for
+          const sent = send(res, answer, CLOSE);
+          req.destroy();
+          return sent;
+        }
+      }
+    },
+  };
+
+  /** Each request's report, once its answer went (or did not). */
+  function ended(req: IncomingMessage, end: DoorEnd<Received>, sent: Sent, at: number): void {
+    const base = { time: isoMillis(at), method: req.method, path: pathOf(req.url ?? '/') };
+    switch (end.step) {
+      case 'delivered': {
+        if (--working === 0) idle?.();
+        const r = end.delivered;
+        return report(sentOrNot(r.event, sent), r.raw);
+      }
+      case 'failed':
+        if (--working === 0) idle?.();
+        return report(sentOrNot({ time: base.time, outcome: 'error', status: 500, message: (end.error as Error)?.message ?? String(end.error) }, sent));
+      case 'body': {
+        const r = end.refused;
+        if (r.kind === 'aborted' || r.kind === 'timed_out') {
+          const answered = cutOff.get(req.socket);
+          if (answered === 408) return report({ ...base, outcome: 'timed_out', status: 408, message: `the body did not arrive within ${BODY_READS} × --read-timeout` });
+          if (answered === 400) return report({ ...base, outcome: 'bad_request', status: 400, message: 'the request was not valid HTTP (a malformed body)' });
+          return report({ ...base, outcome: 'aborted', status: 0, message: 'the client went away before the body arrived; nothing was answered' });
+        }
+        if (r.kind === 'too_large') return report(sentOrNot({ ...base, outcome: 'too_large', status: 413, size: r.size, message: `${r.size} bytes or more; --max-body is ${o.maxBody}` }, sent));
+        const message = `answered 503: the bodies in flight would pass --max-inflight (${o.maxInflight} bytes); ${budget.refused} refused so far`;
+        return report(sentOrNot({ ...base, outcome: 'overloaded', status: 503, size: r.size, message }, sent));
+      }
+      default:
+        return report(sentOrNot({ ...base, outcome: end.answer.outcome, status: end.answer.status }, sent));
     }
-    readBody(req, o.maxBody, budget, (read) => afterBody(req, res, now, clock.monotonic(), path, read), { copies });
   }
 
   function report(event: ReceiverEvent | Promise<ReceiverEvent>, raw?: RawDelivery): void {
@@ -119,78 +167,41 @@ export async function startReceiver(options: ReceiverOptions): Promise<RunningRe
     else o.onEvent(event, raw);
   }
 
-  function afterBody(req: IncomingMessage, res: ServerResponse, now: number, began: number, path: string, read: BodyRead): void {
-    const time = isoMillis(now);
-    const base = { time, method: 'POST', path } as const;
-    switch (read.kind) {
-      case 'aborted':
-      case 'timed_out': {
-        const answered = cutOff.get(req.socket);
-        if (answered === 408) return report({ ...base, outcome: 'timed_out', status: 408, message: `the body did not arrive within ${BODY_READS} × --read-timeout` });
-        if (answered === 400) return report({ ...base, outcome: 'bad_request', status: 400, message: 'the request was not valid HTTP (a malformed body)' });
-        return report({ ...base, outcome: 'aborted', status: 0, message: 'the client went away before the body arrived; nothing was answered' });
-      }
-      case 'too_large': {
-        const sent = send(res, ANSWERS.tooLarge(o.maxBody), CLOSE);
-        req.destroy();
-        return report(sentOrNot({ ...base, outcome: 'too_large', status: 413, size: read.size, message: `${read.size} bytes or more; --max-body is ${o.maxBody}` }, sent));
-      }
-      case 'over_budget': {
-        const sent = send(res, ANSWERS.overloaded, CLOSE);
-        req.destroy();
-        const message = `answered 503: the bodies in flight would pass --max-inflight (${o.maxInflight} bytes); ${budget.refused} refused so far`;
-        return report(sentOrNot({ ...base, outcome: 'overloaded', status: 503, size: read.size, message }, sent));
-      }
-    }
-    const arrived: Arrived = {
-      method: 'POST',
-      path,
-      url: req.url ?? '/',
-      headers: req.headers,
-      body: read.body,
-      now,
-      began,
-      peer: o.keepsRaw ? `${req.socket.remoteAddress ?? '?'}:${req.socket.remotePort ?? '?'}` : undefined,
-    };
-    let received: Received | Promise<Received>;
-    try {
-      received = receive(arrived);
-    } catch (err) {
-      budget.give(read.held);
-      throw err;
-    }
-    if (!(received instanceof Promise)) {
-      // refused: answered now, and nothing more is done with it
-      budget.give(read.held);
-      return report(sentOrNot(received.event, send(res, received.answer)), received.raw);
-    }
-    working++;
-    void received.then((r) => {
-      budget.give(read.held);
-      if (--working === 0) idle?.();
-      report(sentOrNot(r.event, send(res, r.answer)), r.raw);
-    });
-  }
+  const handle = door(io, {
+    path: o.path,
+    notFoundHint: `deliveries go to ${o.path}`,
+    now: () => clock.now(),
+    maxBody: o.maxBody,
+    budget,
+    // with --save-dir, a body is held twice while it is processed: as bytes, and as the text written
+    copies: o.saveDir ? 2 : 1,
+    deliver(req, body, at) {
+      working++;
+      const path = pathOf(req.url ?? '/');
+      const peer = o.keepsRaw ? `${req.socket.remoteAddress ?? '?'}:${req.socket.remotePort ?? '?'}` : undefined;
+      return receive({ method: 'POST', path, url: req.url ?? '/', headers: req.headers, body, now: at, began: clock.monotonic(), peer });
+    },
+    answerOf: (r) => r.answer,
+    ended,
+  });
 
-  // Slow clients: headers within the read timeout, the whole request within six times it. (Node checks
-  // these on its own connection list; a per-socket idle timer would cost every request a timer refresh.)
-  const server: Server = createServer({ connectionsCheckingInterval: Math.min(1000, o.readTimeoutMs), headersTimeout: o.readTimeoutMs, requestTimeout: bodyTimeoutMs(o.readTimeoutMs) }, (req, res) => {
+  /** The door, with a bug in it answered 500 and reported, rather than thrown at the server. */
+  function guarded(req: IncomingMessage, res: ServerResponse): void {
     try {
       handle(req, res);
     } catch (err) {
       report(sentOrNot({ time: isoMillis(clock.now()), outcome: 'error', status: 500, message: (err as Error).message }, send(res, ANSWERS.internal)));
     }
-  });
-  server.keepAliveTimeout = 5_000;
+  }
+
+  // Slow clients: headers within the read timeout, the whole request within six times it. (Node checks
+  // these on its own connection list; a per-socket idle timer would cost every request a timer refresh.)
+  const server: Server = createServer({ connectionsCheckingInterval: Math.min(1000, o.readTimeoutMs), headersTimeout: o.readTimeoutMs, requestTimeout: bodyTimeoutMs(o.readTimeoutMs) }, guarded);
+  server.keepAliveTimeout = DEFAULTS.keepAliveMs;
   // `Expect: 100-continue`: a body that is too large, or would not fit the budget, is refused before the client sends it.
   server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => {
-    const declared = declaredLength(req);
-    if (declared !== undefined && (declared > o.maxBody || !declaredFits(budget, declared, copies))) {
-      afterBody(req, res, clock.now(), clock.monotonic(), pathOf(req.url ?? '/'), declared > o.maxBody ? { kind: 'too_large', size: declared } : { kind: 'over_budget', size: declared });
-      return;
-    }
-    res.writeContinue();
-    server.emit('request', req, res);
+    continuing.add(req);
+    guarded(req, res);
   });
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => {
     const timedOut = err.code === 'ERR_HTTP_REQUEST_TIMEOUT' || err.code === 'ERR_HTTP_HEADERS_TIMEOUT';
@@ -204,7 +215,7 @@ export async function startReceiver(options: ReceiverOptions): Promise<RunningRe
     const a = !timedOut ? ANSWERS.malformed : ANSWERS.timedOut(err.code === 'ERR_HTTP_HEADERS_TIMEOUT' ? o.readTimeoutMs : bodyTimeoutMs(o.readTimeoutMs));
     const head = `HTTP/1.1 ${a.status} ${STATUS_CODES[a.status]}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(a.body)}\r\nconnection: close\r\n\r\n`;
     socket.end(head + a.body, () => socket.destroy());
-    setTimeout(() => socket.destroy(), 1000).unref();
+    setTimeout(() => socket.destroy(), DEFAULTS.cutOffMs).unref();
   });
   const { port, url } = await listenOn(server, o.host, o.port, o.path);
   return {
@@ -213,11 +224,12 @@ export async function startReceiver(options: ReceiverOptions): Promise<RunningRe
     get refusedOverBudget() {
       return budget.refused;
     },
+    inflight: budget,
     async close() {
       const closed = new Promise<void>((resolve) => {
         server.close(() => resolve());
         server.closeIdleConnections();
-        setTimeout(() => server.closeAllConnections(), o.closeGraceMs ?? 2000).unref();
+        setTimeout(() => server.closeAllConnections(), o.closeGraceMs ?? DEFAULTS.closeGraceMs).unref();
       });
       // a delivery being forwarded goes on to its end (within --forward-timeout), and its pair is stored,
       // even if its connection is cut: otherwise its retry would be forwarded again

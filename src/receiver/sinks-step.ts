@@ -2,7 +2,7 @@ import type { Processed } from '../delivery/steps.js';
 import { openSinkAt } from '../sinks/index.js';
 import type { SinkDelivery } from '../sinks/message.js';
 import { SinkRefusedError, type Sink } from '../sinks/sink.js';
-import type { SinkTarget } from '../sinks/sink-url.js';
+import type { SinkTarget } from '../sinks/sink.js';
 
 /**
  * `listen --sink`: the part of listen's handling step that publishes a verified delivery to every sink.
@@ -39,15 +39,23 @@ export async function publishToSinks(sinks: readonly Sink[], delivery: SinkDeliv
   return out;
 }
 
-/** A broker found gone, or back: `sink` is its URL without its password. */
-export type SinkConnection = (sink: string, state: 'lost' | 'restored', reason?: string) => void;
+/** What listen is told of its sinks while they are open: `sink` is the URL without its password. */
+export interface SinkWatch {
+  /** A broker found gone, or back. */
+  connection(sink: string, state: 'lost' | 'restored', reason?: string): void;
+  /** A broker found to have dropped what no worker had read, or to be set to. */
+  drops(sink: string, what: string): void;
+}
 
 /**
  * Opens every sink (before listen takes a request): all, or none (those opened are closed again, and
- * the first failure thrown: exit 6 for a broker that cannot be reached, naming it without its password).
+ * the first failure thrown: exit 6 for a broker that cannot be reached, naming it without its password;
+ * exit 2 for one set to drop what no worker has read, unless its URL accepts it).
  */
-export async function openSinks(targets: readonly SinkTarget[], onConnection: SinkConnection): Promise<Sink[]> {
-  const opened = await Promise.allSettled(targets.map((t) => openSinkAt(t, { onConnection: (state, reason) => onConnection(t.shown, state, reason) })));
+export async function openSinks(targets: readonly SinkTarget[], watch: SinkWatch): Promise<Sink[]> {
+  const opened = await Promise.allSettled(
+    targets.map((t) => openSinkAt(t, { onConnection: (state, reason) => watch.connection(t.shown, state, reason), onDrops: (what) => watch.drops(t.shown, what) })),
+  );
   const failed = opened.find((r) => r.status === 'rejected');
   if (failed) {
     await closeSinks(opened.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : [])));

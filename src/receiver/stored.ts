@@ -7,6 +7,7 @@ import { shownUrl, storeKind } from '../store/store-url.js';
 import { idText } from '../util/bytes.js';
 import type { ReceiverEvent } from './event.js';
 import { provenLayout, readSavedDir, readSaveKey, runFactsOf, savedBody, type SavedDelivery, type SavedFile, type SkippedFile } from './saved.js';
+import { DEFAULTS } from '../delivery/defaults.js';
 
 /**
  * Where `deliveries` and `runs` read what `listen` received: a `--save-dir` folder (the verified
@@ -37,6 +38,8 @@ export interface StoredEntry {
   model?: string;
   initialization_time?: string;
   forecast_hour?: number;
+  /** The notification's own created_at (its delivery lag is received_at minus this). */
+  created_at?: string;
   /** The instance that received it (a store's history). */
   instance?: string;
 }
@@ -62,7 +65,7 @@ export function sourceOf(o: { dir?: string; store?: string; storeSchema?: string
   const store = o.store ?? env.WXHOOKS_STORE_URL;
   if (store === undefined) throw new UsageError("Give --dir DIR (a `listen --save-dir` folder) or --store postgres://... (the receivers' shared store; else WXHOOKS_STORE_URL).");
   if (storeKind(store) === 'file') throw new UsageError('The file store keeps no deliveries: give --dir DIR, the folder `listen --save-dir` wrote to.');
-  return { store, schema: o.storeSchema ?? 'wxhooks' };
+  return { store, schema: o.storeSchema ?? DEFAULTS.schema };
 }
 
 /** The source for messages: the folder, or the store's URL without its password. */
@@ -86,6 +89,7 @@ function fromFile(d: SavedFile, secrets: readonly string[] = []): StoredDelivery
     model: facts.model,
     initialization_time: facts.initialization_time,
     forecast_hour: facts.forecast_hour,
+    created_at: idText(p?.created_at),
     headers: d.saved.headers,
     body,
     payload: p,
@@ -122,6 +126,7 @@ function entryOfRow(row: HistoryRow): StoredEntry {
     model: r.model,
     initialization_time: r.initialization_time,
     forecast_hour: r.forecast_hour,
+    created_at: r.created_at,
     instance: row.instance,
   };
 }

@@ -1,4 +1,4 @@
-import type { ChannelRecord, ChannelUsage, RelayStorage, Removed, StoredDelivery } from './storage.js';
+import type { ChannelRecord, ChannelUsage, Refusal, RelayStorage, Removed, StoredDelivery } from './storage.js';
 
 /**
  * The relay's storage in its Durable Object's own SQLite (the Worker host, worker.ts): no Node module.
@@ -27,12 +27,27 @@ const SCHEMA = [
      channel TEXT NOT NULL, seq INTEGER NOT NULL, part INTEGER NOT NULL, data BLOB NOT NULL, PRIMARY KEY (channel, seq, part))`,
 ];
 
+/** Columns added since the first schema, each added to a table that lacks it (an object created by an older relay). */
+const ADDED: [table: string, column: string, type: string][] = [
+  ['channels', 'tolerance', 'INTEGER'],
+  ['channels', 'scheme', 'TEXT'],
+  ['channels', 'retired', "TEXT NOT NULL DEFAULT '[]'"],
+  ['deliveries', 'refused', 'TEXT'],
+];
+
 export class DurableObjectRelayStorage implements RelayStorage {
   readonly where = "the Durable Object's storage";
 
   constructor(private readonly storage: DurableSql) {
     storage.transactionSync(() => {
       for (const statement of SCHEMA) storage.sql.exec(statement);
+      for (const [table, column, type] of ADDED) {
+        const has = storage.sql
+          .exec(`PRAGMA table_info(${table})`)
+          .toArray()
+          .some((c) => c.name === column);
+        if (!has) storage.sql.exec(`ALTER TABLE ${table} ADD COLUMN ${column} ${type}`);
+      }
     });
   }
 
@@ -41,32 +56,46 @@ export class DurableObjectRelayStorage implements RelayStorage {
   }
 
   async channels(): Promise<ChannelRecord[]> {
-    return this.rows('SELECT name, secrets, temporary, created_at, last_seen_at, next_seq FROM channels').map((r) => ({
-      name: String(r.name),
-      secrets: JSON.parse(String(r.secrets)) as string[],
-      temporary: Boolean(r.temporary),
-      createdAt: Number(r.created_at),
-      lastSeenAt: Number(r.last_seen_at),
-      nextSeq: Number(r.next_seq),
-    }));
+    return this.rows('SELECT name, secrets, temporary, created_at, last_seen_at, next_seq, tolerance, scheme, retired FROM channels').map((r) => {
+      const retired = JSON.parse(String(r.retired)) as { secret: string; at: number }[];
+      return {
+        name: String(r.name),
+        secrets: JSON.parse(String(r.secrets)) as string[],
+        temporary: Boolean(r.temporary),
+        createdAt: Number(r.created_at),
+        lastSeenAt: Number(r.last_seen_at),
+        nextSeq: Number(r.next_seq),
+        ...(r.tolerance !== null ? { tolerance: Number(r.tolerance) } : {}),
+        ...(r.scheme !== null ? { scheme: String(r.scheme) } : {}),
+        ...(retired.length ? { retired } : {}),
+      };
+    });
   }
 
   async usage(): Promise<Map<string, ChannelUsage>> {
-    const rows = this.rows('SELECT channel, count(*) AS queued, sum(size) AS bytes, min(received_at) AS oldest FROM deliveries GROUP BY channel');
-    return new Map(rows.map((r) => [String(r.channel), { queued: Number(r.queued), bytes: Number(r.bytes), oldestAt: Number(r.oldest) }]));
+    const rows = this.rows(
+      `SELECT channel, sum(refused IS NULL) AS queued, sum(refused IS NOT NULL) AS refused, sum(size) AS bytes, min(CASE WHEN refused IS NULL THEN received_at END) AS oldest
+       FROM deliveries GROUP BY channel`,
+    );
+    return new Map(
+      rows.map((r) => [String(r.channel), { queued: Number(r.queued), refused: Number(r.refused), bytes: Number(r.bytes), ...(r.oldest !== null ? { oldestAt: Number(r.oldest) } : {}) }]),
+    );
   }
 
   async saveChannel(c: ChannelRecord): Promise<void> {
     this.rows(
-      `INSERT INTO channels (name, secrets, temporary, created_at, last_seen_at, next_seq) VALUES (?, ?, ?, ?, ?, ?)
+      `INSERT INTO channels (name, secrets, temporary, created_at, last_seen_at, next_seq, tolerance, scheme, retired) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
        ON CONFLICT (name) DO UPDATE SET secrets = excluded.secrets, temporary = excluded.temporary, last_seen_at = excluded.last_seen_at,
-         next_seq = max(channels.next_seq, excluded.next_seq)`,
+         next_seq = max(channels.next_seq, excluded.next_seq), tolerance = excluded.tolerance, scheme = excluded.scheme, retired = excluded.retired`,
       c.name,
       JSON.stringify(c.secrets),
       c.temporary ? 1 : 0,
       c.createdAt,
       c.lastSeenAt,
       c.nextSeq,
+      c.tolerance ?? null,
+      c.scheme ?? null,
+      JSON.stringify(c.retired ?? []),
     );
   }
 
@@ -76,6 +105,14 @@ export class DurableObjectRelayStorage implements RelayStorage {
       this.rows('DELETE FROM parts WHERE channel = ?', name);
       this.rows('DELETE FROM deliveries WHERE channel = ?', name);
       this.rows('DELETE FROM channels WHERE name = ?', name);
+      return gone;
+    });
+  }
+
+  async clear(name: string): Promise<Removed[]> {
+    return this.storage.transactionSync(() => {
+      const gone = this.rows('DELETE FROM deliveries WHERE channel = ? AND refused IS NULL RETURNING seq, size', name).map((r) => ({ channel: name, seq: Number(r.seq), size: Number(r.size) }));
+      for (const r of gone) this.rows('DELETE FROM parts WHERE channel = ? AND seq = ?', name, r.seq);
       return gone;
     });
   }
@@ -102,7 +139,7 @@ export class DurableObjectRelayStorage implements RelayStorage {
   }
 
   async read(channel: string, afterSeq: number, limit: number, maxBytes: number): Promise<StoredDelivery[]> {
-    const metas = this.rows('SELECT seq, received_at, headers, size, body_length FROM deliveries WHERE channel = ? AND seq > ? ORDER BY seq LIMIT ?', channel, afterSeq, limit);
+    const metas = this.rows('SELECT seq, received_at, headers, size, body_length FROM deliveries WHERE channel = ? AND seq > ? AND refused IS NULL ORDER BY seq LIMIT ?', channel, afterSeq, limit);
     const out: StoredDelivery[] = [];
     let bytes = 0;
     for (const m of metas) {
@@ -136,10 +173,29 @@ export class DurableObjectRelayStorage implements RelayStorage {
 
   async expire(before: number): Promise<Removed[]> {
     return this.storage.transactionSync(() => {
-      const old = this.rows('DELETE FROM deliveries WHERE received_at < ? RETURNING channel, seq, size', before).map((r) => ({ channel: String(r.channel), seq: Number(r.seq), size: Number(r.size) }));
+      const old = this.rows('DELETE FROM deliveries WHERE received_at < ? AND refused IS NULL RETURNING channel, seq, size', before).map((r) => ({
+        channel: String(r.channel),
+        seq: Number(r.seq),
+        size: Number(r.size),
+      }));
       for (const r of old) this.rows('DELETE FROM parts WHERE channel = ? AND seq = ?', r.channel, r.seq);
       return old;
     });
+  }
+
+  async refuse(channel: string, seq: number, refusal: Refusal): Promise<number | undefined> {
+    const rows = this.rows('UPDATE deliveries SET refused = ? WHERE channel = ? AND seq = ? AND refused IS NULL RETURNING seq', JSON.stringify(refusal), channel, seq);
+    return rows.length ? 0 : undefined;
+  }
+
+  async refusedOf(channel: string): Promise<Omit<StoredDelivery, 'body'>[]> {
+    return this.rows('SELECT seq, received_at, headers, size, refused FROM deliveries WHERE channel = ? AND refused IS NOT NULL ORDER BY seq', channel).map((r) => ({
+      seq: Number(r.seq),
+      receivedAt: Number(r.received_at),
+      headers: JSON.parse(String(r.headers)) as [string, string][],
+      size: Number(r.size),
+      refused: JSON.parse(String(r.refused)) as Refusal,
+    }));
   }
 
   async close(): Promise<void> {

@@ -1,34 +1,40 @@
-import { mkdir, open, readFile, readdir, rename, rm, unlink } from 'node:fs/promises';
+import { mkdir, readFile, readdir, rm, statfs, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
+import { DEFAULTS } from '../delivery/defaults.js';
 import { StorageError } from '../errors.js';
-import { fsReason } from '../util/files.js';
-import type { ChannelRecord, ChannelUsage, RelayStorage, Removed, StoredDelivery } from './storage.js';
+import { fsReason, writeFileAtomic, writeFilesAtomic } from '../util/files.js';
+import type { ChannelRecord, ChannelUsage, Refusal, RelayStorage, Removed, StoredDelivery } from './storage.js';
 
 /**
  * The relay's storage in a folder (`relay serve --store file`): one folder per channel, holding its
  * record (`channel.json`, with the webhook's secret: mode 0600, the folders 0700) and one file per
- * delivery waiting, named by its seq, arrival time and size, so that starting needs no file read but
- * the records. A delivery is written to a temporary name and renamed: a crash leaves it whole or absent.
- * With `fsync`, each file and its folder are synced before the delivery is answered (a power loss loses
- * nothing acknowledged); without, the relay survives the death of its process, as `listen` does. The
- * newest deliveries are also kept in memory (DEFAULT_MEMORY_BYTES), so that handing them over reads no file.
+ * delivery, named by its seq, arrival time and size, so that starting needs no file read but the records
+ * (and the notes of refused deliveries: `<delivery>.refused`, why listen refused it). A delivery is
+ * written to a temporary name and renamed (src/util/files.ts), all of a batch or none: a crash leaves
+ * it whole or absent, and a failed write (a full disk) leaves nothing. With `fsync`, each file and its
+ * folder are synced before the delivery is answered (a power loss loses nothing acknowledged); without,
+ * the relay survives the death of its process, as `listen` does. Handing over reads (or, for the newest,
+ * not even that) and acknowledging unlinks: neither writes, so a full disk still drains.
+ *
+ * Each file takes whole blocks of the disk, however small the delivery: `footprint` says so, and the
+ * relay's byte budget (--max-bytes) counts that, not the bytes alone (a 400-byte delivery takes 4 KiB).
  */
 
 export interface FileRelayStorageOptions {
   dir: string;
   fsync?: boolean;
-  /** The bytes of deliveries (their `size`) kept in memory besides their files, so that handing them over reads no file (default 32 MiB). */
+  /** The bytes of deliveries (their `size`) kept in memory besides their files, so that handing them over reads no file. */
   memoryBytes?: number;
 }
 
-/**
- * A copy in memory of the newest deliveries written, up to `memoryBytes`: a backlog within it is handed
- * over without a file read (open, fstat, read, close: four trips to the thread pool each). The files stay
- * the truth; a delivery not copied (past the budget, or written before a restart) is read from its file.
- * Measured (BENCHMARKS.md, relay): `relay serve`'s CPU a delivery in the drain of a 10,000 backlog, 77-119 µs
- * with it against 305-595 µs without in the same hour; the storage alone (bench/relay-storage.js) 39-44 µs against 164-280 µs.
+/*
+ * The copy in memory of the newest deliveries written, up to `memoryBytes` (DEFAULTS.relayMemoryBytes): a
+ * backlog within it is handed over without a file read (open, fstat, read, close: four trips to the thread
+ * pool each). The files stay the truth; a delivery not copied (past the budget, or written before a
+ * restart) is read from its file. Measured (BENCHMARKS.md, relay): `relay serve`'s CPU a delivery in the
+ * drain of a 10,000 backlog, 77-119 µs with it against 305-595 µs without in the same hour; the storage
+ * alone (bench/relay-storage.js) 39-44 µs against 164-280 µs.
  */
-export const DEFAULT_MEMORY_BYTES = 32 * 1024 * 1024;
 
 interface Item {
   receivedAt: number;
@@ -36,16 +42,20 @@ interface Item {
   file: string;
   /** Its headers and body, when kept in memory too. */
   copy?: { headers: [string, string][]; body: Uint8Array };
+  refused?: Refusal;
 }
 
 interface Held {
   record: ChannelRecord;
-  /** The deliveries waiting, in seq order (they are added in that order). */
+  /** The deliveries kept, in seq order (they are added in that order). */
   items: Map<number, Item>;
 }
 
 const RECORD = 'channel.json';
 const DELIVERY = /^(\d{16})-(\d+)-(\d+)\.dlv$/;
+const REFUSED = '.refused';
+/** What a file takes besides its bytes, counted into the bytes before they are rounded up to whole blocks: the length of the headers' JSON, its brackets and quotes. */
+const FILE_OVERHEAD = 64;
 const encoder = new TextEncoder();
 
 const fileName = (seq: number, receivedAt: number, size: number) => `${String(seq).padStart(16, '0')}-${receivedAt}-${size}.dlv`;
@@ -60,16 +70,23 @@ function encode(d: StoredDelivery): Buffer {
   return out;
 }
 
+function decode(raw: Buffer): { headers: [string, string][]; body: Uint8Array } {
+  const length = raw.readUInt32BE(0);
+  return { headers: JSON.parse(raw.subarray(4, 4 + length).toString('utf8')) as [string, string][], body: raw.subarray(4 + length) };
+}
+
 export class FileRelayStorage implements RelayStorage {
   readonly where: string;
   private readonly held = new Map<string, Held>();
   /** The `size` of the deliveries copied in memory. */
   private copied = 0;
   private readonly memoryBytes: number;
+  /** The disk's block: the least a file takes. */
+  private block = 4096;
 
   private constructor(private readonly options: FileRelayStorageOptions) {
     this.where = options.dir;
-    this.memoryBytes = options.memoryBytes ?? DEFAULT_MEMORY_BYTES;
+    this.memoryBytes = options.memoryBytes ?? DEFAULTS.relayMemoryBytes;
   }
 
   /** Forgets a delivery's copy in memory, if it had one. */
@@ -87,6 +104,7 @@ export class FileRelayStorage implements RelayStorage {
     const s = new FileRelayStorage(options);
     try {
       await mkdir(s.root, { recursive: true, mode: 0o700 });
+      s.block = Math.max(512, (await statfs(s.root).catch(() => undefined))?.bsize ?? 4096);
       for (const name of await readdir(s.root)) {
         const dir = join(s.root, name);
         let record: ChannelRecord;
@@ -97,10 +115,21 @@ export class FileRelayStorage implements RelayStorage {
         }
         const items = new Map<number, Item>();
         const found: [number, Item][] = [];
-        for (const file of await readdir(dir)) {
+        const files = await readdir(dir);
+        const notes = new Set(files.filter((f) => f.endsWith(REFUSED)));
+        for (const file of files) {
           const m = DELIVERY.exec(file);
-          if (m) found.push([Number(m[1]), { receivedAt: Number(m[2]), size: Number(m[3]), file }]);
-          else if (file.endsWith('.tmp')) await unlink(join(dir, file)).catch(() => undefined);
+          if (m) {
+            const item: Item = { receivedAt: Number(m[2]), size: Number(m[3]), file };
+            if (notes.has(file + REFUSED)) {
+              item.refused = await readFile(join(dir, file + REFUSED), 'utf8').then(
+                (text) => JSON.parse(text) as Refusal,
+                () => undefined,
+              );
+              if (item.refused) item.size += s.block;
+            }
+            found.push([Number(m[1]), item]);
+          } else if (file.endsWith('.tmp')) await unlink(join(dir, file)).catch(() => undefined);
         }
         found.sort((a, b) => a[0] - b[0]);
         for (const [seq, item] of found) items.set(seq, item);
@@ -117,6 +146,10 @@ export class FileRelayStorage implements RelayStorage {
     return new StorageError(`The relay's folder ${this.options.dir}: ${what}: ${fsReason(err)}.`, { cause: err });
   }
 
+  footprint(size: number): number {
+    return Math.ceil((size + FILE_OVERHEAD) / this.block) * this.block;
+  }
+
   async channels(): Promise<ChannelRecord[]> {
     return [...this.held.values()].map((h) => ({ ...h.record }));
   }
@@ -124,25 +157,25 @@ export class FileRelayStorage implements RelayStorage {
   async usage(): Promise<Map<string, ChannelUsage>> {
     const out = new Map<string, ChannelUsage>();
     for (const [name, h] of this.held) {
-      let bytes = 0;
-      let oldestAt: number | undefined;
+      const u: ChannelUsage = { queued: 0, refused: 0, bytes: 0 };
       for (const item of h.items.values()) {
-        bytes += item.size;
-        oldestAt = oldestAt === undefined ? item.receivedAt : Math.min(oldestAt, item.receivedAt);
+        u.bytes += item.size;
+        if (item.refused) u.refused++;
+        else {
+          u.queued++;
+          u.oldestAt = u.oldestAt === undefined ? item.receivedAt : Math.min(u.oldestAt, item.receivedAt);
+        }
       }
-      out.set(name, { queued: h.items.size, bytes, oldestAt });
+      out.set(name, u);
     }
     return out;
   }
 
   async saveChannel(channel: ChannelRecord): Promise<void> {
     const dir = join(this.root, channel.name);
-    const tmp = join(dir, `${RECORD}.${process.pid}.tmp`);
     try {
       await mkdir(dir, { recursive: true, mode: 0o700 });
-      await writeWhole(tmp, Buffer.from(JSON.stringify(channel)), Boolean(this.options.fsync));
-      await rename(tmp, join(dir, RECORD));
-      if (this.options.fsync) await syncDir(dir);
+      await writeFileAtomic(join(dir, RECORD), JSON.stringify(channel), { mode: 0o600, sync: Boolean(this.options.fsync) });
     } catch (err) {
       throw this.failed(`the channel ${channel.name} could not be written`, err);
     }
@@ -164,25 +197,26 @@ export class FileRelayStorage implements RelayStorage {
     return [...h.items].map(([seq, item]) => ({ channel: name, seq, size: item.size }));
   }
 
+  async clear(name: string): Promise<Removed[]> {
+    const h = this.held.get(name);
+    if (!h) return [];
+    return this.remove(
+      name,
+      [...h.items].filter(([, item]) => !item.refused).map(([seq]) => seq),
+    );
+  }
+
   async append(channel: string, deliveries: StoredDelivery[], nextSeq: number): Promise<void> {
     const h = this.held.get(channel);
     if (!h) throw new StorageError(`The relay has no channel ${channel}.`);
-    const dir = join(this.root, channel);
-    const written: string[] = [];
     try {
-      await Promise.all(
-        deliveries.map(async (d) => {
-          const file = fileName(d.seq, d.receivedAt, d.size);
-          const tmp = join(dir, `${file}.tmp`);
-          await writeWhole(tmp, encode(d), Boolean(this.options.fsync));
-          await rename(tmp, join(dir, file));
-          written.push(file);
-        }),
+      // all or none: what is not answered 2xx must not stay, or it would be handed on besides the service's retry
+      await writeFilesAtomic(
+        join(this.root, channel),
+        deliveries.map((d) => [fileName(d.seq, d.receivedAt, d.size), encode(d)] as const),
+        { mode: 0o600, sync: Boolean(this.options.fsync) },
       );
-      if (this.options.fsync) await syncDir(dir);
     } catch (err) {
-      // not answered 2xx: what was written of the batch goes, or it would be handed on besides the service's retry
-      await Promise.all(written.map((f) => unlink(join(dir, f)).catch(() => undefined)));
       throw this.failed('a delivery could not be written', err);
     }
     for (const d of deliveries) {
@@ -197,33 +231,33 @@ export class FileRelayStorage implements RelayStorage {
     h.record.nextSeq = Math.max(h.record.nextSeq, nextSeq);
   }
 
+  /** A delivery's headers and body: its copy in memory, or its file; undefined when it went meanwhile (acknowledged, expired). */
+  private async load(channel: string, h: Held, seq: number, item: Item): Promise<{ headers: [string, string][]; body: Uint8Array } | undefined> {
+    if (item.copy) return item.copy;
+    try {
+      return decode(await readFile(join(this.root, channel, item.file)));
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT' && !h.items.has(seq)) return undefined;
+      throw err;
+    }
+  }
+
   async read(channel: string, afterSeq: number, limit: number, maxBytes: number): Promise<StoredDelivery[]> {
     const h = this.held.get(channel);
     if (!h) return [];
     const picked: [number, Item][] = [];
     let bytes = 0;
     for (const [seq, item] of h.items) {
-      if (seq <= afterSeq) continue;
+      if (seq <= afterSeq || item.refused) continue;
       if (picked.length >= limit || (picked.length && bytes + item.size > maxBytes)) break;
       picked.push([seq, item]);
       bytes += item.size;
     }
-    const dir = join(this.root, channel);
     try {
       const read = await Promise.all(
         picked.map(async ([seq, item]) => {
-          if (item.copy) return { seq, receivedAt: item.receivedAt, headers: item.copy.headers, body: item.copy.body, size: item.size };
-          let raw: Buffer;
-          try {
-            raw = await readFile(join(dir, item.file));
-          } catch (err) {
-            // acknowledged or expired meanwhile: it is not to be sent
-            if ((err as NodeJS.ErrnoException).code === 'ENOENT' && !h.items.has(seq)) return undefined;
-            throw err;
-          }
-          const length = raw.readUInt32BE(0);
-          const headers = JSON.parse(raw.subarray(4, 4 + length).toString('utf8')) as [string, string][];
-          return { seq, receivedAt: item.receivedAt, headers, body: raw.subarray(4 + length), size: item.size };
+          const d = await this.load(channel, h, seq, item);
+          return d && { seq, receivedAt: item.receivedAt, headers: d.headers, body: d.body, size: item.size };
         }),
       );
       return read.filter((d) => d !== undefined);
@@ -243,6 +277,7 @@ export class FileRelayStorage implements RelayStorage {
         if (!item) return;
         try {
           await unlink(join(dir, item.file));
+          if (item.refused) await unlink(join(dir, item.file + REFUSED));
         } catch (err) {
           if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw this.failed('a delivery could not be deleted', err);
         }
@@ -257,33 +292,43 @@ export class FileRelayStorage implements RelayStorage {
   async expire(before: number): Promise<Removed[]> {
     const out: Removed[] = [];
     for (const [name, h] of this.held) {
-      const old = [...h.items].filter(([, item]) => item.receivedAt < before).map(([seq]) => seq);
+      const old = [...h.items].filter(([, item]) => item.receivedAt < before && !item.refused).map(([seq]) => seq);
       if (old.length) out.push(...(await this.remove(name, old)));
+    }
+    return out;
+  }
+
+  async refuse(channel: string, seq: number, refusal: Refusal): Promise<number | undefined> {
+    const h = this.held.get(channel);
+    const item = h?.items.get(seq);
+    if (!h || !item || item.refused) return undefined;
+    try {
+      await writeFileAtomic(join(this.root, channel, item.file + REFUSED), JSON.stringify(refusal), { mode: 0o600, sync: Boolean(this.options.fsync) });
+    } catch (err) {
+      throw this.failed('a refused delivery could not be noted', err);
+    }
+    // it waits for a person now, not for the next listen: its copy in memory is for the drain
+    this.uncopy(item);
+    item.refused = refusal;
+    item.size += this.block;
+    return this.block;
+  }
+
+  async refusedOf(channel: string): Promise<Omit<StoredDelivery, 'body'>[]> {
+    const h = this.held.get(channel);
+    if (!h) return [];
+    const out: Omit<StoredDelivery, 'body'>[] = [];
+    for (const [seq, item] of h.items) {
+      if (!item.refused) continue;
+      const d = await this.load(channel, h, seq, item).catch((err: unknown) => {
+        throw this.failed('a refused delivery could not be read', err);
+      });
+      if (d) out.push({ seq, receivedAt: item.receivedAt, headers: d.headers, size: item.size, refused: item.refused });
     }
     return out;
   }
 
   async close(): Promise<void> {
     // every write is finished before it resolves: nothing is pending
-  }
-}
-
-/** Writes a file whole (mode 0600), synced to the disk when asked. */
-async function writeWhole(file: string, data: Buffer, fsync: boolean): Promise<void> {
-  const fh = await open(file, 'w', 0o600);
-  try {
-    await fh.writeFile(data);
-    if (fsync) await fh.sync();
-  } finally {
-    await fh.close();
-  }
-}
-
-async function syncDir(dir: string): Promise<void> {
-  const fh = await open(dir, 'r');
-  try {
-    await fh.sync();
-  } finally {
-    await fh.close();
   }
 }

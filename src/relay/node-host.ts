@@ -1,11 +1,13 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer, type WebSocket } from 'ws';
+import { BODY_READS, DEFAULTS } from '../delivery/defaults.js';
 import { systemClock, type Clock } from '../util/clock.js';
 import { listenOn } from '../util/net.js';
-import type { Answer } from './answers.js';
+import { nodeBody } from '../util/read-body.js';
+import { answers, type Answer } from './answers.js';
 import { CLOSE, MAX_CLIENT_MESSAGE } from './protocol.js';
-import { Relay, SWEEP_EVERY_MS, type RelayEvent, type RelayOptions, type RelayRequest, type RelaySocket, type Session } from './relay.js';
+import { Relay, type RelayEvent, type RelayOptions, type RelayRequest, type RelaySocket, type Session } from './relay.js';
 
 /**
  * The relay's Node host (`wxhooks relay serve`): node:http for deliveries and the status, `ws` for the
@@ -18,8 +20,10 @@ export interface RelayServerOptions extends Omit<RelayOptions, 'now' | 'onEvent'
   port: number;
   clock?: Clock;
   onEvent?: (event: RelayEvent) => void;
-  /** Headers must arrive within this, the whole request within six times it (default 10 s, as `listen`). */
+  /** Headers must arrive within this, the whole request within BODY_READS times it (as `listen`'s --read-timeout). */
   readTimeoutMs?: number;
+  /** OpenTelemetry (src/observe/relay.ts): each request answered in a span of its own. */
+  traced?: (path: string, answer: () => Promise<Answer>) => Promise<Answer>;
 }
 
 export interface RunningRelay {
@@ -27,6 +31,8 @@ export interface RunningRelay {
   port: number;
   /** Closes every connection (1001: `listen` connects again) and stops; the storage is the caller's to close. */
   close(): Promise<void>;
+  /** What each channel holds now, and the bytes being read (`/metrics`). */
+  backlog: Relay['backlog'];
 }
 
 /** A ws connection, as the relay's logic sees it. */
@@ -47,21 +53,20 @@ class NodeSocket implements RelaySocket {
   }
 }
 
-/** A request as the logic reads it: every value of a header (Webhook-Signature's joined with spaces), the raw headers in order, the body as it comes. */
-function relayRequest(req: IncomingMessage, path: string): RelayRequest {
-  const length = req.headers['content-length'];
+/** A request as the logic reads it: every value of a header (Webhook-Signature's joined with spaces), the raw headers in order, the body as node:http gives it. */
+function relayRequest(req: IncomingMessage, path: string, query: string): RelayRequest {
   return {
     method: req.method ?? 'GET',
     path,
+    query,
     headers: req.headersDistinct,
     headerList: () => {
       const out: [string, string][] = [];
       for (let i = 0; i + 1 < req.rawHeaders.length; i += 2) out.push([req.rawHeaders[i]!, req.rawHeaders[i + 1]!]);
       return out;
     },
-    declaredLength: length !== undefined && /^\d+$/.test(length) ? Number(length) : undefined,
-    // stopping early must not destroy the socket: the answer is still to be written
-    body: () => req.iterator({ destroyOnReturn: false }),
+    length: req.headers['content-length'],
+    stream: (sink) => nodeBody.stream(req, sink),
   };
 }
 
@@ -86,17 +91,21 @@ export async function startRelayServer(options: RelayServerOptions): Promise<Run
   const relay = new Relay({ ...options, now: () => clock.now() }, { sockets: (channel) => [...(byChannel.get(channel) ?? [])] });
   await relay.load();
 
-  const readTimeout = options.readTimeoutMs ?? 10_000;
-  const server = createServer({ headersTimeout: readTimeout, requestTimeout: 6 * readTimeout });
+  const readTimeout = options.readTimeoutMs ?? DEFAULTS.readTimeoutMs;
+  // Node looks for connections past their time every connectionsCheckingInterval (30 s unless told): a
+  // sender trickling its headers was cut at 13-45 s with a 10 s --read-timeout
+  const server = createServer({ connectionsCheckingInterval: Math.min(1000, readTimeout), headersTimeout: readTimeout, requestTimeout: BODY_READS * readTimeout });
   const wss = new WebSocketServer({ noServer: true, maxPayload: MAX_CLIENT_MESSAGE });
   const working = new Set<Promise<void>>();
 
   server.on('request', (req, res) => {
     const url = req.url ?? '/';
     const query = url.indexOf('?');
-    const task = relay.http(relayRequest(req, query === -1 ? url : url.slice(0, query))).then(
+    const path = query === -1 ? url : url.slice(0, query);
+    const answer = () => relay.http(relayRequest(req, path, query === -1 ? '' : url.slice(query + 1)));
+    const task = (options.traced ? options.traced(path, answer) : answer()).then(
       (a) => write(res, a),
-      () => write(res, { status: 500, outcome: 'error', body: '{"error":"internal error in the relay"}', close: true }),
+      () => write(res, answers.internal()),
     );
     working.add(task);
     void task.finally(() => working.delete(task));
@@ -110,13 +119,13 @@ export async function startRelayServer(options: RelayServerOptions): Promise<Run
     const webSocket = (req.headers.upgrade ?? '').toLowerCase() === 'websocket';
     void relay.accept({ method: req.method ?? 'GET', path, headers: req.headersDistinct, webSocket }).then((taken) => {
       if ('answer' in taken) return refuseUpgrade(socket, taken.answer);
-      const channel = taken.channel;
+      const { channel, role } = taken;
       wss.handleUpgrade(req, socket, head, (ws) => {
         const s = new NodeSocket(ws);
         let set = byChannel.get(channel);
         if (!set) byChannel.set(channel, (set = new Set()));
         set.add(s);
-        relay.connected(s, channel);
+        relay.connected(s, channel, role);
         ws.on('message', (data: Buffer, isBinary) => {
           relay.message(s, isBinary ? data : data.toString('utf8')).catch(() => ws.close(CLOSE.internal, 'the relay failed'));
         });
@@ -134,7 +143,7 @@ export async function startRelayServer(options: RelayServerOptions): Promise<Run
   let closing = false;
   void (async () => {
     while (!closing) {
-      await clock.after(SWEEP_EVERY_MS);
+      await clock.after(DEFAULTS.relaySweepIntervalMs);
       if (!closing) await relay.sweep().catch(() => undefined);
     }
   })();
@@ -142,6 +151,7 @@ export async function startRelayServer(options: RelayServerOptions): Promise<Run
   return {
     url,
     port,
+    backlog: () => relay.backlog(),
     async close() {
       closing = true;
       for (const set of byChannel.values()) for (const s of set) s.ws.close(CLOSE.goingAway, 'the relay is stopping');

@@ -1,8 +1,9 @@
 import type { Pool, PoolClient } from 'pg';
-import { StorageError, UnreachableError, UsageError } from '../errors.js';
-import { shownUrl, storeSecrets } from '../store/store-url.js';
-import { addSensitive } from '../util/redact.js';
-import type { ChannelRecord, ChannelUsage, RelayStorage, Removed, StoredDelivery } from './storage.js';
+import { DEFAULTS } from '../delivery/defaults.js';
+import { StorageError, UsageError } from '../errors.js';
+import { openPgStore, quotedSchema } from '../store/pg-open.js';
+import { shownUrl } from '../store/store-url.js';
+import type { ChannelRecord, ChannelUsage, Refusal, RelayStorage, Removed, StoredDelivery } from './storage.js';
 import { migrateSchema, type Migration } from '../store/pg-schema.js';
 
 /**
@@ -36,10 +37,16 @@ export const RELAY_MIGRATIONS: Migration[] = [
       );
       CREATE INDEX deliveries_received_at ON ${s}.deliveries (received_at)`,
   },
+  {
+    // what listen verifies with, the secrets replaced lately, and the deliveries listen refused (kept apart)
+    version: 2,
+    sql: (s) => `
+      ALTER TABLE ${s}.channels ADD COLUMN tolerance integer, ADD COLUMN scheme text, ADD COLUMN retired jsonb NOT NULL DEFAULT '[]';
+      ALTER TABLE ${s}.deliveries ADD COLUMN refused jsonb`,
+  },
 ];
 
 export const RELAY_SCHEMA_VERSION = RELAY_MIGRATIONS.at(-1)!.version;
-export const DEFAULT_RELAY_SCHEMA = 'wxhooks_relay';
 
 export interface PgRelayStorageOptions {
   url: string;
@@ -64,38 +71,21 @@ export class PgRelayStorage implements RelayStorage {
     url: string,
   ) {
     this.where = shownUrl(url);
-    this.s = `"${schema}"`;
+    this.s = quotedSchema(schema, '--schema');
   }
 
-  /** Connects, and creates or migrates the schema (under an advisory lock). Unreachable: exit 6, naming the host and never the password. */
+  /**
+   * Connects through the stores' one opening (src/store/pg-open.ts: the schema's name checked, the password
+   * kept out of every message, a first connection that proves the server), and creates or migrates the
+   * schema (under an advisory lock). Unreachable: exit 6, naming the host and never the password.
+   */
   static async open(options: PgRelayStorageOptions): Promise<PgRelayStorage> {
-    const schema = options.schema ?? DEFAULT_RELAY_SCHEMA;
-    if (!/^[a-z_][a-z0-9_]*$/.test(schema)) throw new UsageError(`--schema must be a lowercase SQL name (letters, digits, _), not "${schema}".`);
-    storeSecrets(options.url).forEach(addSensitive);
-    const { default: pg } = await import('pg');
-    const pool = new pg.Pool({ connectionString: options.url, max: 8, connectionTimeoutMillis: 5000, idleTimeoutMillis: 10_000 });
-    pool.on('error', () => undefined); // an idle connection that breaks: the next query finds out
-    const store = new PgRelayStorage(pool, schema, options.url);
-    let client: PoolClient;
-    try {
-      client = await pool.connect();
-    } catch (err) {
-      await pool.end().catch(() => undefined);
-      const u = new URL(options.url);
-      throw new UnreachableError(`Cannot use the PostgreSQL store at ${u.hostname}:${u.port || 5432}: ${(err as Error).message}.`, {
-        hint: 'Check that the server runs and accepts connections from here, and the user name and password in --store.',
-        cause: err,
-      });
-    }
-    try {
-      await store.migrate(client);
-    } catch (err) {
-      client.release();
-      await pool.end().catch(() => undefined);
-      throw err;
-    }
-    client.release();
-    return store;
+    const schema = options.schema ?? DEFAULTS.relaySchema;
+    return openPgStore(
+      { url: options.url, schema, schemaFlag: '--schema', hint: 'Check that the server runs and accepts connections from here, and the user name and password in --store.' },
+      (pool) => new PgRelayStorage(pool, schema, options.url),
+      (store, client) => store.migrate(client),
+    );
   }
 
   private migrate(client: PoolClient): Promise<void> {
@@ -120,25 +110,45 @@ export class PgRelayStorage implements RelayStorage {
   }
 
   async channels(): Promise<ChannelRecord[]> {
-    const rows = await this.run<{ name: string; secrets: string[]; temporary: boolean; created_at: string; last_seen_at: string; next_seq: string }>(
-      `SELECT name, secrets, temporary, created_at, last_seen_at, next_seq FROM ${this.s}.channels`,
-    );
-    return rows.map((r) => ({ name: r.name, secrets: r.secrets, temporary: r.temporary, createdAt: Number(r.created_at), lastSeenAt: Number(r.last_seen_at), nextSeq: Number(r.next_seq) }));
+    const rows = await this.run<{
+      name: string;
+      secrets: string[];
+      temporary: boolean;
+      created_at: string;
+      last_seen_at: string;
+      next_seq: string;
+      tolerance: number | null;
+      scheme: string | null;
+      retired: { secret: string; at: number }[];
+    }>(`SELECT name, secrets, temporary, created_at, last_seen_at, next_seq, tolerance, scheme, retired FROM ${this.s}.channels`);
+    return rows.map((r) => ({
+      name: r.name,
+      secrets: r.secrets,
+      temporary: r.temporary,
+      createdAt: Number(r.created_at),
+      lastSeenAt: Number(r.last_seen_at),
+      nextSeq: Number(r.next_seq),
+      ...(r.tolerance !== null ? { tolerance: r.tolerance } : {}),
+      ...(r.scheme !== null ? { scheme: r.scheme } : {}),
+      ...(r.retired.length ? { retired: r.retired } : {}),
+    }));
   }
 
   async usage(): Promise<Map<string, ChannelUsage>> {
-    const rows = await this.run<{ channel: string; queued: string; bytes: string; oldest: string }>(
-      `SELECT channel, count(*) AS queued, sum(size) AS bytes, min(received_at) AS oldest FROM ${this.s}.deliveries GROUP BY channel`,
+    const rows = await this.run<{ channel: string; queued: string; refused: string; bytes: string; oldest: string | null }>(
+      `SELECT channel, count(*) FILTER (WHERE refused IS NULL) AS queued, count(*) FILTER (WHERE refused IS NOT NULL) AS refused, sum(size) AS bytes,
+         min(received_at) FILTER (WHERE refused IS NULL) AS oldest
+       FROM ${this.s}.deliveries GROUP BY channel`,
     );
-    return new Map(rows.map((r) => [r.channel, { queued: Number(r.queued), bytes: Number(r.bytes), oldestAt: Number(r.oldest) }]));
+    return new Map(rows.map((r) => [r.channel, { queued: Number(r.queued), refused: Number(r.refused), bytes: Number(r.bytes), ...(r.oldest !== null ? { oldestAt: Number(r.oldest) } : {}) }]));
   }
 
   async saveChannel(c: ChannelRecord): Promise<void> {
     await this.run(
-      `INSERT INTO ${this.s}.channels (name, secrets, temporary, created_at, last_seen_at, next_seq) VALUES ($1, $2, $3, $4, $5, $6)
+      `INSERT INTO ${this.s}.channels (name, secrets, temporary, created_at, last_seen_at, next_seq, tolerance, scheme, retired) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
        ON CONFLICT (name) DO UPDATE SET secrets = EXCLUDED.secrets, temporary = EXCLUDED.temporary, last_seen_at = EXCLUDED.last_seen_at,
-         next_seq = GREATEST(${this.s}.channels.next_seq, EXCLUDED.next_seq)`,
-      [c.name, JSON.stringify(c.secrets), c.temporary, c.createdAt, c.lastSeenAt, c.nextSeq],
+         next_seq = GREATEST(${this.s}.channels.next_seq, EXCLUDED.next_seq), tolerance = EXCLUDED.tolerance, scheme = EXCLUDED.scheme, retired = EXCLUDED.retired`,
+      [c.name, JSON.stringify(c.secrets), c.temporary, c.createdAt, c.lastSeenAt, c.nextSeq, c.tolerance ?? null, c.scheme ?? null, JSON.stringify(c.retired ?? [])],
     );
   }
 
@@ -149,6 +159,11 @@ export class PgRelayStorage implements RelayStorage {
        SELECT d.seq, d.size FROM ${this.s}.deliveries d JOIN gone ON d.channel = gone.name`,
       [name],
     );
+    return rows.map((r) => ({ channel: name, seq: Number(r.seq), size: r.size }));
+  }
+
+  async clear(name: string): Promise<Removed[]> {
+    const rows = await this.run<{ seq: string; size: number }>(`DELETE FROM ${this.s}.deliveries WHERE channel = $1 AND refused IS NULL RETURNING seq, size`, [name]);
     return rows.map((r) => ({ channel: name, seq: Number(r.seq), size: r.size }));
   }
 
@@ -177,7 +192,7 @@ export class PgRelayStorage implements RelayStorage {
     const rows = await this.run<DeliveryRow>(
       `WITH next AS (
          SELECT seq, sum(size) OVER (ORDER BY seq) - size AS before
-         FROM (SELECT seq, size FROM ${this.s}.deliveries WHERE channel = $1 AND seq > $2 ORDER BY seq LIMIT $3) w
+         FROM (SELECT seq, size FROM ${this.s}.deliveries WHERE channel = $1 AND seq > $2 AND refused IS NULL ORDER BY seq LIMIT $3) w
        )
        SELECT d.seq, d.received_at, d.headers, d.body, d.size
        FROM ${this.s}.deliveries d JOIN next ON d.channel = $1 AND d.seq = next.seq
@@ -194,8 +209,21 @@ export class PgRelayStorage implements RelayStorage {
   }
 
   async expire(before: number): Promise<Removed[]> {
-    const rows = await this.run<{ channel: string; seq: string; size: number }>(`DELETE FROM ${this.s}.deliveries WHERE received_at < $1 RETURNING channel, seq, size`, [before]);
+    const rows = await this.run<{ channel: string; seq: string; size: number }>(`DELETE FROM ${this.s}.deliveries WHERE received_at < $1 AND refused IS NULL RETURNING channel, seq, size`, [before]);
     return rows.map((r) => ({ channel: r.channel, seq: Number(r.seq), size: r.size }));
+  }
+
+  async refuse(channel: string, seq: number, refusal: Refusal): Promise<number | undefined> {
+    const rows = await this.run(`UPDATE ${this.s}.deliveries SET refused = $3 WHERE channel = $1 AND seq = $2 AND refused IS NULL RETURNING seq`, [channel, seq, JSON.stringify(refusal)]);
+    return rows.length ? 0 : undefined;
+  }
+
+  async refusedOf(channel: string): Promise<Omit<StoredDelivery, 'body'>[]> {
+    const rows = await this.run<{ seq: string; received_at: string; headers: [string, string][]; size: number; refused: Refusal }>(
+      `SELECT seq, received_at, headers, size, refused FROM ${this.s}.deliveries WHERE channel = $1 AND refused IS NOT NULL ORDER BY seq`,
+      [channel],
+    );
+    return rows.map((r) => ({ seq: Number(r.seq), receivedAt: Number(r.received_at), headers: r.headers, size: r.size, refused: r.refused }));
   }
 
   async close(): Promise<void> {

@@ -1,22 +1,24 @@
-import { DEFAULT_TOLERANCE } from '../signing/rules.js';
 import { DEFAULTS } from '../delivery/defaults.js';
+import { declaredLength, webBody } from '../util/bodies.js';
 import { isoMillis } from '../util/clock.js';
 import { said, type Answer } from './answers.js';
 import { DurableObjectRelayStorage, type DurableSql } from './do-storage.js';
+import { authorizeChannel, checkHeaders, route } from './edge.js';
 import { CLOSE, PING, PONG } from './protocol.js';
-import { DEFAULT_KEEP_MS, DEFAULT_MAX_BYTES, Relay, authorize, checkHeaders, route, type RelayEvent, type RelayRequest, type RelaySocket, type Session } from './relay.js';
+import { Relay, type RelayEvent, type RelayRequest, type RelaySocket, type Session } from './relay.js';
 
 /**
  * The relay's Worker host: a Cloudflare Worker in front of one Durable Object that holds every channel
  * (bundled into one file by scripts/bundle-relay.js; relay/wrangler.toml deploys it). The Worker itself
  * refuses what needs no storage (an unknown path, a delivery whose headers alone fail: missing, stale,
- * no signature; a connection or a status without the relay token), so that floods of those never wake
- * the Durable Object; the rest goes to the object,
- * which runs the relay's logic (relay.ts) over its own SQLite (do-storage.ts) and holds the connections
+ * no signature; a connection, a channel's API or the status with neither the relay token nor what may
+ * be a channel's keys), so that floods of those never wake the Durable Object; the rest goes to the
+ * object, which runs the relay's logic (relay.ts) over its own SQLite (do-storage.ts) and holds the connections
  * of `listen` with the WebSocket Hibernation API: an idle connection costs nothing.
  *
  * Configuration (wrangler.toml's [vars], or the Worker's settings): WXHOOKS_RELAY_TOKEN (a secret:
- * `wrangler secret put WXHOOKS_RELAY_TOKEN`), RELAY_KEEP_SECONDS, RELAY_MAX_BYTES, RELAY_MAX_BODY.
+ * `wrangler secret put WXHOOKS_RELAY_TOKEN`), RELAY_KEEP_SECONDS, RELAY_MAX_BYTES, RELAY_MAX_BODY,
+ * RELAY_MAX_INFLIGHT, RELAY_MAX_CHANNELS (each unset: DEFAULTS').
  */
 
 /** What the relay uses of the Workers runtime (declared here: the build has no Workers types). */
@@ -30,6 +32,8 @@ interface DurableObjectState {
   storage: DurableSql & { setAlarm(at: number): Promise<void>; getAlarm(): Promise<number | null> };
   acceptWebSocket(ws: HibernatableWebSocket, tags?: string[]): void;
   getWebSockets(tag?: string): HibernatableWebSocket[];
+  /** When the runtime last answered this socket's keep-alive itself (without waking the object). */
+  getWebSocketAutoResponseTimestamp?(ws: HibernatableWebSocket): Date | null;
   setWebSocketAutoResponse(pair: unknown): void;
   blockConcurrencyWhile<T>(fn: () => Promise<T>): Promise<T>;
 }
@@ -49,15 +53,12 @@ export interface RelayEnv {
   RELAY_KEEP_SECONDS?: string;
   RELAY_MAX_BYTES?: string;
   RELAY_MAX_BODY?: string;
+  RELAY_MAX_INFLIGHT?: string;
+  RELAY_MAX_CHANNELS?: string;
 }
 
-/** How often the object wakes to drop what is older than kept (it also does when it starts, and at each status). */
-const ALARM_EVERY_MS = 3600_000;
-/** Bodies read at once in the object: a Worker has 128 MB. */
-const MAX_INFLIGHT = 32 * 1024 * 1024;
-
 /** A whole number from a variable, or the default when it is not set; a variable set to anything else stops the relay with why. */
-function setting(env: RelayEnv, name: 'RELAY_KEEP_SECONDS' | 'RELAY_MAX_BYTES' | 'RELAY_MAX_BODY', fallback: number): number {
+function setting(env: RelayEnv, name: 'RELAY_KEEP_SECONDS' | 'RELAY_MAX_BYTES' | 'RELAY_MAX_BODY' | 'RELAY_MAX_INFLIGHT' | 'RELAY_MAX_CHANNELS', fallback: number): number {
   const text = env[name];
   if (text === undefined || text === '') return fallback;
   if (!/^\d+$/.test(text) || Number(text) <= 0) throw new Error(`${name} must be a whole number above 0, not "${text}"`);
@@ -70,53 +71,31 @@ function respond(a: Answer): Response {
   return new Response(a.body, { status: a.status, headers: { 'content-type': 'application/json', 'cache-control': 'no-store', ...a.headers } });
 }
 
-function declared(request: Request): number | undefined {
-  const length = request.headers.get('content-length');
-  return length !== null && /^\d+$/.test(length) ? Number(length) : undefined;
-}
-
-async function* chunks(body: ReadableStream<Uint8Array> | null): AsyncIterable<Uint8Array> {
-  if (!body) return;
-  const reader = body.getReader();
-  let done = false;
-  try {
-    for (;;) {
-      const r = await reader.read();
-      if (r.done) {
-        done = true;
-        return;
-      }
-      yield r.value;
-    }
-  } finally {
-    // stopped early (too large, refused): the rest is not read
-    if (!done) await reader.cancel().catch(() => undefined);
-  }
-}
-
-function relayRequest(request: Request, path: string): RelayRequest {
+function relayRequest(request: Request, url: URL): RelayRequest {
   return {
     method: request.method,
-    path,
+    path: url.pathname,
+    query: url.search.slice(1),
     headers: request.headers,
     headerList: () => [...(request.headers as unknown as Iterable<[string, string]>)],
-    declaredLength: declared(request),
-    body: () => chunks(request.body),
+    length: request.headers.get('content-length'),
+    stream: (sink) => webBody.stream(request, sink),
   };
 }
 
 export default {
   /** The Worker: what needs no storage is answered here; the rest goes to the one Durable Object. */
   async fetch(request: Request, env: RelayEnv): Promise<Response> {
-    const path = new URL(request.url).pathname;
-    const r = route(request.method, path);
+    const url = new URL(request.url);
+    const path = url.pathname;
+    const r = route(request.method, path, url.search.slice(1));
     const early =
       r.to === 'answer'
         ? r.answer
         : r.to === 'inbound'
-          ? checkHeaders(request.headers, Date.now(), DEFAULT_TOLERANCE, setting(env, 'RELAY_MAX_BODY', DEFAULTS.maxBodyBytes), declared(request))
-          : r.to === 'connect' || r.to === 'status'
-            ? await authorize(request.headers, env.WXHOOKS_RELAY_TOKEN)
+          ? checkHeaders(request.headers, Date.now(), DEFAULTS.toleranceSeconds, setting(env, 'RELAY_MAX_BODY', DEFAULTS.maxBodyBytes), declaredLength(request.headers.get('content-length')))
+          : r.to === 'connect' || r.to === 'status' || r.to === 'channel'
+            ? await authorizeChannel(request.headers, env.WXHOOKS_RELAY_TOKEN)
             : undefined;
     if (early) {
       log({ time: isoMillis(Date.now()), outcome: early.outcome, status: early.status, method: request.method, path, message: said(early) });
@@ -139,10 +118,11 @@ export class RelayObject {
       {
         storage: new DurableObjectRelayStorage(ctx.storage),
         token: env.WXHOOKS_RELAY_TOKEN,
-        keepMs: setting(env, 'RELAY_KEEP_SECONDS', DEFAULT_KEEP_MS / 1000) * 1000,
-        maxBytes: setting(env, 'RELAY_MAX_BYTES', DEFAULT_MAX_BYTES),
+        keepMs: setting(env, 'RELAY_KEEP_SECONDS', DEFAULTS.relayKeepMs / 1000) * 1000,
+        maxBytes: setting(env, 'RELAY_MAX_BYTES', DEFAULTS.relayMaxBytes),
         maxBody: setting(env, 'RELAY_MAX_BODY', DEFAULTS.maxBodyBytes),
-        maxInflight: MAX_INFLIGHT,
+        maxInflight: setting(env, 'RELAY_MAX_INFLIGHT', DEFAULTS.relayMaxInflightBytes),
+        maxChannels: setting(env, 'RELAY_MAX_CHANNELS', DEFAULTS.relayMaxChannels),
         onEvent: log,
       },
       { sockets: (channel) => ctx.getWebSockets(channel).map((ws) => this.wrap(ws)) },
@@ -151,7 +131,7 @@ export class RelayObject {
     ctx.setWebSocketAutoResponse(new WebSocketRequestResponsePair(PING, PONG));
     void ctx.blockConcurrencyWhile(async () => {
       await this.relay.load();
-      if ((await ctx.storage.getAlarm()) === null) await ctx.storage.setAlarm(Date.now() + ALARM_EVERY_MS);
+      if ((await ctx.storage.getAlarm()) === null) await ctx.storage.setAlarm(Date.now() + DEFAULTS.relayWorkerSweepIntervalMs);
     });
   }
 
@@ -164,6 +144,7 @@ export class RelayObject {
         close: (code, reason) => ws.close(code, reason),
         session: () => (ws.deserializeAttachment() as Session | null) ?? undefined,
         setSession: (session) => ws.serializeAttachment(session),
+        heardAt: () => this.ctx.getWebSocketAutoResponseTimestamp?.(ws)?.getTime(),
       };
       this.sockets.set(ws, s);
     }
@@ -171,16 +152,16 @@ export class RelayObject {
   }
 
   async fetch(request: Request): Promise<Response> {
-    const path = new URL(request.url).pathname;
-    if (route(request.method, path).to === 'connect') {
-      const taken = await this.relay.accept({ method: request.method, path, headers: request.headers, webSocket: request.headers.get('upgrade')?.toLowerCase() === 'websocket' });
+    const url = new URL(request.url);
+    if (route(request.method, url.pathname).to === 'connect') {
+      const taken = await this.relay.accept({ method: request.method, path: url.pathname, headers: request.headers, webSocket: request.headers.get('upgrade')?.toLowerCase() === 'websocket' });
       if ('answer' in taken) return respond(taken.answer);
       const pair = new WebSocketPair();
       this.ctx.acceptWebSocket(pair[1], [taken.channel]);
-      this.relay.connected(this.wrap(pair[1]), taken.channel);
+      this.relay.connected(this.wrap(pair[1]), taken.channel, taken.role);
       return new Response(null, { status: 101, webSocket: pair[0] } as ResponseInit);
     }
-    return respond(await this.relay.http(relayRequest(request, path)));
+    return respond(await this.relay.http(relayRequest(request, url)));
   }
 
   async webSocketMessage(ws: HibernatableWebSocket, message: string | ArrayBuffer): Promise<void> {
@@ -206,6 +187,6 @@ export class RelayObject {
 
   async alarm(): Promise<void> {
     await this.relay.sweep();
-    await this.ctx.storage.setAlarm(Date.now() + ALARM_EVERY_MS);
+    await this.ctx.storage.setAlarm(Date.now() + DEFAULTS.relayWorkerSweepIntervalMs);
   }
 }

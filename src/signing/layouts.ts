@@ -155,6 +155,8 @@ export const LAYOUT_NAMES: readonly LayoutName[] = LAYOUTS.map((l) => l.name);
 /** `--scheme`: `auto`, or one layout pinned. */
 export type Scheme = 'auto' | LayoutName;
 export const SCHEMES: readonly Scheme[] = ['auto', ...LAYOUT_NAMES];
+/** The scheme a verifier uses unless told: each layout that signs the timestamp is tried (then pinned, by `listen`). */
+export const DEFAULT_SCHEME: Scheme = 'auto';
 
 /** The row of that name in a table (the built-in one unless told), or undefined. */
 export function layoutNamed(name: string, table: readonly Layout[] = LAYOUTS): Layout | undefined {

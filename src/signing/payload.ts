@@ -8,6 +8,8 @@ export interface PayloadFields {
   subscriptionId: string | number;
   triggerId: string;
   test?: boolean;
+  /** A catch-up built by wxhooks from the forecast API (`reconcile --catch-up`), not a delivery of the service's: said in the body, which is signed. */
+  catchUp?: true;
   data: Record<string, unknown>;
   createdAt?: Date;
 }
@@ -22,6 +24,7 @@ export function buildPayload(f: PayloadFields): Buffer {
       trigger_id: f.triggerId,
       created_at: isoSeconds(f.createdAt ?? new Date()),
       test: f.test ?? false,
+      ...(f.catchUp ? { catch_up: true } : {}),
       data: f.data,
     }),
   );

@@ -1,6 +1,6 @@
 import { equalBytes, utf8 } from './encoding.js';
 import type { VerifyOptions } from './verify.js';
-import { LAYOUTS, type Layout } from './layouts.js';
+import { DEFAULT_SCHEME, LAYOUTS, type Layout } from './layouts.js';
 import {
   DEFAULT_TOLERANCE,
   DIAGNOSES_PER_MINUTE,
@@ -55,7 +55,7 @@ export class WebVerifier {
   constructor(options: WebVerifierOptions) {
     this.secrets = secretsOf(options.secret, 'WebVerifier');
     this.table = options.layouts ?? LAYOUTS;
-    this.rows = rowsFor(options.scheme ?? 'auto', this.table);
+    this.rows = rowsFor(options.scheme ?? DEFAULT_SCHEME, this.table);
     this.tolerance = options.tolerance ?? DEFAULT_TOLERANCE;
     this.diagnoses = new DiagnosisBudget(options.diagnosePerMinute ?? DIAGNOSES_PER_MINUTE);
   }

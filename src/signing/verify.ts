@@ -1,6 +1,6 @@
 import { timingSafeEqual } from 'node:crypto';
 import { hmac } from './hmac.js';
-import { LAYOUTS, type Layout, type Scheme } from './layouts.js';
+import { DEFAULT_SCHEME, LAYOUTS, type Layout, type Scheme } from './layouts.js';
 import { LARGE_BODY, parseBodyObject } from './json-body.js';
 import {
   DEFAULT_TOLERANCE,
@@ -76,7 +76,7 @@ function matches(row: Layout, keysFor: KeysFor, signatures: Uint8Array[], id: st
 export function verifyDelivery(options: VerifyOptions): VerifyResult {
   const secrets = secretsOf(options.secret, 'verifyDelivery');
   const table = options.layouts ?? LAYOUTS;
-  const rows = rowsFor(options.scheme ?? 'auto', table);
+  const rows = rowsFor(options.scheme ?? DEFAULT_SCHEME, table);
   const nowMs = options.now === undefined ? Date.now() : +options.now;
   const body = typeof options.body === 'string' ? Buffer.from(options.body, 'utf8') : Buffer.from(options.body.buffer, options.body.byteOffset, options.body.byteLength);
   const keysFor: KeysFor = (row) => secrets.map((secret) => row.keys(secret));
@@ -153,7 +153,7 @@ export class Verifier {
     const secrets = secretsOf(options.secret, 'Verifier');
     this.pins = options.pin !== false;
     this.diagnoses = new DiagnosisBudget(options.diagnosePerMinute ?? DIAGNOSES_PER_MINUTE);
-    this.scheme = options.scheme ?? 'auto';
+    this.scheme = options.scheme ?? DEFAULT_SCHEME;
     if (this.scheme !== 'auto') this.pinned = this.scheme;
     const table = options.layouts ?? LAYOUTS;
     // derived keys, per layout: a session keeps one list of secrets, so it derives them once

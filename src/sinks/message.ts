@@ -7,7 +7,7 @@ import { isoMillis } from '../util/clock.js';
  * The message a sink writes for each verified delivery, and reads back: one encoder and one decoder for
  * both brokers. A message is a list of named text fields and the body's bytes; NATS carries the fields
  * as headers and the body as the payload, Redis as the fields of a stream entry, the body in `body`.
- * README ("Past one app") shows the same table.
+ * docs/streams.md ("The message") shows the same table.
  */
 
 /** The format written in the `wxhooks` field: a message without it is not ours; another value is a format this wxhooks does not read. */
@@ -15,7 +15,9 @@ export const MESSAGE_FORMAT = '1';
 
 /** The fields, in the order they are written. The body comes after them (Redis: the field `body`). */
 export const FIELDS = ['wxhooks', 'key', 'trigger', 'subscription', 'source', 'type', 'layout', 'timestamp', 'secret_index', 'received_at', 'headers'] as const;
-export type FieldName = (typeof FIELDS)[number];
+/** After them, when the receiver traces (OpenTelemetry, src/observe/): the W3C trace context of its span, so that a consumer continues the trace. */
+export const TRACE_FIELDS = ['traceparent', 'tracestate'] as const;
+export type FieldName = (typeof FIELDS)[number] | (typeof TRACE_FIELDS)[number];
 /** The Redis field that holds the body. */
 export const BODY_FIELD = 'body';
 
@@ -42,6 +44,8 @@ export interface SinkDelivery {
   headers: DeliveryHeaders;
   /** The body's exact bytes. */
   body: Uint8Array;
+  /** The W3C trace context of the receiver's span (`traceparent`, `tracestate`), so that a consumer continues its trace. */
+  trace?: Partial<Record<(typeof TRACE_FIELDS)[number], string>>;
 }
 
 /** A message read back: the delivery, and its pair's key. */
@@ -97,6 +101,7 @@ export function encodeMessage(d: SinkDelivery): EncodedMessage {
   ];
   if (d.type !== undefined) fields.push(['type', encodeURIComponent(d.type)]);
   fields.push(['layout', d.layout], ['timestamp', String(d.timestamp)], ['secret_index', String(d.secretIndex)], ['received_at', d.receivedAt], ['headers', JSON.stringify(d.headers)]);
+  for (const name of TRACE_FIELDS) if (d.trace?.[name] !== undefined && /^[\x21-\x7e]{1,512}$/.test(d.trace[name]!)) fields.push([name, d.trace[name]!]);
   return { key, fields, body: d.body };
 }
 
@@ -151,8 +156,10 @@ export function decodeMessage(get: (name: FieldName) => string | undefined, body
   if (Number.isNaN(Date.parse(receivedAt))) return refuse('its received_at is not a time');
   const headers = headersFrom(get('headers')!);
   if (!headers) return refuse('its headers are not a JSON object of strings');
-  return {
-    ok: true,
-    message: { key, trigger, subscription, source, type, layout: get('layout')!, timestamp: Number(timestamp), secretIndex: Number(secretIndex), receivedAt, headers, body },
-  };
+  const message: SinkMessage = { key, trigger, subscription, source, type, layout: get('layout')!, timestamp: Number(timestamp), secretIndex: Number(secretIndex), receivedAt, headers, body };
+  for (const name of TRACE_FIELDS) {
+    const value = get(name);
+    if (value !== undefined) (message.trace ??= {})[name] = value.slice(0, 512);
+  }
+  return { ok: true, message };
 }

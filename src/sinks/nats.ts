@@ -1,19 +1,39 @@
 import { hostname } from 'node:os';
-import { DEFAULTS } from '../delivery/defaults.js';
-import type { JetStreamManager, JsMsg, StoredMsg, StreamInfo } from '@nats-io/jetstream';
+import type { JetStreamManager, JsMsg, StoredMsg, StreamConfig, StreamInfo } from '@nats-io/jetstream';
 import type { MsgHdrs, NatsConnection } from '@nats-io/transport-node';
+import { DEFAULTS } from '../delivery/defaults.js';
 import { NotFoundError, UnreachableError, UsageError } from '../errors.js';
-import { consumerSettings, handleInbound, type ConsumerEvent, type Inbound } from './consumer.js';
+import { printable } from '../util/printable.js';
+import { handleInbound, runSettings, type Inbound } from './consumer.js';
 import { decodeMessage, encodeMessage, type FieldName } from './message.js';
-import { BrokerState, checkGroup, SinkRefusedError, SinkUnavailableError, type ConsumeOptions, type Sink, type SinkConsumer, type SinkOptions, type SinkStream } from './sink.js';
-import { streamNameFor, type SinkTarget } from './sink-url.js';
+import {
+  BrokerState,
+  checkGroup,
+  defineSink,
+  watchEvery,
+  SinkRefusedError,
+  SinkUnavailableError,
+  type ConsumeOptions,
+  type DropRisk,
+  type Sink,
+  type SinkConsumer,
+  type SinkOptions,
+  type SinkStream,
+  type SinkTarget,
+} from './sink.js';
 import { entryOf, type SinkView } from './view.js';
 
 /**
- * The NATS JetStream sink (loaded only when a nats:// URL is given): publishes with the pair's key as
- * `Nats-Msg-Id`, so the stream drops a duplicate within its duplicate window; consumes as a durable pull
- * consumer; moves dead letters to `SUBJECT.dead`.
+ * The NATS JetStream sink: publishes with the pair's key as `Nats-Msg-Id`, so the stream drops a
+ * duplicate within its duplicate window; consumes as a durable pull consumer; moves dead letters to
+ * `SUBJECT.dead`. Its client is loaded only when a nats:// URL is used. The kind's definition is at the end.
  */
+
+/** A NATS sink's own URL settings: `?stream=NAME`, the stream to create when none holds the subject. */
+export interface NatsSettings {
+  stream?: string;
+}
+type Target = SinkTarget<NatsSettings>;
 
 /**
  * The clients, loaded on first use. They are CommonJS modules: their exports are taken from the import's
@@ -25,12 +45,64 @@ const jetStreamClient = async () => (await import('@nats-io/jetstream')).default
 
 const ns = (ms: number) => ms * 1_000_000;
 const ms = (ns: number) => Math.round(ns / 1_000_000);
-const where = (t: SinkTarget) => `${t.host}:${t.port}`;
+const where = (t: Target) => `${t.host}:${t.port}`;
 /** The subject dead letters of a subject go to: not held by its stream, which holds exactly the subject. */
 export const deadSubjectOf = (subject: string) => `${subject}.dead`;
 
+/** The JetStream stream a subject gets when none holds it yet: the subject, its dots (and slashes) as underscores (`wxhooks.deliveries` → `wxhooks_deliveries`). */
+export const streamNameFor = (subject: string) => subject.replace(/[./\\]/g, '_');
+
+/** A JetStream subject we publish to: dot-separated tokens, none empty, no wildcard, no whitespace. */
+function subjectProblem(subject: string): string | undefined {
+  if (!subject) return 'names no subject';
+  if (/[\s*>]/.test(subject)) return 'has a wildcard (* or >) or whitespace in its subject: name one subject';
+  if (subject.split('.').some((t) => t === '')) return 'has an empty token in its subject (a leading, trailing or doubled dot)';
+  return undefined;
+}
+
+/** A JetStream stream name: no whitespace, dot, wildcard or path separator. */
+const streamNameOk = (name: string) => name.length > 0 && name.length <= 255 && !/[\s.*>/\\]/.test(name);
+
+/** A stream's size and count limits, in words. */
+function limitsOf(c: StreamConfig): string[] {
+  const limits: string[] = [];
+  if (c.max_bytes > 0) limits.push(`max_bytes ${c.max_bytes}`);
+  if (c.max_msgs > 0) limits.push(`max_msgs ${c.max_msgs}`);
+  return limits;
+}
+
+/**
+ * What a stream, as configured, drops that no group may have read: its oldest messages once a size or
+ * count limit is reached with `discard: old` (NATS's default), all but the newest of a subject under a
+ * per-subject limit (every delivery has the one subject), and, with interest retention, whatever is
+ * published while no group exists. (Its age limit is `keep`, documented: not a risk.)
+ */
+export function streamDrops(c: StreamConfig): DropRisk[] {
+  const risks: DropRisk[] = [];
+  const limits = limitsOf(c);
+  if (limits.length && c.discard !== 'new') {
+    risks.push({
+      what: `stream ${c.name} has ${limits.join(' and ')} with discard old: once it is full, NATS drops its oldest messages to take new ones, whether a worker read them or not`,
+      fix: `nats stream edit ${c.name} --discard new (a full stream then refuses, and listen answers 503 until the workers catch up), or remove the limit`,
+    });
+  }
+  if (c.max_msgs_per_subject > 0 && !(c.discard === 'new' && c.discard_new_per_subject)) {
+    risks.push({
+      what: `stream ${c.name} keeps ${c.max_msgs_per_subject} message${c.max_msgs_per_subject === 1 ? '' : 's'} per subject: every delivery is published to the one subject, so NATS drops the older ones, read or not`,
+      fix: `nats stream edit ${c.name} --max-msgs-per-subject=-1`,
+    });
+  }
+  if (c.retention === 'interest') {
+    risks.push({
+      what: `stream ${c.name} has interest retention: a message published while no consumer group exists is dropped at once, and a group made later never sees what came before it`,
+      fix: 'a stream with limits retention for the subject (interest retention cannot be changed: remove the stream, and the sink makes one with limits retention)',
+    });
+  }
+  return risks;
+}
+
 /** Connects; `watch` hears the connection go and come back. */
-async function connectTo(t: SinkTarget, watch?: { lost(reason: string): void; back(): void }): Promise<NatsConnection> {
+async function connectTo(t: Target, watch?: { lost(reason: string): void; back(): void }): Promise<NatsConnection> {
   const { connect } = await natsClient();
   let nc: NatsConnection;
   try {
@@ -38,7 +110,7 @@ async function connectTo(t: SinkTarget, watch?: { lost(reason: string): void; ba
       servers: `${t.host.includes(':') ? `[${t.host}]` : t.host}:${t.port}`,
       ...(t.password !== undefined ? { user: t.username ?? '', pass: t.password } : t.username !== undefined ? { token: t.username } : {}),
       name: `wxhooks ${hostname()}:${process.pid}`,
-      timeout: 5000,
+      timeout: DEFAULTS.sinkConnectTimeoutMs,
       // reconnect for as long as it takes: the broker away is a state to report, not a reason to stop
       maxReconnectAttempts: -1,
       reconnectTimeWait: 500,
@@ -61,7 +133,7 @@ async function connectTo(t: SinkTarget, watch?: { lost(reason: string): void; ba
 }
 
 /** JetStream's manager, once JetStream answers: a server without it is exit 6, saying how to turn it on. */
-async function managerOf(nc: NatsConnection, t: SinkTarget, timeout?: number): Promise<JetStreamManager> {
+async function managerOf(nc: NatsConnection, t: Target, timeout?: number): Promise<JetStreamManager> {
   const { jetstreamManager } = await jetStreamClient();
   try {
     return await jetstreamManager(nc, timeout === undefined ? {} : { timeout });
@@ -73,15 +145,24 @@ async function managerOf(nc: NatsConnection, t: SinkTarget, timeout?: number): P
   }
 }
 
-/** The stream that holds `subject`, or a new one with our settings (DECISIONS.md, "The sinks"). Two starting at once create it once. */
-async function streamFor(jsm: JetStreamManager, t: SinkTarget, subject: string, newName: string): Promise<SinkStream> {
+/**
+ * The stream that holds `subject`, or a new one with our settings (DECISIONS.md, "The sinks"): limits
+ * retention, `discard: new` (a full stream refuses a message rather than drop an unread one), `keep` as its
+ * age limit. Two starting at once create it once.
+ */
+async function streamFor(jsm: JetStreamManager, t: Target, subject: string, newName: string): Promise<{ stream: SinkStream; config: StreamConfig }> {
   const { RetentionPolicy, StorageType, DiscardPolicy } = await jetStreamClient();
-  const described = (info: StreamInfo, created: boolean): SinkStream => ({
-    name: info.config.name,
-    subject,
-    created,
-    dedupeMs: ms(info.config.duplicate_window ?? 0),
-    keepMs: ms(info.config.max_age ?? 0),
+  const described = (info: StreamInfo, created: boolean) => ({
+    config: info.config,
+    stream: {
+      name: info.config.name,
+      subject,
+      created,
+      dedupeMs: ms(info.config.duplicate_window ?? 0),
+      keepMs: ms(info.config.max_age ?? 0),
+      dedupeFix: created ? 'raise its ?dedupe=' : `raise stream ${info.config.name}'s duplicate window (it is yours: wxhooks did not create it)`,
+      drops: streamDrops(info.config),
+    },
   });
   for (let attempt = 0; ; attempt++) {
     try {
@@ -96,7 +177,7 @@ async function streamFor(jsm: JetStreamManager, t: SinkTarget, subject: string, 
           subjects: [subject],
           retention: RetentionPolicy.Limits,
           storage: StorageType.File,
-          discard: DiscardPolicy.Old,
+          discard: DiscardPolicy.New,
           max_age: ns(t.keepMs),
           duplicate_window: ns(t.dedupeMs),
           num_replicas: 1,
@@ -114,9 +195,21 @@ async function streamFor(jsm: JetStreamManager, t: SinkTarget, subject: string, 
   }
 }
 
-/** A failed JetStream call in words, and whether the broker (not this message) is the reason. */
-function unavailable(err: unknown, t: SinkTarget): SinkUnavailableError {
+/** JetStream's answer to a publish that a full stream (discard new), or a server out of storage, refused. */
+const isFull = (err: unknown) => {
   const e = err as Error & { code?: unknown };
+  return e.code === 10077 || e.code === 10023 || /maximum (messages|bytes)|insufficient resources|resource limits exceeded/i.test(e.message ?? '');
+};
+
+/** A failed JetStream call in words, and whether the broker (not this message) is the reason. */
+function unavailable(err: unknown, t: Target): SinkUnavailableError {
+  const e = err as Error & { code?: unknown };
+  if (isFull(err)) {
+    return new SinkUnavailableError(`The NATS stream for ${t.name} on ${where(t)} is full (${e.message}): it refuses new messages rather than drop unread ones.`, {
+      cause: err,
+      hint: "The service retries it: let the workers catch up, or raise the stream's max_bytes or max_msgs (or the server's JetStream storage).",
+    });
+  }
   const reason =
     e.name === 'NoRespondersError' || /no responders/i.test(e.message)
       ? 'JetStream did not answer (is it enabled, and the server up?)'
@@ -181,7 +274,51 @@ class Acks {
   }
 }
 
-export async function openNatsSink(t: SinkTarget, options: SinkOptions = {}): Promise<Sink> {
+/**
+ * Watches a stream for what it drops that a group had not read, and for a configuration changed to drop,
+ * each said as it is found. A group's unread messages that went are counted two ways: those between the
+ * last it was handed and the stream's first (seen while the group has not read on), and, on a stream of
+ * the one subject, the messages it had waiting, plus those published, less those it was handed and those
+ * still waiting (a lower bound: a redelivery counts as handed). With no group, whatever left the stream
+ * went unread. Stops when the returned function is called.
+ */
+function watchStream(jsm: JetStreamManager, start: StreamInfo, subject: string, every: number, say: (what: string) => void): () => void {
+  const name = start.config.name;
+  const risky = new Set(streamDrops(start.config).map((r) => r.what));
+  /** Each group as last looked at: its deliveries so far, its messages waiting, and its gap below the stream's first. */
+  const groups = new Map<string, { handed: number; waiting: number; gap: number }>();
+  let last = { first: start.state.first_seq, last: start.state.last_seq };
+  const count = (n: number) => `${n} message${n === 1 ? '' : 's'}`;
+  const look = async () => {
+    const info = await jsm.streams.info(name);
+    for (const r of streamDrops(info.config)) {
+      if (risky.has(r.what)) continue;
+      risky.add(r.what);
+      say(`${r.what} (changed since the sink opened). To stop it: ${r.fix}`);
+    }
+    const limits = [...limitsOf(info.config), ...(info.config.max_age ? [`max_age ${Math.round(ms(info.config.max_age) / 1000)}s`] : [])].join(', ') || 'none';
+    const gone = info.state.first_seq - 1;
+    const published = info.state.last_seq - last.last;
+    const oneSubject = info.config.subjects?.length === 1 && info.config.subjects[0] === subject;
+    let seen = 0;
+    for await (const c of jsm.consumers.list(name)) {
+      if (c.config.filter_subject && c.config.filter_subject !== subject) continue;
+      seen++;
+      const now = { handed: c.delivered.consumer_seq, waiting: c.num_pending, gap: Math.max(0, gone - c.delivered.stream_seq) };
+      const before = groups.get(c.name);
+      groups.set(c.name, now);
+      if (!before || now.handed < before.handed) continue; // first seen (or made again): what went before is not this watch's to say
+      const counted = oneSubject ? before.waiting + published - now.waiting - (now.handed - before.handed) : 0;
+      const lost = Math.max(counted, now.gap - before.gap, 0);
+      if (lost) say(`stream ${name} dropped ${count(lost)} that group ${c.name} had not read (its limits: ${limits})`);
+    }
+    if (!seen && info.state.first_seq > last.first) say(`stream ${name} dropped ${count(info.state.first_seq - last.first)} before any consumer group read them (its limits: ${limits})`);
+    last = { first: info.state.first_seq, last: info.state.last_seq };
+  };
+  return watchEvery(every, look);
+}
+
+export async function openNatsSink(t: Target, options: SinkOptions = {}): Promise<Sink> {
   const { headers, createInbox } = await natsClient();
   const timeout = options.timeoutMs ?? DEFAULTS.sinkPublishTimeoutMs;
   const state = new BrokerState(options.onConnection);
@@ -204,9 +341,11 @@ export async function openNatsSink(t: SinkTarget, options: SinkOptions = {}): Pr
   });
   try {
     jsm = await managerOf(nc, t, timeout);
-    const stream = await streamFor(jsm, t, t.name, t.stream ?? streamNameFor(t.name));
+    const { stream } = await streamFor(jsm, t, t.name, t.settings.stream ?? streamNameFor(t.name));
     const acks = new Acks(createInbox(), timeout);
     nc.subscribe(`${acks.inbox}.*`, { callback: (_err, m) => acks.take(m.subject, m.data, m.headers) });
+    const onDrops = options.onDrops;
+    const unwatch = onDrops ? watchStream(jsm, await jsm.streams.info(stream.name), t.name, options.watchMs ?? DEFAULTS.sinkWatchMs, onDrops) : undefined;
     return {
       kind: 'nats',
       where: t.shown,
@@ -241,11 +380,14 @@ export async function openNatsSink(t: SinkTarget, options: SinkOptions = {}): Pr
           return { id: String(ack.seq), duplicate: Boolean(ack.duplicate) };
         } catch (err) {
           const e = unavailable(err, t);
-          state.failed(op, e.message);
+          // a full stream answered: the broker is there
+          if (isFull(err)) state.ok(op);
+          else state.failed(op, e.message);
           throw e;
         }
       },
       async close() {
+        unwatch?.();
         await nc.close();
       },
     };
@@ -258,17 +400,16 @@ export async function openNatsSink(t: SinkTarget, options: SinkOptions = {}): Pr
 /** Headers a dead letter does not copy: the broker's own (its Nats-Msg-Id would make it a duplicate of nothing). */
 const copied = (h: MsgHdrs | undefined) => [...(h ?? [])].filter(([name]) => !/^nats-/i.test(name));
 
-export async function openNatsConsumer(t: SinkTarget, o: ConsumeOptions): Promise<SinkConsumer> {
+export async function openNatsConsumer(t: Target, o: ConsumeOptions): Promise<SinkConsumer> {
   checkGroup(o.group);
+  const { limits: settings, run: hs, stop: stopper } = runSettings(o);
   const { jetstream, AckPolicy, DeliverPolicy } = await jetStreamClient();
   const { headers } = await natsClient();
-  const settings = consumerSettings(o);
   const state = new BrokerState(o.onConnection);
   const nc = await connectTo(t, { lost: (reason) => state.client(true, reason), back: () => state.client(false) });
-  const stopping = new AbortController();
   try {
     const jsm = await managerOf(nc, t);
-    const stream = await streamFor(jsm, t, t.name, t.stream ?? streamNameFor(t.name));
+    const { stream } = await streamFor(jsm, t, t.name, t.settings.stream ?? streamNameFor(t.name));
     const deadSubject = deadSubjectOf(t.name);
     await streamFor(jsm, t, deadSubject, `${stream.name}_dead`);
     const config = {
@@ -312,6 +453,8 @@ export async function openNatsConsumer(t: SinkTarget, o: ConsumeOptions): Promis
     const inbound = (m: JsMsg): Inbound => ({
       id: String(m.seq),
       deliveries: m.info.deliveryCount,
+      // the time the server stored it (in the acknowledgement subject it hands out): no publisher can set it
+      storedAt: Math.floor(m.info.timestampNanos / 1_000_000),
       decoded: decodeMessage((name: FieldName) => (m.headers?.has(name) ? m.headers.get(name) : undefined), m.data),
       async ack() {
         ack(m);
@@ -335,16 +478,15 @@ export async function openNatsConsumer(t: SinkTarget, o: ConsumeOptions): Promis
         return deadSubject;
       },
     });
-    const hs = { ...settings, store: o.store, handler: o.handler, stopping: stopping.signal, report: (e: ConsumerEvent) => o.onEvent?.(e) };
     let slotFreed: (() => void) | undefined;
     const reading = (async () => {
       for await (const m of messages) {
-        if (stopping.signal.aborted) {
+        if (stopper.stopping) {
           m.nak();
           continue;
         }
-        while (inflight.size >= settings.concurrency && !stopping.signal.aborted) await new Promise<void>((r) => (slotFreed = r));
-        if (stopping.signal.aborted) {
+        while (inflight.size >= settings.concurrency && !stopper.stopping) await new Promise<void>((r) => (slotFreed = r));
+        if (stopper.stopping) {
           m.nak();
           continue;
         }
@@ -360,12 +502,12 @@ export async function openNatsConsumer(t: SinkTarget, o: ConsumeOptions): Promis
       name: o.name ?? `${hostname()}:${process.pid}`,
       where: t.shown,
       deadLetters: deadSubject,
-      async stop() {
-        stopping.abort();
+      async stop(options = {}) {
+        stopper.begin();
         await messages.close();
         slotFreed?.();
         await reading.catch(() => undefined);
-        await Promise.all(inflight);
+        await stopper.drain(inflight, options.timeoutMs);
         await nc.close();
       },
     };
@@ -376,7 +518,7 @@ export async function openNatsConsumer(t: SinkTarget, o: ConsumeOptions): Promis
 }
 
 /** What is in the stream (the newest `limit` messages of the subject), its consumer groups and its dead letters. */
-export async function readNats(t: SinkTarget, limit: number): Promise<SinkView> {
+export async function readNats(t: Target, limit: number): Promise<SinkView> {
   const nc = await connectTo(t);
   try {
     const jsm = await managerOf(nc, t);
@@ -426,3 +568,29 @@ export async function readNats(t: SinkTarget, limit: number): Promise<SinkView> 
     await nc.close();
   }
 }
+
+/** NATS JetStream, as the registry (kinds.ts) holds it. */
+export const NATS = defineSink<'nats', NatsSettings>({
+  kind: 'nats',
+  label: 'NATS JetStream',
+  schemes: { nats: { tls: false } },
+  defaultPort: 4222,
+  example: 'nats://host:4222/SUBJECT',
+  userIsToken: true,
+  pathProblem(path) {
+    const problem = subjectProblem(path);
+    return problem ? { problem, hint: 'The path is the subject deliveries are published to: nats://host:4222/wxhooks.deliveries' } : undefined;
+  },
+  pathFor: (label) => `${label.replace(/[^A-Za-z0-9]/g, '_')}.deliveries`,
+  settings: {
+    names: ['stream'],
+    parse(get, what) {
+      const stream = get('stream');
+      if (stream !== undefined && !streamNameOk(stream)) throw new UsageError(`${what}'s stream "${printable(stream)}" is not a JetStream stream name (no dot, space, *, > or slash).`);
+      return stream === undefined ? {} : { stream };
+    },
+  },
+  publisher: openNatsSink,
+  consumer: openNatsConsumer,
+  read: readNats,
+});

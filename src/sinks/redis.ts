@@ -1,25 +1,31 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { DEFAULTS } from '../delivery/defaults.js';
 import { hostname } from 'node:os';
 import type { RedisClientType } from 'redis';
+import { DEFAULTS } from '../delivery/defaults.js';
 import { NotFoundError, UnreachableError, UsageError } from '../errors.js';
-import { consumerSettings, handleInbound, type ConsumerEvent, type Inbound } from './consumer.js';
+import { printable } from '../util/printable.js';
+import { handleInbound, runSettings, type Inbound } from './consumer.js';
 import { BODY_FIELD, decodeMessage, encodeMessage, type FieldName } from './message.js';
-import { BrokerState, checkGroup, SinkUnavailableError, type ConsumeOptions, type Sink, type SinkConsumer, type SinkOptions } from './sink.js';
-import type { SinkTarget } from './sink-url.js';
+import { BrokerState, checkGroup, defineSink, SinkUnavailableError, watchEvery, type ConsumeOptions, type DropRisk, type Sink, type SinkConsumer, type SinkOptions, type SinkTarget } from './sink.js';
 import { entryOf, type SinkView } from './view.js';
 
 /**
- * The Redis Streams sink (loaded only when a redis:// URL is given): appends to a stream at most once per
- * pair (the claim of the pair and the XADD in one Lua script), consumes as a consumer group with
- * XREADGROUP, takes over what a worker left pending with XAUTOCLAIM, and moves dead letters to
- * `STREAM:dead`. Every command goes through `sendCommand`, bytes in and out, so a body is never decoded.
+ * The Redis Streams sink: appends to a stream at most once per pair (the claim of the pair and the XADD
+ * in one Lua script), consumes as a consumer group with XREADGROUP, takes over what a worker left pending
+ * with XAUTOCLAIM, and moves dead letters to `STREAM:dead`. Every command goes through `sendCommand`,
+ * bytes in and out, so a body is never decoded. Its client is loaded only when a redis:// URL is used.
+ * The kind's definition is at the end.
  */
 
+/** A Redis sink's own URL settings: `?db=N`, the database (the path is the stream's key). */
+export interface RedisSettings {
+  db: number;
+}
+type Target = SinkTarget<RedisSettings>;
 type Client = RedisClientType;
 type Reply = Buffer | number | null | Reply[];
 
-const where = (t: SinkTarget) => `${t.host}:${t.port}`;
+const where = (t: Target) => `${t.host}:${t.port}`;
 /** The key that remembers a pair was appended (its value: the entry's id), for the dedupe window. */
 export const dedupeKeyOf = (stream: string, key: string) => `${stream}:pair:${key}`;
 export const deadStreamOf = (stream: string) => `${stream}:dead`;
@@ -110,7 +116,7 @@ const deadLetterScript = script(DEAD_LETTER);
 let BYTES: { typeMapping: Record<number, typeof Buffer> } | undefined;
 
 /** Connects; fails at once (exit 6) when the server cannot be reached at start; later, reconnects for as long as it takes. */
-async function connectTo(t: SinkTarget, watch?: { lost(reason: string): void; back(): void }): Promise<Client> {
+async function connectTo(t: Target, watch?: { lost(reason: string): void; back(): void }): Promise<Client> {
   // CommonJS: its exports are the import's `default`, in Node and in the CLI's bundle alike (see nats.ts)
   const { createClient, RESP_TYPES } = (await import('redis')).default;
   BYTES ??= { typeMapping: { [RESP_TYPES.BLOB_STRING]: Buffer } };
@@ -120,12 +126,12 @@ async function connectTo(t: SinkTarget, watch?: { lost(reason: string): void; ba
       host: t.host,
       port: t.port,
       tls: t.tls || undefined,
-      connectTimeout: 5000,
+      connectTimeout: DEFAULTS.sinkConnectTimeoutMs,
       reconnectStrategy: (retries: number, cause: Error) => (ready ? Math.min(50 * 2 ** retries, 1000) : cause),
     },
     username: t.username,
     password: t.password,
-    database: t.db,
+    database: t.settings.db,
     // a command while the connection is down fails at once, rather than waiting in a queue for it
     disableOfflineQueue: true,
   }) as unknown as Client;
@@ -154,6 +160,72 @@ const text = (r: Reply | undefined) => (Buffer.isBuffer(r) ? r.toString('utf8') 
 const BATCH_MESSAGES = 100;
 const BATCH_BYTES = 4 * 1024 * 1024;
 
+/** INFO's `name:value` lines, by name. */
+function infoOf(reply: unknown): Map<string, string> {
+  const map = new Map<string, string>();
+  for (const line of String(reply).split(/\r?\n/)) {
+    const at = line.indexOf(':');
+    if (at > 0 && !line.startsWith('#')) map.set(line.slice(0, at), line.slice(at + 1).trim());
+  }
+  return map;
+}
+
+/** The server's memory limit and what it does when it is reached. */
+async function memoryOf(client: Client): Promise<{ max: number; policy: string }> {
+  const info = infoOf(await client.sendCommand(['INFO', 'memory']));
+  return { max: Number(info.get('maxmemory') ?? 0), policy: info.get('maxmemory_policy') ?? 'noeviction' };
+}
+
+const NOEVICTION_FIX = 'CONFIG SET maxmemory-policy noeviction (and maxmemory-policy noeviction in redis.conf): a full Redis then refuses, and listen answers 503 until the workers catch up';
+
+/**
+ * What the server, as configured, can evict: with a memory limit and an `allkeys-*` policy, the stream
+ * itself (every message in it); with a `volatile-*` policy, the keys that have a time to live, which are
+ * the pairs' dedupe keys (a pair can then be in the stream twice). Without a limit (`maxmemory 0`) or with
+ * `noeviction`, nothing: a full server refuses the write, and the delivery is answered 503.
+ */
+export function memoryDrops(m: { max: number; policy: string }, stream: string): DropRisk[] {
+  if (!m.max || m.policy === 'noeviction') return [];
+  const limit = `maxmemory ${m.max} bytes, maxmemory-policy ${m.policy}`;
+  if (m.policy.startsWith('volatile-')) {
+    return [
+      {
+        what: `the Redis server evicts keys that have a time to live once it is full (${limit}): the pairs' dedupe keys (${stream}:pair:…), so a delivery given to two receivers, or sent again, can be in the stream twice (a consumer with a pair store still runs it once)`,
+        fix: NOEVICTION_FIX,
+      },
+    ];
+  }
+  return [{ what: `the Redis server evicts keys once it is full (${limit}): the stream ${stream} itself can go, with every message in it, whether a worker read them or not`, fix: NOEVICTION_FIX }];
+}
+
+/**
+ * Watches the server for evictions (`evicted_keys` growing) and for a policy changed to evict, each said
+ * as it is found. Stops when the returned function is called.
+ */
+function watchMemory(client: Client, stream: string, start: { max: number; policy: string }, startEvicted: number, every: number, say: (what: string) => void): () => void {
+  let evicted = startEvicted;
+  const risky = new Set(memoryDrops(start, stream).map((r) => r.what));
+  const look = async () => {
+    const m = await memoryOf(client);
+    for (const r of memoryDrops(m, stream)) {
+      if (risky.has(r.what)) continue;
+      risky.add(r.what);
+      say(`${r.what} (changed since the sink opened). To stop it: ${r.fix}`);
+    }
+    const now = Number(infoOf(await client.sendCommand(['INFO', 'stats'])).get('evicted_keys') ?? 0);
+    if (now > evicted) {
+      say(
+        `the Redis server evicted ${now - evicted} key${now - evicted === 1 ? '' : 's'} (maxmemory ${m.max} bytes, maxmemory-policy ${m.policy}): the stream ${stream} or its pairs' dedupe keys may be among them`,
+      );
+    }
+    evicted = now;
+  };
+  return watchEvery(every, look);
+}
+
+/** The server's answer to a write when it is full (maxmemory, noeviction). */
+const isFull = (err: unknown) => /^OOM\b/.test((err as Error).message ?? '');
+
 interface Queued {
   key: string;
   args: (string | Buffer)[];
@@ -162,10 +234,28 @@ interface Queued {
   reject(err: unknown): void;
 }
 
-export async function openRedisSink(t: SinkTarget, options: SinkOptions = {}): Promise<Sink> {
+export async function openRedisSink(t: Target, options: SinkOptions = {}): Promise<Sink> {
   const timeout = options.timeoutMs ?? DEFAULTS.sinkPublishTimeoutMs;
   const state = new BrokerState(options.onConnection);
   const client = await connectTo(t, { lost: (reason) => state.client(true, reason), back: () => state.client(false) });
+  let drops: DropRisk[];
+  let unwatch: (() => void) | undefined;
+  try {
+    const memory = await memoryOf(client);
+    drops = memoryDrops(memory, t.name);
+    if (options.onDrops) {
+      const evicted = Number(infoOf(await client.sendCommand(['INFO', 'stats'])).get('evicted_keys') ?? 0);
+      unwatch = watchMemory(client, t.name, memory, evicted, options.watchMs ?? DEFAULTS.sinkWatchMs, options.onDrops);
+    }
+  } catch (err) {
+    // a user not allowed INFO: whether the server evicts cannot be told, so it is not taken for safe
+    drops = [
+      {
+        what: `cannot read the Redis server's memory settings (INFO memory: ${printable((err as Error).message)}), so whether it evicts the stream cannot be told`,
+        fix: 'allow this user INFO, or make sure the server has maxmemory-policy noeviction (or no maxmemory)',
+      },
+    ];
+  }
   let queue: Queued[] = [];
   let closed = false;
   const sending = new Set<Promise<void>>();
@@ -184,11 +274,18 @@ export async function openRedisSink(t: SinkTarget, options: SinkOptions = {}): P
       state.ok(op);
       for (const [i, q] of batch.entries()) q.resolve({ id: text(r[i]?.[0]), duplicate: r[i]?.[1] === 1 });
     } catch (err) {
-      const e = new SinkUnavailableError(`The Redis server at ${where(t)} did not take the message: ${(err as Error).message}.`, {
-        cause: err,
-        hint: "Nothing is known to be in the stream: send it again (its pair's dedupe key makes a second copy a duplicate).",
-      });
-      if (!/^(ERR|WRONGTYPE|NOSCRIPT)/.test((err as Error).message)) state.failed(op, e.message);
+      const e = isFull(err)
+        ? new SinkUnavailableError(`The Redis server at ${where(t)} is full (maxmemory): it refuses new messages rather than evict anything.`, {
+            cause: err,
+            hint: 'The service retries it: let the workers catch up (acknowledged entries are trimmed after ?keep=), or raise maxmemory.',
+          })
+        : new SinkUnavailableError(`The Redis server at ${where(t)} did not take the message: ${(err as Error).message}.`, {
+            cause: err,
+            hint: "Nothing is known to be in the stream: send it again (its pair's dedupe key makes a second copy a duplicate).",
+          });
+      // an answer (an error of the server's, a full server) says the server is there
+      if (/^(ERR|WRONGTYPE|NOSCRIPT|OOM)\b/.test((err as Error).message)) state.ok(op);
+      else state.failed(op, e.message);
       for (const q of batch) q.reject(e);
     }
   }
@@ -212,7 +309,7 @@ export async function openRedisSink(t: SinkTarget, options: SinkOptions = {}): P
   return {
     kind: 'redis',
     where: t.shown,
-    stream: { name: t.name, created: false, dedupeMs: t.dedupeMs, keepMs: t.keepMs },
+    stream: { name: t.name, created: false, dedupeMs: t.dedupeMs, keepMs: t.keepMs, dedupeFix: 'raise its ?dedupe=', drops },
     get connected() {
       return state.connected;
     },
@@ -229,6 +326,7 @@ export async function openRedisSink(t: SinkTarget, options: SinkOptions = {}): P
     },
     async close() {
       closed = true;
+      unwatch?.();
       if (queue.length) flush();
       await Promise.all(sending);
       await client.close().catch(() => client.destroy());
@@ -249,9 +347,9 @@ function fieldsOf(flat: Reply): Map<string, Buffer> {
 
 const getter = (fields: Map<string, Buffer>) => (name: FieldName) => fields.get(name)?.toString('utf8');
 
-export async function openRedisConsumer(t: SinkTarget, o: ConsumeOptions): Promise<SinkConsumer> {
+export async function openRedisConsumer(t: Target, o: ConsumeOptions): Promise<SinkConsumer> {
   checkGroup(o.group);
-  const settings = consumerSettings(o);
+  const { limits: settings, run: hs, stop: stopper } = runSettings(o);
   if (settings.retryDelayMs > settings.claimTimeoutMs) {
     throw new UsageError(`With Redis, the retry delay (${settings.retryDelayMs} ms) can be at most the claim timeout (${settings.claimTimeoutMs} ms).`, {
       hint: 'A failed entry is given back by making it look idle for the claim timeout less the delay: a longer delay cannot be said.',
@@ -286,7 +384,6 @@ export async function openRedisConsumer(t: SinkTarget, o: ConsumeOptions): Promi
     reader.destroy();
     throw err;
   }
-  const stopping = new AbortController();
   const inflight = new Set<Promise<void>>();
   let slotFreed: (() => void) | undefined;
   // The turn's acknowledgements in one XACK: one a message was a command and a socket write each
@@ -319,6 +416,8 @@ export async function openRedisConsumer(t: SinkTarget, o: ConsumeOptions): Promi
     return {
       id,
       deliveries,
+      // the time the server gave the entry (its id, `*` in XADD): an id can only grow, so it cannot be set back
+      storedAt: Number(id.slice(0, id.indexOf('-'))),
       decoded: decodeMessage(getter(fields), fields.get(BODY_FIELD)),
       ack: () => ack(id),
       // delivered again once it has been idle for the claim timeout: it is made to look idle for all but `delayMs` of it
@@ -333,7 +432,6 @@ export async function openRedisConsumer(t: SinkTarget, o: ConsumeOptions): Promi
       },
     };
   };
-  const hs = { ...settings, store: o.store, handler: o.handler, stopping: stopping.signal, report: (e: ConsumerEvent) => o.onEvent?.(e) };
   const start = (entry: Inbound) => {
     const p = handleInbound(entry, hs).finally(() => {
       inflight.delete(p);
@@ -346,11 +444,11 @@ export async function openRedisConsumer(t: SinkTarget, o: ConsumeOptions): Promi
   const reading = (async () => {
     let cursor = '0-0';
     let claimedAt = 0;
-    while (!stopping.signal.aborted) {
+    while (!stopper.stopping) {
       // read when half the slots (at least one) are free: a read of many costs about what a read of one does
       const free = Math.max(1, Math.floor(settings.concurrency / 2));
-      while (settings.concurrency - inflight.size < free && !stopping.signal.aborted) await new Promise<void>((r) => (slotFreed = r));
-      if (stopping.signal.aborted) break;
+      while (settings.concurrency - inflight.size < free && !stopper.stopping) await new Promise<void>((r) => (slotFreed = r));
+      if (stopper.stopping) break;
       const op = state.begin();
       try {
         if (performance.now() - claimedAt >= claimEvery) {
@@ -367,7 +465,7 @@ export async function openRedisConsumer(t: SinkTarget, o: ConsumeOptions): Promi
         state.ok(op);
         for (const [id, flat] of (r?.[0]?.[1] as Reply[][] | undefined) ?? []) start(inbound(text(id), flat!, 1));
       } catch (err) {
-        if (stopping.signal.aborted) break;
+        if (stopper.stopping) break;
         // the stream (and its group) deleted under us: made again; else the broker is away: wait, and try again
         if (/NOGROUP/.test((err as Error).message)) await createGroup().catch(() => undefined);
         else state.failed(op, `the Redis server at ${where(t)} failed: ${(err as Error).message}`);
@@ -380,12 +478,12 @@ export async function openRedisConsumer(t: SinkTarget, o: ConsumeOptions): Promi
     name,
     where: t.shown,
     deadLetters: dead,
-    async stop() {
-      stopping.abort();
+    async stop(options = {}) {
+      stopper.begin();
       slotFreed?.();
       reader.destroy();
       await reading;
-      await Promise.all(inflight);
+      await stopper.drain(inflight, options.timeoutMs);
       await client.close().catch(() => client.destroy());
     },
   };
@@ -411,7 +509,7 @@ function pairsOf(r: Reply): Map<string, Reply> {
 }
 
 /** What is in the stream (its newest `limit` entries), its consumer groups with their pending entries, and its dead letters. */
-export async function readRedis(t: SinkTarget, limit: number): Promise<SinkView> {
+export async function readRedis(t: Target, limit: number): Promise<SinkView> {
   const client = await connectTo(t);
   try {
     let info: Map<string, Reply>;
@@ -456,3 +554,25 @@ export async function readRedis(t: SinkTarget, limit: number): Promise<SinkView>
     await client.close().catch(() => client.destroy());
   }
 }
+
+/** Redis Streams, as the registry (kinds.ts) holds it. */
+export const REDIS = defineSink<'redis', RedisSettings>({
+  kind: 'redis',
+  label: 'a Redis stream',
+  schemes: { redis: { tls: false }, rediss: { tls: true } },
+  defaultPort: 6379,
+  example: 'redis://host:6379/STREAM',
+  pathProblem: (path) => (path ? undefined : { problem: 'names no stream', hint: "The path is the stream's key: redis://host:6379/wxhooks:deliveries (the database, if not 0, is ?db=N)." }),
+  pathFor: (label) => `${label}:deliveries`,
+  settings: {
+    names: ['db'],
+    parse(get, what) {
+      const db = get('db');
+      if (db !== undefined && !/^\d{1,5}$/.test(db)) throw new UsageError(`${what}'s db must be a database number, not "${printable(db)}".`);
+      return { db: db === undefined ? 0 : Number(db) };
+    },
+  },
+  publisher: openRedisSink,
+  consumer: openRedisConsumer,
+  read: readRedis,
+});

@@ -1,11 +1,11 @@
 import { decodeMessage, type FieldName } from './message.js';
-import type { SinkKind } from './sink-url.js';
 
 /** What `wxhooks deliveries list --sink URL` shows (and prints with --json): the stream, its groups, its dead letters. */
 export interface SinkView {
   /** The sink URL without its password. */
   sink: string;
-  broker: SinkKind;
+  /** The kind of sink (`nats`, `redis`). */
+  broker: string;
   stream: {
     name: string;
     subject?: string;

@@ -1,11 +1,12 @@
 import { createHash } from 'node:crypto';
-import { copyFileSync, existsSync, readdirSync, renameSync, rmSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { DEFAULTS } from '../delivery/defaults.js';
+import { DEFAULTS, sweepEvery } from '../delivery/defaults.js';
 import { PairTable } from '../delivery/pair-table.js';
 import type { Claim, PairStore, StoreNotice } from '../delivery/store.js';
 import { StoredLater } from '../delivery/stored-later.js';
 import { systemClock, type Clock } from '../util/clock.js';
+import { writeFileAtomicSync } from '../util/files.js';
 import { ownFile, type Ownership, type StoreDoor } from './owner-lock.js';
 import { PairsLog, lineOf } from './pairs-log.js';
 import { ensurePrivateDir } from './paths.js';
@@ -50,8 +51,6 @@ export function pairsFileName(webhook?: string, temporary = false): string {
 
 /** Below this size the file is never compacted: rewriting it would cost more than the space it frees. */
 const MIN_COMPACT_BYTES = 64 * 1024;
-/** How often the store looks at its file, its clocks and the pairs it could not write. */
-const WATCH_MS = 1000;
 /** A difference between the two clocks' progress past this is a jump of the wall clock, and is reported. */
 const JUMP_MS = 5000;
 
@@ -111,8 +110,8 @@ export class FilePairStore implements PairStore {
     this.later = new StoredLater({ store: (p) => this.write(p.trigger, p.subscription, p.at), onNotice: options.onNotice, retryMs: 0 });
     this.lastWall = this.clock.now();
     this.lastMono = this.lastExpiry = this.clock.monotonic();
-    this.expireEvery = Math.max(WATCH_MS, Math.min(60_000, Math.floor(options.ttlMs / 4)));
-    const every = options.watchMs ?? WATCH_MS;
+    this.expireEvery = sweepEvery(options.ttlMs);
+    const every = options.watchMs ?? DEFAULTS.storeWatchMs;
     this.watcher = every > 0 ? setInterval(() => this.watch(), every).unref() : undefined;
   }
 
@@ -178,6 +177,11 @@ export class FilePairStore implements PairStore {
 
   async release(trigger: string, subscription: string): Promise<void> {
     this.table.release(trigger, subscription);
+  }
+
+  async peek(trigger: string, subscription: string): Promise<'done' | 'held' | 'free'> {
+    // processed here and not yet written: processed all the same
+    return this.later.has(trigger, subscription) ? 'done' : this.table.peek(trigger, subscription);
   }
 
   /** How many pairs are remembered. */
@@ -285,12 +289,10 @@ export class FilePairStore implements PairStore {
  */
 function seed(file: string, shared: string): void {
   if (existsSync(file) || !existsSync(shared)) return;
-  const tmp = `${file}.${process.pid}.seed`;
   try {
-    copyFileSync(shared, tmp);
-    renameSync(tmp, file);
+    writeFileAtomicSync(file, readFileSync(shared));
   } catch {
-    rmSync(tmp, { force: true }); // not copied: the file starts empty, as it would have without the shared one
+    // not copied: the file starts empty, as it would have without the shared one
   }
 }
 

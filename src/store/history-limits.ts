@@ -1,3 +1,5 @@
+import { DEFAULTS } from '../delivery/defaults.js';
+
 /**
  * What a history of requests keeps (in `listen`'s memory, or in the shared PostgreSQL store): the newest
  * `rows` verified requests, their bodies together at most `bytes` (past that, the older ones keep their
@@ -15,7 +17,8 @@ export interface HistoryLimits {
 /** A verified body larger than this is kept in part (its start) even within the budget. */
 export const KEEP_BODY = 1024 * 1024;
 
-export const HISTORY_DEFAULTS: HistoryLimits = { rows: 500, bytes: 64 * 1024 * 1024, partBytes: 4096, refusedRows: 100 };
+/** The limits when none are given: DEFAULTS' (src/delivery/defaults.ts). */
+export const HISTORY_DEFAULTS: HistoryLimits = { rows: DEFAULTS.historyRows, bytes: DEFAULTS.historyBytes, partBytes: DEFAULTS.historyPartBytes, refusedRows: DEFAULTS.historyRefusedRows };
 
 /**
  * The most of a refused request's claimed Trigger-Id that is kept or shown, in characters. A real one is

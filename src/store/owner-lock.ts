@@ -1,10 +1,11 @@
 import { randomBytes } from 'node:crypto';
-import { closeSync, linkSync, openSync, readFileSync, readlinkSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { closeSync, openSync, readFileSync, readlinkSync, rmSync, statSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { basename } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { DEFAULTS } from '../delivery/defaults.js';
 import { UsageError } from '../errors.js';
-import { fsReason } from '../util/files.js';
+import { fsReason, writeFileAtomicSync } from '../util/files.js';
 import { printable } from '../util/printable.js';
 import { STORE_HINT } from './paths.js';
 
@@ -36,10 +37,15 @@ export interface Owner {
   boot?: string;
   ns?: string;
   start?: number;
+  /** It holds the file for seconds, not for as long as a receiver runs (`reconcile --catch-up`): an opener waits for it rather than refuse. */
+  brief?: true;
 }
 
-/** Who asks: the advice for a file in use differs. */
-export type StoreDoor = 'listen' | 'app';
+/** Who asks: the advice for a file in use differs; `reconcile` holds the file only briefly. */
+export type StoreDoor = 'listen' | 'app' | 'reconcile';
+
+/** Thrown inside the guard: the file is held by a live brief holder, to be waited for. */
+class HeldBriefly extends Error {}
 
 export interface Ownership {
   /** The owner file. */
@@ -83,19 +89,31 @@ function me(): Omit<Owner, 'token'> {
  */
 export async function ownFile(file: string, door: StoreDoor): Promise<Ownership> {
   const ownerFile = `${file}.owner`;
-  const mine: Owner = { ...me(), token: randomBytes(8).toString('hex') };
+  const mine: Owner = { ...me(), token: randomBytes(8).toString('hex'), ...(door === 'reconcile' ? { brief: true as const } : {}) };
   let previous: Owner | undefined;
-  try {
-    previous = await guarded(`${ownerFile}.guard`, () => {
-      const found = readOwner(ownerFile);
-      const state = found && stateOf(found);
-      if (found && state !== 'gone') throw inUse(file, ownerFile, found, state!, door);
-      writeOwner(ownerFile, mine, 'replace');
-      return found;
-    });
-  } catch (err) {
-    if (err instanceof UsageError) throw err;
-    throw new UsageError(`Cannot lock the processed-pairs file ${file}: ${fsReason(err)}.`, { hint: STORE_HINT, cause: err });
+  const started = Date.now();
+  for (;;) {
+    try {
+      previous = await guarded(`${ownerFile}.guard`, () => {
+        const found = readOwner(ownerFile);
+        const state = found && stateOf(found);
+        if (found && state !== 'gone') {
+          // a reconcile handing over its catch-ups lets go within seconds: wait for it rather than refuse
+          if (found.brief && state === 'running' && Date.now() - started < DEFAULTS.storeBriefWaitMs) throw new HeldBriefly();
+          throw inUse(file, ownerFile, found, state!, door);
+        }
+        writeOwner(ownerFile, mine, 'replace');
+        return found;
+      });
+      break;
+    } catch (err) {
+      if (err instanceof HeldBriefly) {
+        await sleep(50);
+        continue;
+      }
+      if (err instanceof UsageError) throw err;
+      throw new UsageError(`Cannot lock the processed-pairs file ${file}: ${fsReason(err)}.`, { hint: STORE_HINT, cause: err });
+    }
   }
   heldHere.add(mine.token);
   return {
@@ -168,9 +186,11 @@ function inUse(file: string, ownerFile: string, owner: Owner, state: 'this proce
   const who =
     state === 'this process' ? 'this process, which has it open already' : `process ${owner.pid}${state === 'elsewhere' ? ` on ${owner.host}` : ''} (${owner.command}, started ${owner.started})`;
   const advice =
-    door === 'listen'
-      ? 'Run one listen per webhook: `listen --webhook ID` keeps a file of its own for each webhook (with --secret-env, give each listen its own WXHOOKS_CONFIG_DIR). Several receivers of one webhook share a PostgreSQL store instead (--store postgres://…), which processes each delivery once whichever receives it.'
-      : "Give each instance of the app its own dir, or share one PostgreSQL store between them (openStore('postgres://…')), which processes each delivery once whichever instance receives it.";
+    door === 'reconcile'
+      ? 'reconcile --catch-up hands its catch-ups to a running `listen --webhook ID` of this webhook when there is one; this holder is not one it found. Run reconcile again once it has stopped.'
+      : door === 'listen'
+        ? 'Run one listen per webhook: `listen --webhook ID` keeps a file of its own for each webhook (with --secret-env, give each listen its own WXHOOKS_CONFIG_DIR). Several receivers of one webhook share a PostgreSQL store instead (--store postgres://…), which processes each delivery once whichever receives it.'
+        : "Give each instance of the app its own dir, or share one PostgreSQL store between them (openStore('postgres://…')), which processes each delivery once whichever instance receives it.";
   const stale = state === 'elsewhere' ? ` If that process no longer runs, remove ${ownerFile}.` : '';
   return new UsageError(`The processed-pairs file ${file} is in use by ${who}. Two processes cannot share one: each would forget the pairs the other processed, and process a delivery twice.`, {
     hint: `${advice}${stale}`,
@@ -197,19 +217,14 @@ function readOwner(ownerFile: string): Owner | undefined {
     boot: str(o.boot),
     ns: str(o.ns),
     start: Number.isSafeInteger(o.start) ? o.start : undefined,
+    ...(o.brief === true ? { brief: true as const } : {}),
   };
 }
 
 /** Writes the owner file whole: renamed over whatever is there (`replace`), or linked where nothing is (`create`, which fails if something is). */
 function writeOwner(ownerFile: string, owner: Owner, how: 'replace' | 'create'): void {
-  const tmp = `${ownerFile}.${process.pid}.${owner.token}.new`;
-  try {
-    writeFileSync(tmp, `${JSON.stringify(owner)}\n`, { mode: 0o600 });
-    if (how === 'replace') renameSync(tmp, ownerFile);
-    else linkSync(tmp, ownerFile);
-  } finally {
-    rmSync(tmp, { force: true });
-  }
+  // not synced: the owner file says who runs now, and after a crash nobody does
+  writeFileAtomicSync(ownerFile, `${JSON.stringify(owner)}\n`, { exclusive: how === 'create', sync: false });
 }
 
 /** A process's start, in clock ticks since boot (Linux's /proc/PID/stat, field 22); undefined elsewhere. */

@@ -1,5 +1,6 @@
 import { closeSync, constants, createReadStream, fdatasync, fstatSync, fsyncSync, ftruncateSync, openSync, readSync, statSync, writeSync } from 'node:fs';
 import { createInterface } from 'node:readline';
+import { DEFAULTS } from '../delivery/defaults.js';
 import { PairStoreError } from '../delivery/store.js';
 import { UsageError } from '../errors.js';
 import type { Clock } from '../util/clock.js';
@@ -186,7 +187,7 @@ export class PairsLog {
     }
     const now = this.o.clock.monotonic();
     this.failingSince ??= now;
-    const persistent = now - this.failingSince >= (this.o.giveUpMs ?? 60_000);
+    const persistent = now - this.failingSince >= (this.o.giveUpMs ?? DEFAULTS.storeGiveUpMs);
     const error = new PairStoreError(
       persistent
         ? `The processed-pairs file ${this.file} has not been writable for ${Math.round((now - this.failingSince) / 1000)} s: ${fsReason(err)}.`
@@ -310,4 +311,35 @@ function fstatSafe(fd: number): number | undefined {
   } catch {
     return undefined;
   }
+}
+
+/**
+ * Which of `wanted` (keys `subscription\0trigger`) a pairs file holds, read without owning it (its owner, a
+ * running listen, appends meanwhile: a torn last line is dropped). A file that is not there holds none;
+ * one the store folder's rules refuse (another user's, a link) is a usage error, as for its owner.
+ */
+export async function pairsIn(file: string, wanted: ReadonlySet<string>): Promise<Set<string>> {
+  const found = new Set<string>();
+  let fd: number;
+  try {
+    fd = openSync(file, constants.O_RDONLY | (constants.O_NOFOLLOW ?? 0));
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return found;
+    throw new UsageError(`Cannot read the processed-pairs file ${file}: ${fsReason(err)}.`, { hint: STORE_HINT, cause: err });
+  }
+  try {
+    const st = fstatSync(fd);
+    const problem = st.isFile() ? storeFileProblem(st) : 'it is not a regular file';
+    if (problem) throw new UsageError(`Not reading the processed-pairs file ${file}: ${problem}.`, { hint: STORE_HINT });
+    const lines = createInterface({ input: createReadStream('', { fd, start: 0, autoClose: false }), crlfDelay: Infinity });
+    for await (const text of lines) {
+      const pair = parseLine(text);
+      if (!pair) continue;
+      const key = `${pair[1]}\u0000${pair[0]}`;
+      if (wanted.has(key)) found.add(key);
+    }
+  } finally {
+    closeSync(fd);
+  }
+  return found;
 }

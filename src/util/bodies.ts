@@ -1,3 +1,5 @@
+import { systemTimers, type Timers } from './clock.js';
+
 /**
  * The body bytes held in memory across every request at once, against `maxInflight` (`--max-inflight`):
  * what senders' stalled uploads can make a door hold is bounded by it, not by how many connections they
@@ -5,13 +7,28 @@
  */
 export class InflightBudget {
   used = 0;
+  /** The most that was held at once (a relay's status says it). */
+  peak = 0;
   /** Requests answered 503 because they would have gone over it. */
   refused = 0;
-  constructor(readonly max: number) {}
+  /**
+   * `oneAlwaysGoes`: a body larger than the whole budget is still taken when nothing else is held (listen's
+   * relay door: the relay sends what it has, and one at a time it must go through, or it waits for ever).
+   */
+  constructor(
+    readonly max: number,
+    private readonly oneAlwaysGoes = false,
+  ) {}
+
+  /** Whether this many bytes more fit now. */
+  fits(bytes: number): boolean {
+    return this.used + bytes <= this.max || (this.oneAlwaysGoes && this.used === 0);
+  }
 
   take(bytes: number): boolean {
-    if (this.used + bytes > this.max) return false;
+    if (!this.fits(bytes)) return false;
     this.used += bytes;
+    if (this.used > this.peak) this.peak = this.used;
     return true;
   }
 
@@ -25,7 +42,7 @@ export class InflightBudget {
  * is taken: a body that cannot fit is refused before it is read, one that can is charged as it arrives.)
  */
 export function declaredFits(budget: InflightBudget, declared: number | undefined, copies = 1): boolean {
-  if (declared === undefined || budget.used + declared * copies <= budget.max) return true;
+  if (declared === undefined || budget.fits(declared * copies)) return true;
   budget.refused++;
   return false;
 }
@@ -112,3 +129,122 @@ export class BodyGatherer<B extends Uint8Array> {
     return true;
   }
 }
+
+// ---- the one reader of a body, for every door (src/delivery/door.ts) and for the emulator's API
+
+/** The length a request declares (its `Content-Length`): a whole number, else none. The one reader of it, for every door. */
+export function declaredLength(text: string | null | undefined): number | undefined {
+  return text != null && /^\d+$/.test(text) ? Number(text) : undefined;
+}
+
+/** A body's limits: the largest one read, the bytes every request together may hold, and what each byte costs of them. */
+export interface BodyLimits {
+  maxBody: number;
+  budget: InflightBudget;
+  /** The copies of its body a request holds while it is handled (listen's text for --save-dir, Web Crypto's signed bytes): each byte costs this many of the budget. */
+  copies?: number;
+}
+
+/** Why a body was not read whole. */
+export type BodyRefused = { kind: 'too_large' | 'over_budget' | 'timed_out'; size: number } | { kind: 'aborted' };
+
+/** A body refused on the length it declares, before a byte of it is read: over the limit, or it cannot fit in the budget now. */
+export function lengthRefused(declared: number | undefined, limits: BodyLimits): BodyRefused | undefined {
+  if (declared === undefined) return undefined;
+  if (declared > limits.maxBody) return { kind: 'too_large', size: declared };
+  return declaredFits(limits.budget, declared, limits.copies) ? undefined : { kind: 'over_budget', size: declared };
+}
+
+/** Where a runtime gives a body's chunks as they arrive. */
+export interface ChunkSink<B extends Uint8Array> {
+  /** A chunk arrived; false: the body is refused, and the runtime reads no more of it. */
+  chunk(chunk: B): boolean;
+  /** The body ended. */
+  end(): void;
+  /** The request ended before its body did (the client went away, or the server cut it off). */
+  gone(): void;
+}
+
+/** How a runtime gives a request's body: the length it declares, its chunks as they arrive, and buffers of its kind. */
+export interface BodySource<Req, Res, B extends Uint8Array> {
+  /** The text of its `Content-Length`. */
+  length(req: Req): string | null | undefined;
+  /** Gives the body's chunks to `sink` as they arrive; returns how to stop reading (the body took too long). */
+  stream(req: Req, res: Res, sink: ChunkSink<B>): (() => void) | undefined;
+  /** A buffer of this many bytes, of the runtime's kind (Node's Buffer). */
+  alloc(bytes: number): B;
+}
+
+/**
+ * Reads a body as it arrives, within the limits and the time allowed: refused on its declared length
+ * before a byte is read, else gathered (BodyGatherer: the budget is charged for what has arrived),
+ * and stopped at the limit or the budget. A callback, not a promise: the answer is then written in the
+ * same turn as the last chunk arrives (with a promise, `listen`'s answer lost its batching with the
+ * request's own I/O: 189,356 instructions a delivery against 158,751-179,109, callgrind, three runs).
+ */
+export function readWithin<Req, Res, B extends Uint8Array>(
+  io: BodySource<Req, Res, B>,
+  req: Req,
+  res: Res,
+  rules: BodyLimits & { timeoutMs?: number; timers?: Timers },
+  done: (read: { body: B; gathered: BodyGatherer<B> } | BodyRefused) => void,
+): void {
+  const declared = declaredLength(io.length(req));
+  const early = lengthRefused(declared, rules);
+  if (early) return done(early);
+  const gathered = new BodyGatherer<B>(rules.maxBody, rules.budget, io.alloc, declared, rules.copies);
+  let finished = false;
+  let timer: unknown;
+  const timers = rules.timers ?? systemTimers;
+  const finish = (read: { body: B; gathered: BodyGatherer<B> } | BodyRefused) => {
+    if (finished) return;
+    finished = true;
+    if (timer !== undefined) timers.clear(timer);
+    if ('kind' in read) gathered.release();
+    done(read);
+  };
+  const stop = io.stream(req, res, {
+    chunk(chunk) {
+      if (finished) return false;
+      const took = gathered.add(chunk);
+      if (took === 'ok') return true;
+      finish({ kind: took, size: gathered.size + chunk.length });
+      return false;
+    },
+    // the usual small delivery arrives as one chunk, and is kept as it is
+    end: () => finish({ body: gathered.body(), gathered }),
+    gone: () => finish({ kind: 'aborted' }),
+  });
+  if (rules.timeoutMs !== undefined && !finished) {
+    timer = timers.set(() => {
+      finish({ kind: 'timed_out', size: gathered.size });
+      stop?.();
+    }, rules.timeoutMs);
+  }
+}
+
+/** How a fetch runtime gives a body (a Request's, a Worker's): its chunks as its stream yields them. The web doors' reading. */
+export const webBody = {
+  stream(request: { body: ReadableStream<Uint8Array> | null }, sink: ChunkSink<Uint8Array>): (() => void) | undefined {
+    const body = request.body;
+    if (!body) {
+      sink.end();
+      return undefined;
+    }
+    const reader = body.getReader();
+    const stop = () => void reader.cancel().catch(() => undefined);
+    void (async () => {
+      try {
+        for (;;) {
+          const next = await reader.read();
+          if (next.done) return sink.end();
+          if (!sink.chunk(next.value)) return stop();
+        }
+      } catch {
+        sink.gone();
+      }
+    })();
+    return stop;
+  },
+  alloc: (bytes: number): Uint8Array => new Uint8Array(bytes),
+};

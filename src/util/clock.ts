@@ -12,6 +12,22 @@ export interface Clock {
   after(ms: number): Promise<void>;
 }
 
+/** Timers, as every runtime has them; a test passes its own and moves them. */
+export interface Timers {
+  set(fn: () => void, ms: number): unknown;
+  clear(handle: unknown): void;
+}
+
+/** The runtime's own timers; in Node they keep no process alive. */
+export const systemTimers: Timers = {
+  set(fn, ms) {
+    const t = setTimeout(fn, ms) as unknown as { unref?: () => void };
+    t.unref?.();
+    return t;
+  },
+  clear: (handle) => clearTimeout(handle as Parameters<typeof clearTimeout>[0]),
+};
+
 /** The machine's clocks. */
 export const systemClock: Clock = {
   now: () => Date.now(),

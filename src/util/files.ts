@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { constants, type Stats } from 'node:fs';
+import { closeSync, constants, fsyncSync, linkSync, openSync, renameSync, rmSync, writeSync, type Stats } from 'node:fs';
 import { type FileHandle, link, mkdir, open, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { UsageError } from '../errors.js';
@@ -150,9 +150,12 @@ export interface WriteOptions {
   sync?: boolean;
 }
 
+/** The temporary name a file is written under, beside it, before it takes its own name. */
+const temporaryName = (file: string) => `${file}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
+
 /** Writes a temporary file beside `file`, whole (and synced unless told not to); returns its path. */
 async function writeTemporary(file: string, data: string | Buffer | Iterable<string>, options: WriteOptions): Promise<string> {
-  const tmp = `${file}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
+  const tmp = temporaryName(file);
   const handle = await open(tmp, 'wx', options.mode ?? 0o600);
   try {
     if (typeof data === 'string' || Buffer.isBuffer(data)) await handle.writeFile(data);
@@ -206,6 +209,49 @@ export async function writeFileAtomic(file: string, data: string | Buffer | Iter
   if (options.sync !== false) await syncFolder(dirname(file));
 }
 
+export interface WriteSyncOptions extends WriteOptions {
+  /** Only where no file is (a link, which fails with EEXIST rather than replace one); default: replace what is there. */
+  exclusive?: boolean;
+}
+
+/**
+ * writeFileAtomic for the moments that cannot wait for the event loop (a lock's owner file, written while
+ * a guard is held for microseconds; a store's file before it is opened): the same temporary file beside
+ * `file`, then renamed over it, or with `exclusive` linked where nothing is.
+ */
+export function writeFileAtomicSync(file: string, data: string | Buffer, options: WriteSyncOptions = {}): void {
+  const tmp = temporaryName(file);
+  try {
+    const fd = openSync(tmp, 'wx', options.mode ?? 0o600);
+    try {
+      const bytes = typeof data === 'string' ? Buffer.from(data, 'utf8') : data;
+      for (let done = 0; done < bytes.length; ) done += writeSync(fd, bytes, done, bytes.length - done);
+      if (options.sync !== false) fsyncSync(fd);
+    } finally {
+      closeSync(fd);
+    }
+    if (options.exclusive) linkSync(tmp, file);
+    else renameSync(tmp, file);
+  } finally {
+    rmSync(tmp, { force: true });
+  }
+  if (options.sync !== false) syncFolderSync(dirname(file));
+}
+
+/** syncFolder, synchronously. */
+function syncFolderSync(dir: string): void {
+  try {
+    const fd = openSync(dir, 'r');
+    try {
+      fsyncSync(fd);
+    } finally {
+      closeSync(fd);
+    }
+  } catch {
+    // Windows cannot open a folder; the rename is atomic all the same
+  }
+}
+
 /**
  * Creates a new file in `dir` named `name` + `ext`, or `name-2` + `ext`, `name-3` + `ext`... when
  * that is taken: never replaces a file, and the file appears only once written whole (a link, which
@@ -239,4 +285,27 @@ export async function createNewFile(dir: string, name: string, ext: string, data
   } finally {
     await rm(tmp, { force: true });
   }
+}
+
+/**
+ * Writes new files into one folder, all or none (the relay's deliveries of one moment): each a temporary
+ * file beside its place, written whole (and synced unless told not to), then renamed into place, and the
+ * folder synced once. If any of them fails, every one is removed again, temporaries included, and the
+ * first error is thrown: a full disk leaves nothing behind.
+ */
+export async function writeFilesAtomic(dir: string, files: readonly (readonly [name: string, data: string | Buffer])[], options: WriteOptions = {}): Promise<void> {
+  const written = await Promise.allSettled(files.map(([name, data]) => writeTemporary(join(dir, name), data, options)));
+  const temporaries = written.flatMap((w) => (w.status === 'fulfilled' ? [w.value] : []));
+  const failed = written.find((w) => w.status === 'rejected');
+  if (failed) {
+    await Promise.all(temporaries.map((tmp) => rm(tmp, { force: true })));
+    throw failed.reason;
+  }
+  const renamed = await Promise.allSettled(files.map(([name], i) => rename(temporaries[i]!, join(dir, name))));
+  const refused = renamed.find((r) => r.status === 'rejected');
+  if (refused) {
+    await Promise.all(files.map(([name], i) => Promise.all([rm(temporaries[i]!, { force: true }), renamed[i]!.status === 'fulfilled' ? rm(join(dir, name), { force: true }) : undefined])));
+    throw refused.reason;
+  }
+  if (options.sync !== false) await syncFolder(dir);
 }

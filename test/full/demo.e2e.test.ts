@@ -3,8 +3,19 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { expect, it } from 'vitest';
 import { cleanEnv, tempDir } from '../helpers/cli.js';
+import { doc, shBlockAfter } from '../helpers/guide.js';
 
 const DEMO = resolve(import.meta.dirname, '../../scripts/demo.js');
+
+it("the README's quick start: `npm run demo` is this script (after the build), `npm test` the fast tier", () => {
+  const block = shBlockAfter(doc('README.md'), '## Quick start')
+    .body.split('\n')
+    .map((l) => l.split('#')[0]!.trim());
+  expect(block).toEqual(['npm ci && npm run demo', 'npm ci && npm test']);
+  const { scripts } = JSON.parse(doc('package.json')) as { scripts: Record<string, string> };
+  expect(scripts.demo).toBe('npm run build && node scripts/demo.js'); // what the test below runs, on a terminal
+  expect(scripts.test).toContain('vitest');
+});
 
 /** Runs the demo on a terminal (a pseudo-terminal of `columns`), as `npm run demo` at a shell: what it showed, and its exit code. */
 function demoOnTerminal(columns: number): Promise<{ code: number | null; shown: string }> {

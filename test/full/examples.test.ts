@@ -3,7 +3,7 @@ import { fileURLToPath } from 'node:url';
 import ts from 'typescript';
 import { expect, it } from 'vitest';
 
-// Every handler example (examples/, which the README shows word for word: test/full/runtimes.e2e.test.ts) is
+// Every handler example (examples/, which docs/library.md shows word for word: test/full/runtimes.e2e.test.ts) is
 // compiled by the type checker as a user's `tsc --strict` would check it (checkJs), against the package
 // as built (`wxhooks` and `wxhooks/web` resolved through package.json's exports to dist/*.d.ts).
 

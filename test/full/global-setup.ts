@@ -55,6 +55,7 @@ export const COMPONENTS: Component[] = [
   },
   command('nats-server', "the sinks' tests start a NATS server with JetStream"),
   command('redis-server', "the sinks' tests start a Redis server", 'redis-server'),
+  command('prometheus', 'the metrics tests start a Prometheus server that scrapes listen and relay serve'),
   fromNpm('deno', 'deno/package.json', "the handler library's tests run its examples in Deno"),
   fromNpm('bun', 'bun/package.json', "the handler library's tests run its examples in Bun"),
   fromNpm('workerd', 'workerd/package.json', "the handler library's tests run its Worker in workerd"),

@@ -1,14 +1,17 @@
 import { execFile, spawn } from 'node:child_process';
-import { mkdirSync, readFileSync, symlinkSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { mkdirSync, readdirSync, readFileSync, symlinkSync } from 'node:fs';
+import { join, relative, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { eachLine, freePort } from '../../scripts/harness.js';
 import { cleanEnv, tempDir } from '../helpers/cli.js';
+import { doc, shBlockAfter } from '../helpers/guide.js';
 
-// wxhooks installed as a user installs a tool (#34, section 5): `npm pack`, then `npm install -g` of the
-// tarball into a prefix of the test's own, then the installed binary, not the clone's. The tarball's
-// dependencies come from npm's cache (--prefer-offline: what is cached is not asked for again).
+// wxhooks installed as a user installs a tool (#34, section 5), as the README's Install block says:
+// `npm pack`, then `npm install -g` of the tarball into a prefix of the test's own, then the installed
+// binary, not the clone's. The block's lines are run as written but for what a test must add: the clone
+// is this one (its `npm ci` done), `--ignore-scripts` (`npm test` built dist/), the prefix, and npm's
+// cache (--prefer-offline: what is cached is not asked for again).
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const run = promisify(execFile);
@@ -31,15 +34,40 @@ beforeAll(async () => {
 }, 240_000);
 
 describe('npm pack, then npm install -g of the tarball', () => {
-  it('the tarball holds the built CLI and library, the README, and nothing of the sources or tests', async () => {
+  it("the README's Install block is what this test runs: clone, npm ci && npm pack, npm install -g the tarball, wxhooks --version", () => {
+    const block = shBlockAfter(doc('README.md'), '## Install')
+      .body.split('\n')
+      .map((l) => l.split('#')[0]!.trim());
+    expect(block).toEqual(['git clone <this repository> wxhooks && cd wxhooks', 'npm ci && npm pack', `npm install -g ./wxhooks-${version}.tgz`, 'wxhooks --version']);
+    expect(tarball.endsWith(`wxhooks-${version}.tgz`)).toBe(true);
+  });
+
+  it('the tarball holds the built CLI and library, the README and its guides (docs/), and nothing of the sources or tests', async () => {
     const { stdout } = await run('tar', ['tzf', tarball]);
     const files = stdout
       .trim()
       .split('\n')
       .map((f) => f.replace(/^package\//, ''));
-    for (const f of ['package.json', 'README.md', 'bin/wxhooks.js', 'dist/bin/cli.js', 'dist/bin/help.json', 'dist/index.js', 'dist/index.d.ts', 'dist/web.js', 'dist/inspector/app.js'])
+    for (const f of [
+      'package.json',
+      'README.md',
+      'docs/library.md',
+      'docs/commands/listen.md',
+      'bin/wxhooks.js',
+      'dist/bin/cli.js',
+      'dist/bin/help.json',
+      'dist/index.js',
+      'dist/index.d.ts',
+      'dist/web.js',
+      'dist/inspector/app.js',
+    ])
       expect(files).toContain(f);
-    expect(files.filter((f) => !/^(bin|dist)\//.test(f)).sort()).toEqual(['README.md', 'package.json']);
+    expect(files.filter((f) => !/^(bin|dist|docs)\//.test(f)).sort()).toEqual(['README.md', 'package.json']);
+    // the README's links lead somewhere in an installed package too: every guide, the command reference, the screenshots
+    const guides = readdirSync(join(ROOT, 'docs'), { recursive: true, withFileTypes: true })
+      .filter((d) => d.isFile())
+      .map((d) => relative(ROOT, join(d.parentPath, d.name)));
+    expect(files.filter((f) => f.startsWith('docs/')).sort()).toEqual(guides.sort());
     // no script of its own runs at install (npm 11 warns of one its allowScripts does not cover): prepack builds before packing instead
     const pkg = JSON.parse((await run('tar', ['xzOf', tarball, 'package/package.json'])).stdout) as { scripts: Record<string, string> };
     expect(Object.keys(pkg.scripts).filter((s) => /^(pre|post)?install$|^prepare$/.test(s))).toEqual([]);

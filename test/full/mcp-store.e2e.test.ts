@@ -35,7 +35,7 @@ beforeAll(async () => {
   expect(await deliver('trg_store_0', 0)).toBe(200);
   expect(await deliver('trg_store_6', 6)).toBe(200);
   expect(await deliver('trg_store_forged', 12, OTHER)).toBe(401);
-  s = await startMcp(['--store', pg.url, '--store-schema', SCHEMA, '--forward-to', `${app.url}/hooks`, '--secret-env', 'S'], { S: TEST_SECRET, WXHOOKS_CONFIG_DIR: tempDir() });
+  s = await startMcp(['--store', pg.url, '--store-schema', SCHEMA, '--forward-to', `${app.url}/hooks`, '--secret-env', 'S', '--allow-write'], { S: TEST_SECRET, WXHOOKS_CONFIG_DIR: tempDir() });
   sessions.push(s);
 }, 120_000);
 

@@ -59,9 +59,10 @@ describe('the Worker as wrangler deploys it', () => {
     rmSync(join(ROOT, 'relay', '.wrangler'), { recursive: true, force: true });
     for (const built of [fromRepo, fromDir]) {
       expect(built.code, built.out).toBe(0);
-      expect(built.out).toContain('RELAY: RelayObject');
-      expect(built.out).toContain('RELAY_KEEP_SECONDS: "604800"');
+      expect(built.out).toContain('env.RELAY (RelayObject)');
+      expect(built.out).toContain('env.RELAY_KEEP_SECONDS ("604800")');
       expect(built.out).toContain('--dry-run: exiting now.');
+      expect(built.out).not.toContain('out-of-date'); // wrangler 3 said so at every run
       expect(built.out).not.toContain('WXHOOKS_RELAY_TOKEN:'); // a secret, never a var
     }
 

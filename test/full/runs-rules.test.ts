@@ -1,6 +1,6 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DELIVERED_OUTCOMES } from '../../src/delivery/outcomes.js';
+import { DELIVERED_OUTCOMES, OUTCOME_NAMES } from '../../src/delivery/outcomes.js';
 import { verified, type ReceiverEvent } from '../../src/delivery/report.js';
 import { RunTracker, runView, type RunView } from '../../src/delivery/runs.js';
 import { PgStore } from '../../src/store/postgres.js';
@@ -37,6 +37,8 @@ const ROWS: ReceiverEvent[] = [
   { ...fh('', 9) }, // an empty model
   { ...fh('wm-8', 9), model: undefined },
   { ...fh('wm-6', 60), test: false },
+  // every outcome of the vocabulary, one hour each: the SQL counts as delivered what DELIVERED_OUTCOMES says
+  ...OUTCOME_NAMES.map((outcome, i) => fh('wm-5', 100 + i, { outcome })),
 ];
 
 /** The TypeScript rules over the rows, as the in-memory history applies them. */
@@ -87,6 +89,7 @@ describe('the model-run rules in SQL and in TypeScript', () => {
     expect(sql.tests).toBe(ts.tests);
     // and what they agree on is what the rules say
     expect(sorted(ts.runs)).toEqual([
+      { model: 'wm-5', initialization_time: INIT, hours: DELIVERED_OUTCOMES.map((o) => 100 + OUTCOME_NAMES.indexOf(o)), init_event: false },
       { model: 'wm-6', initialization_time: INIT, hours: [0, 6, 60], init_event: true },
       { model: 'wm-6', initialization_time: LATER, hours: [54], init_event: false },
       { model: 'wm-7', initialization_time: INIT, hours: [3], init_event: false },

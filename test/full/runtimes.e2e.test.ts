@@ -1,6 +1,7 @@
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { copyFileSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { buildSync } from 'esbuild';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { freePort } from '../../scripts/harness.js';
@@ -8,7 +9,7 @@ import { signDelivery } from '../../src/signing/index.js';
 import { tempDir } from '../helpers/cli.js';
 import { post } from '../helpers/http.js';
 
-// The handler library in each runtime, for real: the README's examples (examples/), unchanged, run by
+// The handler library in each runtime, for real: the examples docs/library.md shows (examples/), unchanged, run by
 // Node (Express, Fastify), Deno (Deno.serve), Bun (Bun.serve), Hono on Deno and on Bun, and workerd (a Worker),
 // each on 127.0.0.1, sent deliveries signed by signDelivery. A runtime that is missing fails the test:
 // the deno, bun and workerd npm packages (devDependencies) bring them.
@@ -42,10 +43,21 @@ const runtimes: Runtime[] = [
   {
     name: 'workerd, a Worker (examples/worker.js)',
     start: (port) => {
-      // the Worker's modules, as wrangler would upload them: the example, and wxhooks/web's one file
+      // the Worker's modules, as wrangler would upload them: the example, wxhooks/web's one file, and the
+      // @opentelemetry/api it imports (a dependency of wxhooks: wrangler bundles it from node_modules; workerd
+      // names a bare import by the importing module's folder)
       const dir = tempDir('wxhooks-workerd-');
       copyFileSync(example('worker.js'), join(dir, 'worker.js'));
       copyFileSync(join(ROOT, 'dist', 'web.js'), join(dir, 'web.js'));
+      buildSync({
+        stdin: { contents: "export * from '@opentelemetry/api';", resolveDir: ROOT },
+        bundle: true,
+        format: 'esm',
+        platform: 'neutral',
+        conditions: ['module'],
+        outfile: join(dir, 'otel-api.js'),
+        logLevel: 'warning',
+      });
       writeFileSync(
         join(dir, 'config.capnp'),
         `using Workerd = import "/workerd/workerd.capnp";
@@ -54,7 +66,7 @@ const config :Workerd.Config = (
   sockets = [ (name = "http", address = "127.0.0.1:${port}", http = (), service = "main") ],
 );
 const app :Workerd.Worker = (
-  modules = [ (name = "worker.js", esModule = embed "worker.js"), (name = "wxhooks/web", esModule = embed "web.js") ],
+  modules = [ (name = "worker.js", esModule = embed "worker.js"), (name = "wxhooks/web", esModule = embed "web.js"), (name = "wxhooks/@opentelemetry/api", esModule = embed "otel-api.js") ],
   compatibilityDate = "2025-09-01",
   bindings = [ (name = "WX_WEBHOOK_SECRET", text = "${SECRET}"), (name = "WX_WEBHOOK_SECRET_OLD", text = "${OLD}") ],
 );
@@ -170,7 +182,9 @@ describe.each(runtimes)('$name', (rt) => {
   }, 60_000);
 });
 
-it("the README's handler examples are these files, word for word", () => {
-  const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
-  for (const file of ['express.js', 'fastify.js', 'hono.js', 'worker.js', 'consumer.js']) expect(readme).toContain(readFileSync(example(file), 'utf8').trim());
+it("the library's page (docs/library.md) shows every handler example word for word, and the README the Express one", () => {
+  const guide = readFileSync(join(ROOT, 'docs/library.md'), 'utf8');
+  for (const file of ['express.js', 'fastify.js', 'hono.js', 'worker.js', 'deno.js', 'bun.js', 'consumer.js'])
+    expect(guide, file).toContain(`\`\`\`js\n${readFileSync(example(file), 'utf8').trim()}\n\`\`\``);
+  expect(readFileSync(join(ROOT, 'README.md'), 'utf8')).toContain(`\`\`\`js\n${readFileSync(example('express.js'), 'utf8').trim()}\n\`\`\``);
 });

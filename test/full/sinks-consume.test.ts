@@ -1,11 +1,11 @@
 import { describe, expect, expectTypeOf, it } from 'vitest';
 import { MemoryStore, MessageRefusedError, Webhooks, WebhookHandlerError, type ConsumerEvent, type WebhookEvent, type WebhookEventOf } from '../../src/index.js';
 import { signDelivery } from '../../src/signing/index.js';
-import { openSink, readSink } from '../../src/sinks/index.js';
+import { readSink } from '../../src/sinks/index.js';
 import type { SinkDelivery } from '../../src/sinks/message.js';
 import type { SinkKind } from '../../src/sinks/sink-url.js';
 import { encodeMessage } from '../../src/sinks/message.js';
-import { BROKERS, delivery, readDeadLetters, SECRET, until, writeForeign, type TestBroker } from '../helpers/sinks.js';
+import { BROKERS, delivery, publish, readDeadLetters, SECRET, until, writeForeign, type TestBroker } from '../helpers/sinks.js';
 
 // `webhooks.consume(url, …)`: the handler library's typed handlers run on a sink's stream, in this
 // process, against the run's nats-server (JetStream) and redis-server.
@@ -14,15 +14,6 @@ import { BROKERS, delivery, readDeadLetters, SECRET, until, writeForeign, type T
 const brokers: Record<SinkKind, TestBroker> = { nats: BROKERS.nats.shared(), redis: BROKERS.redis.shared() };
 let streams = 0;
 const urlOf = (kind: SinkKind) => BROKERS[kind].url(brokers[kind], `c${++streams}`);
-
-async function publish(url: string, ...deliveries: SinkDelivery[]): Promise<void> {
-  const sink = await openSink(url);
-  try {
-    for (const d of deliveries) await sink.publish(d);
-  } finally {
-    await sink.close();
-  }
-}
 
 /** A delivery signed as the service signs, whose body is `body` (not a JSON object). */
 function signedText(trigger: string, body: string): SinkDelivery {
@@ -45,7 +36,7 @@ describe.each(['nats', 'redis'] as const)('webhooks.consume on %s', (kind) => {
     const events: ConsumerEvent[] = [];
     const c = await webhooks.consume(url, { group: 'app', onEvent: (e) => events.push(e) });
     try {
-      await until(() => events.filter((e) => e.outcome === 'processed').length === 2, 'both messages processed');
+      await until(() => events.filter((e) => e.outcome === 'accepted').length === 2, 'both messages processed');
       const first = seen.find((e) => e.id === 'trg_c1')!;
       expect(first).toMatchObject({ type: 'forecast_hour.available', id: 'trg_c1', subscriptionId: '7', signature: { layout: 'standard', triggerId: 'trg_c1', secretIndex: 0 } });
       expect(first.payload.data.forecast_hour).toBe(6);
@@ -73,7 +64,7 @@ describe.each(['nats', 'redis'] as const)('webhooks.consume on %s', (kind) => {
     const c = await webhooks.consume(url, { group: 'app', concurrency: 1, onEvent: (e) => events.push(e) });
     try {
       await until(() => events.length === 2, 'both copies handled');
-      expect(events.map((e) => e.outcome)).toEqual(['processed', 'duplicate']);
+      expect(events.map((e) => e.outcome)).toEqual(['accepted', 'duplicate']);
       expect(runs).toBe(1);
     } finally {
       await c.stop();
@@ -90,7 +81,7 @@ describe.each(['nats', 'redis'] as const)('webhooks.consume on %s', (kind) => {
     const events: ConsumerEvent[] = [];
     const c = await webhooks.consume(url, { group: 'app', onEvent: (e) => events.push(e) });
     try {
-      await until(() => events.filter((e) => e.outcome === 'refused').length === 2 && events.some((e) => e.outcome === 'processed'), 'two refused, one processed');
+      await until(() => events.filter((e) => e.outcome === 'dead_lettered').length === 2 && events.some((e) => e.outcome === 'accepted'), 'two refused, one processed');
       expect(handled).toEqual(['trg_ok']);
       const dead = await readDeadLetters(url);
       const reasons = Object.fromEntries(dead.map((d) => [d.fields.key, d.fields.dead_reason]));
@@ -114,10 +105,10 @@ describe.each(['nats', 'redis'] as const)('webhooks.consume on %s', (kind) => {
     const events: ConsumerEvent[] = [];
     const c = await webhooks.consume(url, { group: 'app', retryDelayMs: 100, onEvent: (e) => events.push(e) });
     try {
-      await until(() => events.some((e) => e.outcome === 'processed'), 'the retry processed');
+      await until(() => events.some((e) => e.outcome === 'accepted'), 'the retry processed');
       expect(events.map((e) => [e.outcome, e.deliveries])).toEqual([
         ['handler_failed', 1],
-        ['processed', 2],
+        ['accepted', 2],
       ]);
       expect(calls).toBe(2);
       expect(errors).toHaveLength(1);
@@ -138,8 +129,8 @@ describe.each(['nats', 'redis'] as const)('webhooks.consume on %s', (kind) => {
     const events: ConsumerEvent[] = [];
     const c = await webhooks.consume(url, { group: 'app', onEvent: (e) => events.push(e) });
     try {
-      await until(() => events.some((e) => e.outcome === 'refused'), 'the refusal');
-      expect(events.map((e) => [e.outcome, e.reason])).toEqual([['refused', 'this app does not take wm-6']]);
+      await until(() => events.some((e) => e.outcome === 'dead_lettered'), 'the refusal');
+      expect(events.map((e) => [e.outcome, e.reason])).toEqual([['dead_lettered', 'this app does not take wm-6']]);
     } finally {
       await c.stop();
     }

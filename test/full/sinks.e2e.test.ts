@@ -66,7 +66,7 @@ describe.each(['nats', 'redis'] as const)('%s', (kind) => {
       // the three shared them
       for (const w of workers) expect(w.lines.filter((l) => 'done' in l).length).toBeGreaterThan(N / 20);
       // nothing failed (a store slow to answer on a busy machine is waited for, and may say so: store_failed)
-      expect(workers.flatMap((w) => w.lines.filter((l) => ['handler_failed', 'dead_lettered', 'refused'].includes(l.outcome as string)))).toEqual([]);
+      expect(workers.flatMap((w) => w.lines.filter((l) => ['handler_failed', 'handler_timed_out', 'dead_lettered'].includes(l.outcome as string)))).toEqual([]);
       const { rows } = await admin.query(`SELECT count(*)::int AS n FROM "${schema}".pairs WHERE state = 'done'`);
       expect(rows[0].n).toBe(N);
     } finally {

@@ -6,11 +6,11 @@ import { verifyDelivery } from '../../src/signing/index.js';
 import { consume, MessageRefusedError, openSink, readSink, SinkRefusedError, SinkUnavailableError, type ConsumedMessage, type ConsumerEvent, type Sink } from '../../src/sinks/index.js';
 import type { SinkKind } from '../../src/sinks/sink-url.js';
 import { runCli } from '../helpers/cli.js';
-import { BROKERS, delivery, readDeadLetters, SECRET, until, writeForeign, type TestBroker } from '../helpers/sinks.js';
+import { BROKERS, delivery, readDeadLetters, SECRET, until, verifyWith, writeForeign, type TestBroker } from '../helpers/sinks.js';
 
 // The sinks (src/sinks/): publish and consume against a real nats-server (with
 // JetStream) and a real redis-server: the run's (test/full/global-setup.ts), or, for a test that stops or
-// restarts one, a server of the test's own. (Their URLs and message: test/sink-message.test.ts.)
+// restarts one, a server of the test's own. (Their URLs and message: test/sinks-url.test.ts.)
 
 /** The run's brokers, with stream names of this file's own; a test that stops or restarts one starts its own. */
 const brokers: Record<SinkKind, TestBroker> = { nats: BROKERS.nats.shared(), redis: BROKERS.redis.shared() };
@@ -120,7 +120,7 @@ describe.each(['nats', 'redis'] as const)('%s', (kind) => {
         ['handler_failed', 2],
         ['dead_lettered', 3],
       ]);
-      expect(events.find((e) => e.key === '7/trg_fine')?.outcome).toBe('processed');
+      expect(events.find((e) => e.key === '7/trg_fine')?.outcome).toBe('accepted');
       const dead = await readDeadLetters(url);
       expect(dead).toHaveLength(1);
       expect(dead[0]!.fields).toMatchObject({
@@ -165,9 +165,12 @@ describe.each(['nats', 'redis'] as const)('%s', (kind) => {
       handled.push(m.trigger);
     });
     try {
-      await until(() => handled.length === 1 && events.filter((e) => e.outcome === 'refused').length === 2, 'two refusals and the delivery after them');
+      await until(() => handled.length === 1 && events.filter((e) => e.outcome === 'dead_lettered').length === 2, 'two refusals and the delivery after them');
       expect(handled).toEqual(['trg_after']);
-      expect(events.filter((e) => e.outcome === 'refused').map((e) => e.reason)).toEqual(['not a wxhooks message: it has no "wxhooks" field', 'its key does not match its trigger and subscription']);
+      expect(events.filter((e) => e.outcome === 'dead_lettered').map((e) => e.reason)).toEqual([
+        'not a wxhooks message: it has no "wxhooks" field',
+        'its key does not match its trigger and subscription',
+      ]);
       const dead = await readDeadLetters(url);
       expect(dead.map((d) => [d.fields.dead_reason, d.body])).toEqual([
         ['not a wxhooks message: it has no "wxhooks" field', '{"order":1}'],
@@ -190,9 +193,9 @@ describe.each(['nats', 'redis'] as const)('%s', (kind) => {
       throw new MessageRefusedError("its body does not verify with the webhook's secret");
     });
     try {
-      await until(() => events.some((e) => e.outcome === 'refused'), 'the refusal');
+      await until(() => events.some((e) => e.outcome === 'dead_lettered'), 'the refusal');
       expect(runs).toBe(1);
-      expect(events.map((e) => [e.outcome, e.reason])).toEqual([['refused', "its body does not verify with the webhook's secret"]]);
+      expect(events.map((e) => [e.outcome, e.reason])).toEqual([['dead_lettered', "its body does not verify with the webhook's secret"]]);
       expect((await readDeadLetters(url)).map((d) => d.fields.dead_reason)).toEqual(["its body does not verify with the webhook's secret"]);
     } finally {
       await c.stop();
@@ -260,7 +263,7 @@ describe.each(['nats', 'redis'] as const)('%s', (kind) => {
     expect(away.code, away.stderr).toBe(ExitCode.UNREACHABLE);
     expect(away.stderr).toContain('127.0.0.1:1');
     expect(away.stderr).not.toContain(brokers[kind].password);
-    const bad = await runCli(['deliveries', 'list', '--sink', 'kafka://h/t']);
+    const bad = await runCli(['deliveries', 'list', '--sink', 'ftp://h/t']);
     expect(bad.code).toBe(ExitCode.USAGE);
   });
 
@@ -275,7 +278,7 @@ describe.each(['nats', 'redis'] as const)('%s', (kind) => {
       (m) => {
         seen.set(m.trigger, (seen.get(m.trigger) ?? 0) + 1);
       },
-      { store: new MemoryStore() },
+      { store: new MemoryStore(), verify: verifyWith() },
     );
     const N = 1200;
     const acked = new Set<string>();

@@ -27,6 +27,8 @@ export interface TestOptions {
   clock?: Clock;
   /** Resolves to stop a long-running command, as a signal or a closed stdout would. */
   interrupted?: Promise<StopReason>;
+  /** Builds the service client in place of the usual one (see Context). */
+  serviceFactory?: Context['serviceFactory'];
 }
 
 /** The I/O of an in-process run: buffers for stdout and stderr, the given variables (and a store folder of its own). */
@@ -40,6 +42,7 @@ export function testIo(options: TestOptions = {}): Io & { stdout: Buffered; stde
     stdin,
     interrupted: options.interrupted ?? new Promise(() => undefined),
     clock: options.clock,
+    serviceFactory: options.serviceFactory,
     retryBaseMs: 5,
   };
 }

@@ -16,13 +16,25 @@ export interface McpSession {
   answers: string[];
   /** The tools called. */
   called: Set<string>;
-  /** Calls a tool: whether it succeeded, and its answer (JSON). */
+  /**
+   * Calls a tool: whether it succeeded, and its answer (JSON; for one that holds content from outside,
+   * the JSON between the session's marks, and `marked` true).
+   */
   // biome-ignore lint/suspicious/noExplicitAny: a tool's JSON answer, read by each test in its own shape
-  call(name: string, args?: Record<string, unknown>): Promise<{ ok: boolean; value: any; text: string }>;
+  call(name: string, args?: Record<string, unknown>): Promise<{ ok: boolean; value: any; text: string; marked: boolean }>;
   /** How the server process ended. */
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
   /** Closes the client (and so the server's stdin); resolves with how the server ended. */
   close(): Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+/**
+ * The JSON of an answer that holds content from outside (src/mcp/answers.ts): what stands between the
+ * session's opening and closing marks, each on a line of its own; undefined for an answer with none.
+ */
+export function unmarked(text: string): string | undefined {
+  const found = /^.*\n<outside-data-([0-9a-f]{16})>\n([\s\S]*)\n<\/outside-data-\1>$/.exec(text);
+  return found?.[2];
 }
 
 /** Starts the built binary's `wxhooks mcp ARGS` with exactly `env` (and the machine's PATH and HOME), and connects to it. */
@@ -98,13 +110,14 @@ function session(client: Client, stderr: () => string, exited: McpSession['exite
       const r = (await client.callTool({ name, arguments: args }, undefined, { timeout: 120_000 })) as { isError?: boolean; content: { type: string; text: string }[] };
       const text = r.content[0]!.text;
       answers.push(text);
+      const inside = unmarked(text);
       let value: unknown;
       try {
-        value = JSON.parse(text);
+        value = JSON.parse(inside ?? text);
       } catch {
         value = text;
       }
-      return { ok: !r.isError, value, text };
+      return { ok: !r.isError, value, text, marked: inside !== undefined };
     },
     exited,
     async close() {

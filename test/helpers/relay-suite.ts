@@ -2,8 +2,7 @@ import { randomBytes } from 'node:crypto';
 import WebSocket from 'ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AuthError, ExitCode, RefusedError } from '../../src/errors.js';
-import { FULL_RETRY_AFTER } from '../../src/relay/answers.js';
-import { DEFAULT_KEEP_MS } from '../../src/relay/relay.js';
+import { DEFAULTS } from '../../src/delivery/defaults.js';
 import { generateSecret } from '../../src/signing/sign.js';
 import type { RelayedDelivery } from '../../src/relay/client.js';
 import { delivery, listener, send, tcpProxy, type Answered, type Listener, type RelayUnderTest } from './relay.js';
@@ -113,7 +112,9 @@ export function relaySuite(name: string, make: () => Promise<RelayUnderTest>): v
       expect(await relay.stored()).toBe(0);
       await l.client.close();
 
-      expect((await post('no-such-channel', delivery(SECRET, 'trg_x'))).status).toBe(404);
+      // a name that could be a channel's is answered as a channel answers what does not verify (test/hostile/relay-edge.hostile.test.ts)
+      expect((await post('no-such-channel', delivery(SECRET, 'trg_x'))).status).toBe(401);
+      expect((await post('not a channel', delivery(SECRET, 'trg_x'))).status).toBe(404);
       expect((await send(`${relay.url}/in/${ch}`, 'GET', {})).status).toBe(405);
       expect((await send(`${relay.url}/nowhere`, 'GET', {})).status).toBe(404);
     });
@@ -331,14 +332,14 @@ export function relaySuite(name: string, make: () => Promise<RelayUnderTest>): v
           // the end of its session: the channel goes, and what is posted to it after is not found
           await l.client.close({ deleteChannel: true });
           expect(await queued(ch)).toBeUndefined();
-          expect((await post(ch, delivery(SECRET, 'trg_after'))).status).toBe(404);
+          expect((await post(ch, delivery(SECRET, 'trg_after'))).status).toBe(401);
         } else {
           await l.client.close();
         }
       });
     }
 
-    it('refuses a wrong or missing relay token (connection and status), and a client that is not the first on its channel is told and stops', async () => {
+    it('refuses a wrong or missing relay token (connection and status); a second listen on a channel is refused, says why, and the first keeps it', async () => {
       const ch = channel();
       await made(ch);
       const wrong = listener({
@@ -370,13 +371,18 @@ export function relaySuite(name: string, make: () => Promise<RelayUnderTest>): v
       const a = connect(ch);
       await a.client.start();
       const b = connect(ch);
-      await b.client.start();
-      const replaced = await a.client.done.catch((e: unknown) => e);
-      expect(replaced).toBeInstanceOf(RefusedError);
-      expect(String((replaced as Error).message)).toContain('Another connection opened the channel');
-      expect((await post(ch, delivery(SECRET, 'trg_to_b'))).status).toBe(200);
-      await b.until(() => b.got.length === 1, 'the delivery, on the new connection');
-      await b.client.close();
+      const refused = await b.client.start().catch((e: unknown) => e);
+      expect(refused).toBeInstanceOf(RefusedError);
+      expect((refused as RefusedError).exitCode).toBe(ExitCode.REFUSED);
+      expect(String((refused as Error).message)).toContain(`Another listen holds the channel ${ch}`);
+      expect(await b.client.done.catch((e: unknown) => e)).toBe(refused);
+      expect((await post(ch, delivery(SECRET, 'trg_to_a'))).status).toBe(200);
+      await a.until(() => a.got.length === 1, 'the delivery, on the first connection');
+      await a.client.close();
+      // once the first is gone, another may take the channel
+      const c = connect(ch);
+      await c.client.start();
+      await c.client.close();
     });
 
     it(`past its byte budget it answers 503 with Retry-After and stores nothing more; what it acknowledged stays until handed over`, async () => {
@@ -391,7 +397,7 @@ export function relaySuite(name: string, make: () => Promise<RelayUnderTest>): v
       }
       expect(full).toMatchObject({
         status: 503,
-        headers: { 'retry-after': String(FULL_RETRY_AFTER) },
+        headers: { 'retry-after': String(DEFAULTS.relayFullRetryAfterSeconds) },
       });
       expect(accepted.length).toBeGreaterThanOrEqual(4);
       expect(await relay.stored()).toBe(accepted.length);
@@ -412,18 +418,134 @@ export function relaySuite(name: string, make: () => Promise<RelayUnderTest>): v
       await l.client.close();
     });
 
+    // #41.1: what the listen cannot verify is not acknowledged: the relay keeps it apart, with why, until dropped
+    it('a delivery its listen refuses is kept apart with the reason: out of the queue, listed, counted, never handed over again, and dropped only when asked', async () => {
+      const ch = channel();
+      await made(ch);
+      for (const t of ['trg_keep_1', 'trg_refuse', 'trg_keep_2']) expect((await post(ch, delivery(SECRET, t))).status).toBe(200);
+      const l = connect(ch, {
+        handle: (d) => (triggerOf(d) === 'trg_refuse' ? { refused: { reason: 'no_match', message: 'No signature matched with this secret.' } } : true),
+      });
+      await l.client.start();
+      await l.until(() => l.got.length === 3, 'the three');
+      await holds(ch, 0);
+      await l.client.close();
+      expect(await relay.stored()).toBe(1);
+      const s = JSON.parse((await status()).body) as { refused: number; channels: { channel: string; queued: number; refused: number }[] };
+      expect(s.channels.find((c) => c.channel === ch)).toMatchObject({ queued: 0, refused: 1 });
+      expect(s.refused).toBeGreaterThanOrEqual(1);
+      const auth = { authorization: `Bearer ${TOKEN}` };
+      const listed = JSON.parse((await send(`${relay.url}/channels/${ch}/refused`, 'GET', auth)).body) as { refused: { seq: number; reason: string; message: string; headers: [string, string][] }[] };
+      expect(listed.refused).toEqual([expect.objectContaining({ seq: 2, reason: 'no_match', message: 'No signature matched with this secret.' })]);
+      expect(Object.fromEntries(listed.refused[0]!.headers.map(([k, v]) => [k.toLowerCase(), v]))['trigger-id']).toBe('trg_refuse');
+
+      // the next listen is told, and is not handed it again; it is not dropped by --keep either (the Node host's test ages it below)
+      const again = connect(ch);
+      expect((await again.client.start()).refused).toBe(1);
+      expect((await post(ch, delivery(SECRET, 'trg_after_refusal'))).status).toBe(200);
+      await again.until(() => again.got.length === 1, 'the new one');
+      expect(again.triggers()).toEqual(['trg_after_refusal']);
+      await holds(ch, 0);
+      await again.client.close();
+
+      // dropped only when asked: which, or all of them, said in so many words
+      expect((await send(`${relay.url}/channels/${ch}/refused`, 'DELETE', auth)).status).toBe(400);
+      expect(await relay.stored()).toBe(1);
+      const dropped = await send(`${relay.url}/channels/${ch}/refused?seq=2,9`, 'DELETE', auth);
+      expect(JSON.parse(dropped.body)).toEqual({ channel: ch, dropped: [2], not_refused: [9] });
+      expect(await relay.stored()).toBe(0);
+      expect(JSON.parse((await send(`${relay.url}/channels/${ch}`, 'GET', auth)).body)).toMatchObject({ queued: 0, refused: 0 });
+    });
+
+    // #41.1: the relay acknowledges only what its listen will verify: its tolerance, and every secret it accepts
+    it("verifies with its listen's tolerance and secrets; a secret replaced is handed to the next listen for what came before it, and verifies nothing new", async () => {
+      const ch = channel();
+      await made(ch);
+      const now = Math.floor(Date.now() / 1000);
+      const strict = connect(ch, { tolerance: 60 });
+      await strict.client.start();
+      await strict.client.close();
+      const stale = await post(ch, delivery(SECRET, 'trg_100s', { timestamp: now - 100 }));
+      expect(stale.status).toBe(401);
+      expect(JSON.parse(stale.body).reason).toBe('timestamp_out_of_window');
+      expect((await post(ch, delivery(SECRET, 'trg_30s', { timestamp: now - 30 }))).status).toBe(200);
+      const wide = connect(ch, { tolerance: 300 });
+      await wide.client.start();
+      await wide.until(() => wide.got.length === 1, 'the 30 s old one');
+      await holds(ch, 0);
+      await wide.client.close();
+      expect((await post(ch, delivery(SECRET, 'trg_100s_wide', { timestamp: now - 100 }))).status).toBe(200);
+      expect((await post(ch, delivery(SECRET, 'trg_before_change'))).status).toBe(200);
+
+      // the webhook's secret replaced (the relay token: no proof of the old one needed)
+      const replaced = connect(ch, { secrets: [OTHER] });
+      const ready = await replaced.client.start();
+      expect(ready.retired).toEqual([{ secret: SECRET, before: expect.any(Number) }]);
+      expect(Math.abs(ready.retired[0]!.before - Date.now())).toBeLessThan(60_000);
+      await replaced.until(() => replaced.got.length === 2, 'what came before the change');
+      expect(replaced.got.every((d) => d.receivedAt <= ready.retired[0]!.before)).toBe(true);
+      // what comes now verifies with the new secret only
+      expect((await post(ch, delivery(SECRET, 'trg_old_secret_now'))).status).toBe(401);
+      expect((await post(ch, delivery(OTHER, 'trg_new_secret'))).status).toBe(200);
+      await replaced.until(() => replaced.got.length === 3, 'the new one');
+      await holds(ch, 0);
+      await replaced.client.close();
+    });
+
+    // #41.7: a channel is reached by its own keys (from the webhook's secret), not by a token that opens every channel
+    it("a channel's keys reach that channel only: not another, not the relay's status; replacing its secret needs a key of the one it keeps", async () => {
+      const a = channel();
+      const b = channel();
+      await made(a);
+      await made(b, { secrets: [OTHER] });
+      const keyed = (ch: string, secrets: string[]) => listener({ url: relay.url, channel: ch, secrets });
+      const own = keyed(a, [SECRET]);
+      expect(await own.client.start()).toMatchObject({ channel: a, created: false });
+      expect((await post(a, delivery(SECRET, 'trg_keyed'))).status).toBe(200);
+      await own.until(() => own.got.length === 1, 'the delivery, by key');
+      await holds(a, 0);
+      await own.client.close();
+      for (const [ch, secrets] of [
+        [b, [SECRET]],
+        [a, [OTHER]],
+        [channel(), [SECRET]],
+      ] as const) {
+        const l = keyed(ch, [...secrets]);
+        const err = await l.client.start().catch((e: unknown) => e);
+        expect(err, ch).toBeInstanceOf(AuthError);
+        expect((err as AuthError).exitCode).toBe(ExitCode.AUTH);
+      }
+      // the API: its own channel only, and never every channel's status
+      const { channelKey } = await import('../../src/relay/channel-key.js');
+      const keyOfA = `Bearer ${await channelKey(SECRET, a)}`;
+      expect((await send(`${relay.url}/channels/${a}`, 'GET', { authorization: keyOfA })).status).toBe(200);
+      expect((await send(`${relay.url}/channels/${b}`, 'GET', { authorization: keyOfA })).status).toBe(401);
+      expect((await send(`${relay.url}/status`, 'GET', { authorization: keyOfA })).status).toBe(403);
+      // a rotation proved by the secret kept: the new secret with the old one
+      const NEW = generateSecret();
+      const rotated = keyed(a, [NEW, SECRET]);
+      await rotated.client.start();
+      await rotated.client.close();
+      expect((await post(a, delivery(NEW, 'trg_rotated'))).status).toBe(200);
+      const byNew = keyed(a, [NEW]);
+      await byNew.client.start();
+      await byNew.until(() => byNew.got.length === 1, 'the rotated one, by the new key');
+      await holds(a, 0);
+      await byNew.client.close();
+    });
+
     it('keeps a delivery 7 days (--keep), then drops it; a channel unused for as long is forgotten with its secret', async () => {
       const ch = channel();
       await made(ch);
       expect((await post(ch, delivery(SECRET, 'trg_old'))).status).toBe(200);
-      await relay.age(DEFAULT_KEEP_MS - 60_000);
+      await relay.age(DEFAULTS.relayKeepMs - 60_000);
       expect(await queued(ch)).toBe(1);
       await relay.age(120_000);
       expect(await queued(ch)).toBeUndefined(); // the channel went with it
       expect(await relay.stored()).toBe(0);
       expect(relay.log()).toContain('"event":"expired"');
       expect(relay.log()).toContain('"event":"channel_forgotten"');
-      expect((await post(ch, delivery(SECRET, 'trg_new'))).status).toBe(404);
+      expect((await post(ch, delivery(SECRET, 'trg_new'))).status).toBe(401);
     });
 
     it("never shows a channel's secret or the relay token: in no answer, no message to the client, no line of its log", async () => {

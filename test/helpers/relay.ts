@@ -11,7 +11,7 @@ import { startRelayServer, type RunningRelay } from '../../src/relay/node-host.j
 import { PgRelayStorage } from '../../src/relay/postgres-storage.js';
 import type { RelayEvent } from '../../src/relay/relay.js';
 import type { RelayStorage } from '../../src/relay/storage.js';
-import { RelayClient, type RelayClientEvent, type RelayClientOptions, type RelayedDelivery } from '../../src/relay/client.js';
+import { RelayClient, type RelayClientEvent, type RelayClientOptions, type RelayedDelivery, type Verdict } from '../../src/relay/client.js';
 import { signDelivery } from '../../src/signing/index.js';
 import { systemClock, type Clock } from '../../src/util/clock.js';
 import { tempDir } from './cli.js';
@@ -215,7 +215,7 @@ export interface Answered {
 export function send(url: string, method: string, headers: Record<string, string>, body?: Buffer | string): Promise<Answered> {
   const u = new URL(url);
   return new Promise((resolve) => {
-    const req = request({ host: u.hostname, port: u.port, path: u.pathname, method, headers, agent: false }, (res) => {
+    const req = request({ host: u.hostname, port: u.port, path: u.pathname + u.search, method, headers, agent: false }, (res) => {
       let text = '';
       res.setEncoding('utf8').on('data', (d: string) => (text += d));
       res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: text }));
@@ -237,7 +237,7 @@ export interface Listener {
   triggers(): string[];
 }
 
-export function listener(options: Omit<RelayClientOptions, 'onDelivery' | 'onEvent' | 'clock'> & { handle?: (d: RelayedDelivery) => boolean | Promise<boolean> }): Listener {
+export function listener(options: Omit<RelayClientOptions, 'onDelivery' | 'onEvent' | 'clock'> & { handle?: (d: RelayedDelivery) => Verdict | Promise<Verdict> }): Listener {
   const clock = manualClock(Date.now());
   const got: RelayedDelivery[] = [];
   const events: RelayClientEvent[] = [];

@@ -1,9 +1,12 @@
 import { spawn } from 'node:child_process';
 import { resolve } from 'node:path';
-import { eachLine, startNats, startRedis, type Broker } from '../../scripts/harness.js';
+import * as harness from '../../scripts/harness.js';
+import { eachLine, type Broker } from '../../scripts/harness.js';
 import { pairFrom } from '../../src/delivery/pair.js';
+import { MessageRefusedError, type ConsumedMessage, type VerifiedMessage } from '../../src/sinks/consumer.js';
+import { SINKS, type SinkKind } from '../../src/sinks/kinds.js';
 import { sinkDelivery, type SinkDelivery } from '../../src/sinks/message.js';
-import { parseSinkUrl, type SinkKind } from '../../src/sinks/sink-url.js';
+import { parseSinkUrl } from '../../src/sinks/sink-url.js';
 import { signDelivery, verifyDelivery } from '../../src/signing/index.js';
 import { sharedBroker, type SharedBroker } from './services.js';
 
@@ -13,14 +16,33 @@ export const SECRET = `whsec_${Buffer.alloc(32, 9).toString('base64')}`;
 export type TestBroker = Pick<Broker, 'url' | 'password' | 'port'> & { prefix?: string };
 
 /**
- * The broker of a kind: `shared()`, the run's (full tier: test/full/global-setup.ts), with names of the
- * file's own; `start()`, one of the test's own, for a test that stops, restarts, kills, pauses or
+ * The tests' broker table, read from the registry of sinks: for each kind, `shared()`, the run's (full
+ * tier: test/full/global-setup.ts), with names of the file's own; `start()`, one of the test's own (the
+ * harness's `start<Kind>`: startNats, startRedis), for a test that stops, restarts, kills, pauses or
  * reconfigures it; and the sink URL of a stream of its own on either.
  */
-export const BROKERS: Record<SinkKind, { start: () => Promise<Broker>; shared: () => SharedBroker; url: (b: TestBroker, name: string) => string }> = {
-  nats: { start: startNats, shared: () => sharedBroker('nats'), url: (b, name) => `${b.url}/${`${b.prefix ?? ''}${name}`.replace(/[^A-Za-z0-9]/g, '_')}.deliveries` },
-  redis: { start: startRedis, shared: () => sharedBroker('redis'), url: (b, name) => `${b.url}/${b.prefix ?? ''}${name}:deliveries` },
-};
+export const BROKERS = Object.fromEntries(
+  SINKS.map((kind) => {
+    const name = `start${kind.kind[0]!.toUpperCase()}${kind.kind.slice(1)}`;
+    const start = (harness as unknown as Record<string, (() => Promise<Broker>) | undefined>)[name];
+    if (!start) throw new Error(`scripts/harness.js has no ${name}() for the ${kind.kind} sink's test server`);
+    return [kind.kind, { start, shared: () => sharedBroker(kind.kind), url: (b: TestBroker, label: string) => `${b.url}/${kind.pathFor(`${b.prefix ?? ''}${label}`)}` }];
+  }),
+) as Record<SinkKind, { start: () => Promise<Broker>; shared: () => SharedBroker; url: (b: TestBroker, label: string) => string }>;
+
+/**
+ * A consumer's `verify` with SECRET, as a worker's own code would write it with the library's signing
+ * functions: verified as of when the broker stored the message, the pair from what is signed.
+ */
+export function verifyWith(secret = SECRET): (m: ConsumedMessage) => VerifiedMessage {
+  return (m) => {
+    const v = verifyDelivery({ secret, headers: m.headers, body: m.body, now: m.storedAt });
+    if (!v.ok) throw new MessageRefusedError(`it does not verify: ${v.message}`);
+    const pair = pairFrom(v);
+    if (!('trigger' in pair)) throw new MessageRefusedError('its pair needs a hash (a layout that does not sign the Trigger-Id)');
+    return { pair, type: typeof v.payload.type === 'string' ? v.payload.type : undefined, timestamp: v.timestamp };
+  };
+}
 
 /** A delivery as `listen` would publish it: signed as the service signs, verified, its pair taken. */
 export function delivery(trigger: string, data: Record<string, unknown> = { model: 'wm-6', forecast_hour: 6 }): SinkDelivery {
@@ -33,6 +55,25 @@ export function delivery(trigger: string, data: Record<string, unknown> = { mode
   return sinkDelivery(v, pair, headers, body, Date.now());
 }
 
+/** A delivery signed `secondsAgo` before now, as the service would have sent it then (its received_at that time too). */
+export function signedAgo(trigger: string, secondsAgo: number): SinkDelivery {
+  const d = delivery(trigger);
+  const timestamp = Math.floor(Date.now() / 1000) - secondsAgo;
+  const headers = Object.fromEntries(Object.entries(signDelivery({ secret: SECRET, body: Buffer.from(d.body), triggerId: trigger, timestamp })).map(([k, v]) => [k.toLowerCase(), v as string]));
+  return { ...d, headers: { ...d.headers, ...headers }, timestamp, receivedAt: new Date(timestamp * 1000).toISOString() };
+}
+
+/** Publishes the deliveries through a sink of its own, one after another, and closes it. */
+export async function publish(url: string, ...deliveries: SinkDelivery[]): Promise<void> {
+  const { openSink } = await import('../../src/sinks/index.js');
+  const sink = await openSink(url);
+  try {
+    for (const d of deliveries) await sink.publish(d);
+  } finally {
+    await sink.close();
+  }
+}
+
 export interface Worker {
   lines: Record<string, unknown>[];
   /** Resolves with the first line (from the start) that matches. */
@@ -42,9 +83,9 @@ export interface Worker {
   stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
 
-/** Starts test/helpers/sink-worker.js (a consumer in a process of its own); resolves once it reads. */
+/** Starts test/helpers/sink-worker.js (a consumer in a process of its own, verifying with SECRET unless told); resolves once it reads. */
 export async function startWorker(options: Record<string, unknown>): Promise<Worker> {
-  const child = spawn(process.execPath, [resolve(import.meta.dirname, 'sink-worker.js'), JSON.stringify(options)], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [resolve(import.meta.dirname, 'sink-worker.js'), JSON.stringify({ secret: SECRET, ...options })], { stdio: ['ignore', 'pipe', 'pipe'] });
   const lines: Record<string, unknown>[] = [];
   let err = '';
   const wake: (() => void)[] = [];
