@@ -172,7 +172,7 @@ const runsView = el('section', 'runs');
 runsView.setAttribute('aria-label', 'model runs');
 runsView.hidden = true;
 /** This run's counters (src/page/figures.ts). */
-const figuresView = el('section', 'runs');
+const figuresView = el('section', 'figures-view');
 figuresView.setAttribute('aria-label', 'figures of this run');
 figuresView.hidden = true;
 app.append(filters, main, runsView, figuresView);

@@ -19,7 +19,7 @@ it('a machine without the programs on the PATH, nor the PostgreSQL binaries: eac
   expect(message).toContain('- PostgreSQL server binaries (initdb, postgres) (the shared-store tests start a throwaway server): get it with apt-get install postgresql, or set PG_BIN');
   expect(message).toContain('get it with apt-get install zsh');
   expect(message).toContain('.ci/run installs what is missing');
-  expect(message.split('\n')).toHaveLength(1 + 7 + 1);
+  expect(message.split('\n')).toHaveLength(1 + 8 + 1);
   // and what npm brings is not asked of apt-get
   expect(COMPONENTS.filter((c) => c.how === 'npm ci').map((c) => c.name)).toEqual(['deno', 'bun', 'workerd']);
 });
@@ -40,7 +40,7 @@ function vitestWithOnlyNode(args: string[]) {
 it('npm run test:all on such a machine stops at once, with that one message, and runs no test', () => {
   const r = vitestWithOnlyNode(['--project', 'full', 'test/full/runs-rules.test.ts']);
   expect(r.status).toBe(1);
-  expect(r.stderr).toMatch(/npm run test:all drives 6 programs that are not on this machine:\n {2}- bash/);
+  expect(r.stderr).toMatch(/npm run test:all drives 7 programs that are not on this machine:\n {2}- bash/);
   expect(r.stderr).toContain("- zsh (the completion tests run zsh's own completion): get it with apt-get install zsh");
   expect(r.stderr).not.toMatch(/Error|at .*global-setup/);
   expect(r.stdout).not.toContain('passed');

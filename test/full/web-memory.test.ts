@@ -35,9 +35,13 @@ beforeAll(async () => {
   const dir = tempDir('wxhooks-deno-memory-');
   writeFileSync(join(dir, 'server.js'), SERVER(pathToFileURL(join(ROOT, 'dist', 'web.js')).href));
   [port, statsPort] = [await freePort(), await freePort()];
-  child = spawn(join(ROOT, 'node_modules', '.bin', 'deno'), ['run', '--allow-net=127.0.0.1', '--allow-read', join(dir, 'server.js'), String(port), String(statsPort), String(MAX_INFLIGHT)], {
-    cwd: dir,
-  });
+  child = spawn(
+    join(ROOT, 'node_modules', '.bin', 'deno'),
+    ['run', '--allow-net=127.0.0.1', '--allow-read', '--node-modules-dir=manual', join(dir, 'server.js'), String(port), String(statsPort), String(MAX_INFLIGHT)],
+    {
+      cwd: ROOT, // wxhooks/web's dependencies (@opentelemetry/api) from the project's node_modules, as an app's own
+    },
+  );
   await new Promise<void>((ready, failed) => {
     eachLine(child.stdout!, (line: string) => line === 'listening' && ready());
     child.once('exit', (code) => failed(new Error(`deno exited ${code}`)));
