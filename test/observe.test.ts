@@ -17,7 +17,7 @@ import type { RunWatch } from '../src/receiver/reconcile.js';
 import type { RelayTarget } from '../src/receiver/relay-target.js';
 import type { RelayClientEvent } from '../src/relay/client.js';
 import { watchedView, type ListenView } from '../src/tasks/listen.js';
-import { BIN, cleanEnv, tempDir } from './helpers/cli.js';
+import { BIN, cleanEnv, runCli, tempDir } from './helpers/cli.js';
 import { startCli } from './helpers/process.js';
 import { get, post } from './helpers/http.js';
 import { otlpEnv, samples, startOtlpReceiver, type OtlpReceiver } from './helpers/otlp.js';
@@ -346,5 +346,16 @@ describe("what the cost rules say is not loaded (the built CLI's own imports)", 
     });
     expect(metrics).toMatch(/node_modules\/prom-client\//);
     expect(metrics).not.toMatch(/sdk-trace|exporter-trace/);
+  });
+});
+
+describe('--metrics on the port deliveries come to', () => {
+  it('listen and relay serve refuse it (exit 2), naming the port, before they bind anything', async () => {
+    const l = await runCli(['listen', '--port', '9470', '--secret-env', 'S', '--metrics', '9470'], { env: { S: TEST_SECRET } });
+    expect(l.code).toBe(2);
+    expect(l.stderr).toContain("--metrics 9470 is the receiver's own port");
+    const r = await runCli(['relay', 'serve', '--port', '9471', '--metrics', '127.0.0.1:9471'], { env: { WXHOOKS_RELAY_TOKEN: 'relay-token-0123456789abcdef' } });
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain("--metrics 9471 is the relay's own port");
   });
 });

@@ -228,6 +228,9 @@ function describe(e: RelayEvent, style: ReturnType<typeof styleFor>): string {
 }
 
 export async function runRelayServe(ctx: Context, opts: RelayServeOptions): Promise<void> {
+  if (opts.metrics && opts.metrics.port !== 0 && opts.metrics.port === opts.port) {
+    throw new UsageError(`--metrics ${opts.metrics.port} is the relay's own port: health and metrics are served on a port of their own.`, { hint: 'Give --metrics another port, such as 9464.' });
+  }
   const token = relayToken(ctx);
   const storage = await openStorage(ctx, opts);
   const style = styleFor(ctx, ctx.stdout);
