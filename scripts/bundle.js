@@ -46,7 +46,8 @@ writeFileSync(
 );
 
 // wxhooks/web: the handler library for any runtime with Web Crypto, one file, no Node module (esbuild's
-// neutral platform fails the build on a node: import). Its size is measured by `npm run bench`.
+// neutral platform fails the build on a node: import). Its size is measured by `npm run bench`, and held
+// to a ceiling by test/web-size.test.ts.
 // @opentelemetry/api is imported, not bundled: it is one copy per app (an SDK the app registers must be
 // the API the handler asks), and an app's bundler or runtime brings it from wxhooks' dependencies.
 await build({

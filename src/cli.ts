@@ -160,7 +160,7 @@ function exitCodeHelp(): string {
  */
 export async function buildProgram(argv: string[], io: Io, act: Act = actFor(io)): Promise<Command> {
   const wanted = requestedGroup(argv.slice(2));
-  const [{ Command, Help, Option }, { valued, msDefault }, { timeLimit }, { DEFAULTS }, ...loaded] = await Promise.all([
+  const [{ Command, Help, Option }, { valued, msDefault }, { timeLimit }, DEFAULTS, ...loaded] = await Promise.all([
     import('commander'),
     import('./flags/options.js'),
     import('./util/parse.js'),

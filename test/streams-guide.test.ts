@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { DEFAULTS } from '../src/delivery/defaults.js';
+import * as DEFAULTS from '../src/delivery/defaults.js';
 import { OUTCOMES } from '../src/delivery/outcomes.js';
 import { CONSUMER_OUTCOMES, DEAD_LETTER_CAUSES } from '../src/sinks/consumer.js';
 import { FIELDS } from '../src/sinks/message.js';

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { line, type Act, type Context } from '../context.js';
-import { DEFAULTS } from '../delivery/defaults.js';
+import * as DEFAULTS from '../delivery/defaults.js';
 import { DeliveryFailedError, NotVerifiedError, UnreachableError, UsageError } from '../errors.js';
 import { printable } from '../util/printable.js';
 import { emit, table } from '../output/render.js';

@@ -9,7 +9,7 @@ import { styleFor } from '../output/style.js';
 import { diagnose, type Check } from '../tasks/doctor.js';
 import { identifier, port, url } from '../util/parse.js';
 import { printable } from '../util/printable.js';
-import { DEFAULTS } from '../delivery/defaults.js';
+import * as DEFAULTS from '../delivery/defaults.js';
 
 export function register(cmd: Command, act: Act): void {
   cmd

@@ -2,7 +2,7 @@ import { dirname, join } from 'node:path';
 import { Option, type Command } from 'commander';
 import { EmulatorClient } from '../api/emulator-client.js';
 import { line, type Act, type Context } from '../context.js';
-import { DEFAULTS } from '../delivery/defaults.js';
+import * as DEFAULTS from '../delivery/defaults.js';
 import { InterruptedError, UsageError } from '../errors.js';
 import { emulatorCredentials } from '../emulator/auth.js';
 import { attemptLine, attemptsTable } from '../output/attempts.js';

@@ -10,7 +10,7 @@ import { valued } from '../flags/options.js';
 import { baseUrlFor } from '../tasks/service.js';
 import { resolveSecrets, secretStoreFor } from '../tasks/secrets.js';
 import { secretSourceOptions } from '../flags/sources.js';
-import { DEFAULTS } from '../delivery/defaults.js';
+import * as DEFAULTS from '../delivery/defaults.js';
 
 export function register(cmd: Command, act: Act): void {
   cmd

@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import { buildCatchUp, type CatchUp } from '../api/catch-up.js';
 import type { Window } from '../api/forecasts.js';
 import { line, type Act, type Context } from '../context.js';
-import { DEFAULTS } from '../delivery/defaults.js';
+import * as DEFAULTS from '../delivery/defaults.js';
 import { describeForecast } from '../delivery/forecast.js';
 import { isDelivered } from '../delivery/outcomes.js';
 import type { Reconciled } from '../delivery/reconcile.js';

@@ -10,7 +10,7 @@ import { msDefault, repeatable, valued } from '../flags/options.js';
 import { deliverySourceOptions, secretSourceOptions } from '../flags/sources.js';
 import { resolveSecrets } from '../tasks/secrets.js';
 import { serviceFor } from '../tasks/service.js';
-import { DEFAULTS } from '../delivery/defaults.js';
+import * as DEFAULTS from '../delivery/defaults.js';
 import { InterruptedError, UsageError } from '../errors.js';
 import { watchLateRuns } from '../output/late.js';
 import { styleFor } from '../output/style.js';

@@ -1,6 +1,6 @@
 import { Option, type Command } from 'commander';
 import type { Act, Context } from '../context.js';
-import { DEFAULTS } from '../delivery/defaults.js';
+import * as DEFAULTS from '../delivery/defaults.js';
 import { DeliveryFailedError, NotVerifiedError, UsageError } from '../errors.js';
 import { valued } from '../flags/options.js';
 import { secretSourceOptions } from '../flags/sources.js';

@@ -9,7 +9,7 @@ import { duration, hours, integer, isoTime } from '../util/parse.js';
 import { latestCycle } from '../vocabulary.js';
 import { valued } from '../flags/options.js';
 import { serviceFor } from '../tasks/service.js';
-import { DEFAULTS } from '../delivery/defaults.js';
+import * as DEFAULTS from '../delivery/defaults.js';
 
 export function register(cmd: Command, act: Act): void {
   cmd

@@ -1,5 +1,6 @@
 import type { VerifyFailure } from '../signing/rules.js';
-import { BODY_READS, DEFAULTS } from './defaults.js';
+import * as DEFAULTS from './defaults.js';
+import { BODY_READS } from './defaults.js';
 import type { Outcome } from './outcomes.js';
 
 /**

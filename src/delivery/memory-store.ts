@@ -1,4 +1,4 @@
-import { DEFAULTS } from './defaults.js';
+import * as DEFAULTS from './defaults.js';
 import { PairTable, type TableClock } from './pair-table.js';
 import type { Claim, PairStore } from './store.js';
 

@@ -1,5 +1,5 @@
 import { ANSWERS, type Answer } from './answers.js';
-import { DEFAULTS } from './defaults.js';
+import * as DEFAULTS from './defaults.js';
 import { claimWithForecast, completeWithForecast, releaseWithForecast, type Keyed } from './forecast.js';
 import type { Pair } from './pair.js';
 import { decide, type Facts, type Handled } from './steps.js';

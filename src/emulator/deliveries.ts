@@ -4,7 +4,7 @@ import { networkReason, readStart } from '../util/net.js';
 import { buildPayload } from '../signing/payload.js';
 import { newTriggerId, signDelivery } from '../signing/sign.js';
 import { syntheticResponse, type PublishedEvent } from './responses.js';
-import { DEFAULTS } from '../delivery/defaults.js';
+import * as DEFAULTS from '../delivery/defaults.js';
 
 export { filtersMatch };
 import type { DeliveryAttempt, EmuSubscription, EmuWebhook, EmulatorState } from './state.js';

@@ -4,7 +4,7 @@ import { authProblem, type EmulatorCredentials } from './auth.js';
 import { payloadFor, type DeliveryScheduler, type PublishedEvent } from './deliveries.js';
 import { Missing } from './forecasts.js';
 import type { EmuSubscription, EmuWebhook, EmulatorState } from './state.js';
-import { DEFAULTS } from '../delivery/defaults.js';
+import * as DEFAULTS from '../delivery/defaults.js';
 
 /** Which field names the emulator answers with: the documentation's (default) or the live service's. */
 export type Shape = 'documented' | 'live';

@@ -6,7 +6,7 @@ import { emulatorCredentials } from './auth.js';
 import { DeliveryScheduler } from './deliveries.js';
 import { EmulatorRouter, errorBody, type EmuResponse, type Shape } from './routes.js';
 import { EmulatorState, type DeliveryAttempt } from './state.js';
-import { DEFAULTS } from '../delivery/defaults.js';
+import * as DEFAULTS from '../delivery/defaults.js';
 
 export interface EmulatorOptions {
   port?: number;

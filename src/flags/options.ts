@@ -1,5 +1,5 @@
 import { Argument, Option } from 'commander';
-import { DEFAULTS } from '../delivery/defaults.js';
+import * as DEFAULTS from '../delivery/defaults.js';
 import { SCHEMES } from '../signing/layouts.js';
 import type { Scheme } from '../signing/layouts.js';
 import { formatDuration } from '../util/duration.js';

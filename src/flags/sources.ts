@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { identifier } from '../util/parse.js';
 import { valued } from './options.js';
-import { DEFAULTS } from '../delivery/defaults.js';
+import * as DEFAULTS from '../delivery/defaults.js';
 
 /** `--webhook ID` and `--secret-env VAR`: where a command that verifies or signs takes its secret from. */
 export function secretSourceOptions(cmd: Command, verb: string): Command {

@@ -4,7 +4,7 @@ import { expectedNotifications, ForecastApi } from '../api/forecasts.js';
 import { HttpClient } from '../api/http.js';
 import { normalizeBaseUrl } from '../api/base-url.js';
 import { Service } from '../api/service.js';
-import { DEFAULTS } from '../delivery/defaults.js';
+import * as DEFAULTS from '../delivery/defaults.js';
 import type { ForecastIdentity } from '../delivery/forecast.js';
 import { signDelivery } from '../signing/sign.js';
 import { duration } from '../util/parse.js';

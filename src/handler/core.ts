@@ -1,5 +1,5 @@
 import { ANSWERS, type Answer } from '../delivery/answers.js';
-import { DEFAULTS } from '../delivery/defaults.js';
+import * as DEFAULTS from '../delivery/defaults.js';
 import type { Outcome } from '../delivery/outcomes.js';
 import type { Pair, Verified } from '../delivery/pair.js';
 import { andThen, keyed, verifyAndSettle, type Receiving, type Verdict } from '../delivery/receive.js';

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ANSWERS, bodyTimeoutMs, type Answer } from '../delivery/answers.js';
-import { DEFAULTS } from '../delivery/defaults.js';
+import * as DEFAULTS from '../delivery/defaults.js';
 import { door, pathOf, type DoorIO } from '../delivery/door.js';
 import type { PairStore, StoreNotice } from '../delivery/store.js';
 import type { Clock } from '../util/clock.js';

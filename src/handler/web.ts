@@ -1,6 +1,6 @@
 import { ANSWERS, bodyTimeoutMs, type Answer } from '../delivery/answers.js';
 import { InflightBudget, webBody } from '../util/bodies.js';
-import { DEFAULTS } from '../delivery/defaults.js';
+import * as DEFAULTS from '../delivery/defaults.js';
 import { door, type DoorIO } from '../delivery/door.js';
 import { utf8 } from '../signing/encoding.js';
 import { WebVerifier } from '../signing/verify-web.js';

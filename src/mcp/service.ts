@@ -8,7 +8,7 @@ import { secretStoreFor } from '../tasks/secrets.js';
 import { describeScheme, serviceFor } from '../tasks/service.js';
 import { PAGE } from './answers.js';
 import { defineTool, type McpContext } from './tool.js';
-import { DEFAULTS } from '../delivery/defaults.js';
+import * as DEFAULTS from '../delivery/defaults.js';
 
 /** A webhook as an answer shows it: never its secret; a temporary one of `listen --public-url` says so. */
 export function shownWebhook(hook: Webhook): Record<string, unknown> {

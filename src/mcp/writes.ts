@@ -7,7 +7,7 @@ import { addSubscriptionBody, createWebhookBody, updateSubscriptionBody, type Su
 import { Service, type WebhookPatch } from '../api/service.js';
 import { secretStoreFor } from '../tasks/secrets.js';
 import { serviceFor } from '../tasks/service.js';
-import { DEFAULTS } from '../delivery/defaults.js';
+import * as DEFAULTS from '../delivery/defaults.js';
 import { NotFoundError, StorageError, UsageError } from '../errors.js';
 import { LAYOUT_NAMES } from '../signing/layouts.js';
 import { newTriggerId } from '../signing/sign.js';

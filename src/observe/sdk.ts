@@ -1,6 +1,6 @@
 import { context, propagation, trace } from '@opentelemetry/api';
 import type { ReadableSpan, SpanExporter } from '@opentelemetry/sdk-trace-node';
-import { DEFAULTS } from '../delivery/defaults.js';
+import * as DEFAULTS from '../delivery/defaults.js';
 import { UsageError } from '../errors.js';
 import { addSensitive } from '../util/redact.js';
 

@@ -1,5 +1,5 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import { DEFAULTS } from '../delivery/defaults.js';
+import * as DEFAULTS from '../delivery/defaults.js';
 import { listenOn } from '../util/net.js';
 import { redact } from '../util/redact.js';
 import { exposition } from './prometheus.js';

@@ -11,7 +11,7 @@ import type { RunsView } from '../delivery/runs.js';
 import type { RunFigures } from '../observe/figures.js';
 import { fromRow, listedRow } from './listed.js';
 import { REPLAY_REFUSALS } from './replay.js';
-import { DEFAULTS } from '../delivery/defaults.js';
+import * as DEFAULTS from '../delivery/defaults.js';
 
 /**
  * The inspector page's server: a handful of routes behind two checks. Every request's Host must be one

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Dispatcher } from 'undici';
 import { ANSWERS, type Answer } from '../delivery/answers.js';
-import { DEFAULTS } from '../delivery/defaults.js';
+import * as DEFAULTS from '../delivery/defaults.js';
 import type { Pair } from '../delivery/pair.js';
 import { verifyAndSettle, type Receiving } from '../delivery/receive.js';
 import { handlerTimeoutFor, type Settled, type Timers } from '../delivery/runner.js';

@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import { DEFAULTS } from '../delivery/defaults.js';
+import * as DEFAULTS from '../delivery/defaults.js';
 import { door, type DoorIO } from '../delivery/door.js';
 import { outcomeLabel } from '../delivery/outcomes.js';
 import { RelayClient, type RelayClientEvent, type RelayedDelivery, type RelayReady, type RetiredSecret, type Verdict } from '../relay/client.js';

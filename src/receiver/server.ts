@@ -1,7 +1,8 @@
 import { createServer, STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { ANSWERS, bodyTimeoutMs, OK_BODY, type Answer } from '../delivery/answers.js';
-import { BODY_READS, DEFAULTS } from '../delivery/defaults.js';
+import * as DEFAULTS from '../delivery/defaults.js';
+import { BODY_READS } from '../delivery/defaults.js';
 import { door, pathOf, type DoorEnd, type DoorIO, type Sent, type Written } from '../delivery/door.js';
 import { isoMillis, systemClock, type Clock } from '../util/clock.js';
 import { listenOn } from '../util/net.js';

@@ -7,7 +7,7 @@ import { shownUrl, storeKind } from '../store/store-url.js';
 import { idText } from '../util/bytes.js';
 import type { ReceiverEvent } from './event.js';
 import { provenLayout, readSavedDir, readSaveKey, runFactsOf, savedBody, type SavedDelivery, type SavedFile, type SkippedFile } from './saved.js';
-import { DEFAULTS } from '../delivery/defaults.js';
+import * as DEFAULTS from '../delivery/defaults.js';
 
 /**
  * Where `deliveries` and `runs` read what `listen` received: a `--save-dir` folder (the verified

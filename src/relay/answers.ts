@@ -1,4 +1,4 @@
-import { DEFAULTS } from '../delivery/defaults.js';
+import * as DEFAULTS from '../delivery/defaults.js';
 import { ANSWERS, refusalBody, type Answer as CoreAnswer } from '../delivery/answers.js';
 import type { Outcome } from '../delivery/outcomes.js';
 import type { VerifyFailure } from '../signing/rules.js';

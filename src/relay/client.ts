@@ -1,5 +1,5 @@
 import type WebSocket from 'ws';
-import { DEFAULTS } from '../delivery/defaults.js';
+import * as DEFAULTS from '../delivery/defaults.js';
 import { UsageError } from '../errors.js';
 import { systemClock, type Clock } from '../util/clock.js';
 import { addSensitive } from '../util/redact.js';

@@ -1,6 +1,6 @@
 import { mkdir, readFile, readdir, rm, statfs, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
-import { DEFAULTS } from '../delivery/defaults.js';
+import * as DEFAULTS from '../delivery/defaults.js';
 import { StorageError } from '../errors.js';
 import { fsReason, writeFileAtomic, writeFilesAtomic } from '../util/files.js';
 import type { ChannelRecord, ChannelUsage, Refusal, RelayStorage, Removed, StoredDelivery } from './storage.js';

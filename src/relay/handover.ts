@@ -1,4 +1,4 @@
-import { DEFAULTS } from '../delivery/defaults.js';
+import * as DEFAULTS from '../delivery/defaults.js';
 import type { Clock } from '../util/clock.js';
 import type { ClientMessage } from './protocol.js';
 

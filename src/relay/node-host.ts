@@ -1,7 +1,8 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer, type WebSocket } from 'ws';
-import { BODY_READS, DEFAULTS } from '../delivery/defaults.js';
+import * as DEFAULTS from '../delivery/defaults.js';
+import { BODY_READS } from '../delivery/defaults.js';
 import { systemClock, type Clock } from '../util/clock.js';
 import { listenOn } from '../util/net.js';
 import { nodeBody } from '../util/read-body.js';

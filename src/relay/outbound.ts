@@ -1,4 +1,4 @@
-import { DEFAULTS } from '../delivery/defaults.js';
+import * as DEFAULTS from '../delivery/defaults.js';
 import type { HeaderSource } from '../signing/rules.js';
 import { answers, said, type Answer } from './answers.js';
 import { anyKeyMatches, bearer, channelKey, keysOf } from './channel-key.js';

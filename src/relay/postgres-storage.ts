@@ -1,5 +1,5 @@
 import type { Pool, PoolClient } from 'pg';
-import { DEFAULTS } from '../delivery/defaults.js';
+import * as DEFAULTS from '../delivery/defaults.js';
 import { StorageError, UsageError } from '../errors.js';
 import { openPgStore, quotedSchema } from '../store/pg-open.js';
 import { shownUrl } from '../store/store-url.js';

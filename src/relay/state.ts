@@ -1,4 +1,4 @@
-import { DEFAULTS } from '../delivery/defaults.js';
+import * as DEFAULTS from '../delivery/defaults.js';
 import type { HeaderSource } from '../signing/rules.js';
 import type { WebVerifier } from '../signing/verify-web.js';
 import { InflightBudget, type ChunkSink } from '../util/bodies.js';

@@ -1,4 +1,4 @@
-import { DEFAULTS } from '../delivery/defaults.js';
+import * as DEFAULTS from '../delivery/defaults.js';
 import { declaredLength, webBody } from '../util/bodies.js';
 import { isoMillis } from '../util/clock.js';
 import { said, type Answer } from './answers.js';

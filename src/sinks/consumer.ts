@@ -1,5 +1,5 @@
 import { ANSWERS } from '../delivery/answers.js';
-import { DEFAULTS } from '../delivery/defaults.js';
+import * as DEFAULTS from '../delivery/defaults.js';
 import type { Outcome } from '../delivery/outcomes.js';
 import type { Pair } from '../delivery/pair.js';
 import { handlerTimeoutFor, settle as settleOnce, systemTimers, type Timers } from '../delivery/runner.js';
@@ -277,18 +277,18 @@ export async function handleInbound(inbound: Inbound, s: ConsumerSettings): Prom
 
 /** A consumer's limits, each an option of `consume` and its default in the one table (src/delivery/defaults.ts). */
 const LIMITS = {
-  concurrency: 'consumerConcurrency',
-  retryDelayMs: 'consumerRetryDelayMs',
-  maxDeliveries: 'consumerMaxDeliveries',
-  claimTimeoutMs: 'consumerClaimTimeoutMs',
-} as const satisfies Record<string, keyof typeof DEFAULTS>;
+  concurrency: DEFAULTS.consumerConcurrency,
+  retryDelayMs: DEFAULTS.consumerRetryDelayMs,
+  maxDeliveries: DEFAULTS.consumerMaxDeliveries,
+  claimTimeoutMs: DEFAULTS.consumerClaimTimeoutMs,
+} as const;
 
 /** The limits, and `handlerTimeoutMs`, whose default follows the store's lease (two of them, as every door's handlers). */
 export type ConsumerLimits = { -readonly [K in keyof typeof LIMITS | 'handlerTimeoutMs']: number };
 
 /** A consumer's limits: those given, the defaults for the rest; a usage error (exit 2) for one out of range. `leaseMs`: the store's. */
 export function consumerSettings(o: Partial<ConsumerLimits>, leaseMs = 0): ConsumerLimits {
-  const s = { ...Object.fromEntries(Object.entries(LIMITS).map(([k, d]) => [k, DEFAULTS[d]])), handlerTimeoutMs: handlerTimeoutFor(leaseMs) } as ConsumerLimits;
+  const s: ConsumerLimits = { ...LIMITS, handlerTimeoutMs: handlerTimeoutFor(leaseMs) };
   for (const key of [...Object.keys(LIMITS), 'handlerTimeoutMs'] as (keyof ConsumerLimits)[]) {
     const v = o[key];
     if (v === undefined) continue;

@@ -4,7 +4,7 @@ import { parseSinkUrl } from './sink-url.js';
 import type { ConsumeOptions, Sink, SinkConsumer, SinkOptions, SinkTarget } from './sink.js';
 import type { VerifiedMessage } from './consumer.js';
 import type { SinkView } from './view.js';
-import { DEFAULTS } from '../delivery/defaults.js';
+import * as DEFAULTS from '../delivery/defaults.js';
 
 /**
  * The sinks: verified deliveries published to a stream (NATS JetStream, Redis Streams: the registry,

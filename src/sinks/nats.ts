@@ -1,7 +1,7 @@
 import { hostname } from 'node:os';
 import type { JetStreamManager, JsMsg, StoredMsg, StreamConfig, StreamInfo } from '@nats-io/jetstream';
 import type { MsgHdrs, NatsConnection } from '@nats-io/transport-node';
-import { DEFAULTS } from '../delivery/defaults.js';
+import * as DEFAULTS from '../delivery/defaults.js';
 import { NotFoundError, UnreachableError, UsageError } from '../errors.js';
 import { printable } from '../util/printable.js';
 import { handleInbound, runSettings, type Inbound } from './consumer.js';

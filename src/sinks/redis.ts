@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { RedisClientType } from 'redis';
-import { DEFAULTS } from '../delivery/defaults.js';
+import * as DEFAULTS from '../delivery/defaults.js';
 import { NotFoundError, UnreachableError, UsageError } from '../errors.js';
 import { printable } from '../util/printable.js';
 import { handleInbound, runSettings, type Inbound } from './consumer.js';

@@ -1,4 +1,4 @@
-import { DEFAULTS } from '../delivery/defaults.js';
+import * as DEFAULTS from '../delivery/defaults.js';
 import { UsageError } from '../errors.js';
 import { formatDuration } from '../util/duration.js';
 import { duration } from '../util/parse.js';

@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { DEFAULTS, sweepEvery } from '../delivery/defaults.js';
+import * as DEFAULTS from '../delivery/defaults.js';
+import { sweepEvery } from '../delivery/defaults.js';
 import { PairTable } from '../delivery/pair-table.js';
 import type { Claim, PairStore, StoreNotice } from '../delivery/store.js';
 import { StoredLater } from '../delivery/stored-later.js';

@@ -1,4 +1,4 @@
-import { DEFAULTS } from '../delivery/defaults.js';
+import * as DEFAULTS from '../delivery/defaults.js';
 
 /**
  * What a history of requests keeps (in `listen`'s memory, or in the shared PostgreSQL store): the newest

@@ -1,4 +1,4 @@
-import { DEFAULTS } from '../delivery/defaults.js';
+import * as DEFAULTS from '../delivery/defaults.js';
 import type { StoreNotice } from '../delivery/store.js';
 import { systemClock, type Clock } from '../util/clock.js';
 import { FilePairStore } from './file-pairs.js';

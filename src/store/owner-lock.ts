@@ -3,7 +3,7 @@ import { closeSync, openSync, readFileSync, readlinkSync, rmSync, statSync } fro
 import { hostname } from 'node:os';
 import { basename } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { DEFAULTS } from '../delivery/defaults.js';
+import * as DEFAULTS from '../delivery/defaults.js';
 import { UsageError } from '../errors.js';
 import { fsReason, writeFileAtomicSync } from '../util/files.js';
 import { printable } from '../util/printable.js';

@@ -1,6 +1,6 @@
 import { closeSync, constants, createReadStream, fdatasync, fstatSync, fsyncSync, ftruncateSync, openSync, readSync, statSync, writeSync } from 'node:fs';
 import { createInterface } from 'node:readline';
-import { DEFAULTS } from '../delivery/defaults.js';
+import * as DEFAULTS from '../delivery/defaults.js';
 import { PairStoreError } from '../delivery/store.js';
 import { UsageError } from '../errors.js';
 import type { Clock } from '../util/clock.js';

@@ -1,5 +1,6 @@
 import type { Pool } from 'pg';
-import { DEFAULTS, sweepEvery } from '../delivery/defaults.js';
+import * as DEFAULTS from '../delivery/defaults.js';
+import { sweepEvery } from '../delivery/defaults.js';
 import type { Claim, PairStore } from '../delivery/store.js';
 import { StoredLater } from '../delivery/stored-later.js';
 import { PgHistoryStore, type PgHistoryOptions } from './pg-history.js';

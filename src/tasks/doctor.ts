@@ -16,7 +16,7 @@ import { BindError, isLoopback } from '../util/net.js';
 import { printable } from '../util/printable.js';
 import { secretStoreFor } from './secrets.js';
 import { baseUrlFor, describeScheme, serviceFor } from './service.js';
-import { DEFAULTS } from '../delivery/defaults.js';
+import * as DEFAULTS from '../delivery/defaults.js';
 
 /** One line of `doctor`'s report: what was checked, whether it held, and what to do about it. */
 export interface Check {

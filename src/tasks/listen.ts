@@ -1,6 +1,6 @@
 import type { TemporaryEvent } from '../api/temporary.js';
 import type { Context } from '../context.js';
-import { DEFAULTS } from '../delivery/defaults.js';
+import * as DEFAULTS from '../delivery/defaults.js';
 import { isDelivered } from '../delivery/outcomes.js';
 import type { LateNotification, Reconciled } from '../delivery/reconcile.js';
 import type { RunProgress, RunTracker } from '../delivery/runs.js';

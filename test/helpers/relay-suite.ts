@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import WebSocket from 'ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AuthError, ExitCode, RefusedError } from '../../src/errors.js';
-import { DEFAULTS } from '../../src/delivery/defaults.js';
+import * as DEFAULTS from '../../src/delivery/defaults.js';
 import { generateSecret } from '../../src/signing/sign.js';
 import type { RelayedDelivery } from '../../src/relay/client.js';
 import { delivery, listener, send, tcpProxy, type Answered, type Listener, type RelayUnderTest } from './relay.js';
