@@ -485,6 +485,87 @@ async function middleware() {
   );
 }
 
+// ---------------------------------------------------------------- the Node middleware against @octokit/webhooks'
+/**
+ * The Node middleware of this build (exactly-once on: a MemoryStore claims and completes each delivery's
+ * pair) against @octokit/webhooks' `createNodeMiddleware` (a devDependency, for this only), each on a bare
+ * node:http server of its own (bench/octokit-server.js), each with one handler that does nothing, each
+ * answering 200 once it ran. The same bodies, each with its own delivery id, signed the way each verifies
+ * (ours: the service's Webhook-Signature; octokit: GitHub's X-Hub-Signature-256). Fresh processes each round
+ * (two processes of one build differ by up to 10% for as long as they run), warmed up, then in turn in the
+ * same cycles, the order swapped each cycle. The figure is the server's own CPU per delivery
+ * (process.cpuUsage, read over `GET /cpu` before and after each load), per cycle ratio, then the median.
+ */
+async function octokit() {
+  const secret = generateSecret();
+  const rounds = QUICK ? 2 : 6;
+  const cycles = QUICK ? 4 : 10;
+  const WARM = 20000;
+  const MANY = 5000;
+  const ONE = 1000;
+  const names = ['wxhooks', 'octokit'];
+  const cpuUs = async (port) => {
+    const res = await request(`http://127.0.0.1:${port}/cpu`);
+    return (await res.body.json()).us;
+  };
+  /** `count` deliveries on `clients` connections: their rate, latencies, and the server's CPU per delivery in µs. */
+  const at = async (name, server, count, clients) => {
+    const before = await cpuUs(server.port);
+    const args = [join(ROOT, 'bench/load.js'), server.port, secret, String(count), String(clients), '0', ...(name === 'octokit' ? ['--github'] : [])];
+    const r = spawnSync(process.execPath, args, { encoding: 'utf8' });
+    const after = await cpuUs(server.port);
+    if (r.status !== 0) throw new Error(`bench/load.js failed: ${r.stderr}`);
+    const result = JSON.parse(r.stdout);
+    if (result.failures) throw new Error(`${name}: ${result.failures} of ${count} requests were not answered 200 (${JSON.stringify(result.statuses)})`);
+    return { ...result, cpuUs: (after - before) / count };
+  };
+  const results = Object.fromEntries(names.map((n) => [n, { one: [], many: [] }]));
+  log(`octokit: ${rounds} rounds of wxhooks' Node middleware (MemoryStore) and @octokit/webhooks', ${WARM} each to warm up, then ${cycles} cycles of ${ONE} at 1 client and ${MANY} at 50, in turn`);
+  for (let r = 0; r < rounds; r++) {
+    const servers = {};
+    try {
+      for (const name of names) {
+        const s = await startChild([join(ROOT, 'bench/octokit-server.js'), name, join(ROOT, 'dist/index.js'), secret], cleanEnv());
+        servers[name] = { child: s.child, port: s.first.trim() };
+      }
+      for (const name of names) await at(name, servers[name], WARM, 50);
+      for (let c = 0; c < cycles; c++) {
+        for (const name of (r + c) % 2 ? [...names].reverse() : names) {
+          results[name].one.push(await at(name, servers[name], ONE, 1));
+          results[name].many.push(await at(name, servers[name], MANY, 50));
+        }
+      }
+      const mine = (name) => results[name].many.slice(-cycles);
+      log(`  round ${r + 1}: CPU per delivery at 50 clients, ${median(mine('wxhooks').map((o, i) => o.cpuUs / mine('octokit')[i].cpuUs)).toFixed(2)}× octokit's`);
+    } finally {
+      for (const server of Object.values(servers)) await stop(server.child);
+    }
+  }
+  const m = (name, phase, k) => median(results[name][phase].map((x) => x[k]));
+  const ratio = (phase, k) => median(results.wxhooks[phase].map((x, i) => x[k] / results.octokit[phase][i][k]));
+  for (const [phase, clients] of [
+    ['many', '50 clients'],
+    ['one', '1 client'],
+  ]) {
+    const cpu = ratio(phase, 'cpuUs');
+    row(
+      'middleware',
+      `server CPU per delivery, ${clients}: the Node middleware, exactly-once on (MemoryStore), against @octokit/webhooks'`,
+      `${m('wxhooks', phase, 'cpuUs').toFixed(1)} µs`,
+      `${m('octokit', phase, 'cpuUs').toFixed(1)} µs (octokit, same cycles)`,
+      cpu,
+      within(1.0),
+    );
+    row(
+      'middleware',
+      `deliveries/s, ${clients}: the Node middleware against @octokit/webhooks'`,
+      `${Math.round(m('wxhooks', phase, 'rps'))}/s`,
+      `${Math.round(m('octokit', phase, 'rps'))}/s (octokit)`,
+      ratio(phase, 'rps'),
+    );
+  }
+}
+
 // ---------------------------------------------------------------- verification alone
 function verification() {
   const secret = generateSecret();
@@ -935,6 +1016,7 @@ const SECTIONS = {
   verify: verification,
   handler: handlerLibrary,
   middleware,
+  octokit,
   page,
   memory,
   fanout,
