@@ -631,7 +631,8 @@ async function handlerLibrary() {
   }
   const { buildSync } = await import('esbuild');
   const { gzipSync } = await import('node:zlib');
-  const gzipped = (o) => gzipSync(buildSync({ entryPoints: [join(ROOT, 'dist', 'web.js')], bundle: true, minify: true, format: 'esm', write: false, ...o }).outputFiles[0].contents, { level: 9 }).length;
+  const gzipped = (o) =>
+    gzipSync(buildSync({ entryPoints: [join(ROOT, 'dist', 'web.js')], bundle: true, minify: true, format: 'esm', write: false, ...o }).outputFiles[0].contents, { level: 9 }).length;
   // the bar is held to wxhooks' own code: @opentelemetry/api is the app's (one copy, the one its SDK
   // registered with), so it is left out, and what an app without OpenTelemetry of its own pays for it is
   // the second row (its ES module build, as esbuild for the browser, Vite, Rollup and webpack resolve it).
@@ -641,7 +642,13 @@ async function handlerLibrary() {
   const own = gzipped({ platform: 'neutral', external: ['@opentelemetry/api'] });
   row('handler', '`wxhooks/web`, minified and gzipped (its own code)', `${(own / 1024).toFixed(1)} KB`, '8 KB', own / 8192, within(1.0));
   const withApi = gzipped({ platform: 'browser' });
-  row('handler', '`wxhooks/web` with `@opentelemetry/api` bundled (an app with no OpenTelemetry of its own)', `${(withApi / 1024).toFixed(1)} KB`, `${(own / 1024).toFixed(1)} KB (its own code)`, withApi / own);
+  row(
+    'handler',
+    '`wxhooks/web` with `@opentelemetry/api` bundled (an app with no OpenTelemetry of its own)',
+    `${(withApi / 1024).toFixed(1)} KB`,
+    `${(own / 1024).toFixed(1)} KB (its own code)`,
+    withApi / own,
+  );
 }
 
 // ---------------------------------------------------------------- the inspector page, in a real Chromium
