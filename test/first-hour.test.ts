@@ -7,6 +7,7 @@ import { startEmulator, type RunningEmulator } from '../src/emulator/server.js';
 import { signDelivery } from '../src/signing/index.js';
 import { tempDir } from './helpers/cli.js';
 import { runInProcess, startInProcess, testIo, type InProcessRun } from './helpers/context.js';
+import { emulatorFor } from './helpers/emulator.js';
 import { startServer, type TestServer } from './helpers/server.js';
 
 // The first hour of a newcomer (issue #34, sections 2 to 4), each point by its section: in-process where
@@ -164,11 +165,7 @@ describe('2. what the service did is visible', () => {
 describe('3. commands that do not fight the user', () => {
   let emu: RunningEmulator;
   let env: Record<string, string>;
-  beforeAll(async () => {
-    emu = await startEmulator({ port: 0 });
-    env = { WX_BASE_URL: emu.url, WX_API_KEY: emu.apiKey, WXHOOKS_CONFIG_DIR: tempDir() };
-  });
-  afterAll(() => emu.close());
+  emulatorFor({}, (made) => ({ emu, env } = made));
 
   it('doctor, with listen running on the port: the chain is checked through it (exit 0), not "port already in use"', async () => {
     const port = await freePort();

@@ -7,6 +7,7 @@ import { startEmulator, type RunningEmulator } from '../src/emulator/server.js';
 import { signDelivery } from '../src/signing/index.js';
 import { runCli, tempDir } from './helpers/cli.js';
 import { runInProcess, startInProcess } from './helpers/context.js';
+import { emulatorFor } from './helpers/emulator.js';
 import { sendJson, startServer, type TestServer } from './helpers/server.js';
 
 // What a newcomer at a terminal, and the service's own Python client, ran into (issue #27): each point
@@ -16,11 +17,7 @@ import { sendJson, startServer, type TestServer } from './helpers/server.js';
 
 let emu: RunningEmulator;
 let env: Record<string, string>;
-beforeAll(async () => {
-  emu = await startEmulator({ port: 0, retryDelays: [100] });
-  env = { WX_BASE_URL: emu.url, WX_API_KEY: emu.apiKey, WXHOOKS_CONFIG_DIR: tempDir() };
-});
-afterAll(() => emu.close());
+emulatorFor({ retryDelays: [100] }, (made) => ({ emu, env } = made));
 
 /** A request as the official client makes it. */
 async function asTheClient(method: string, path: string, body?: unknown): Promise<{ status: number; json: Record<string, unknown> }> {

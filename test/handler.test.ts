@@ -3,31 +3,18 @@ import { connect, type AddressInfo } from 'node:net';
 import express from 'express';
 import Fastify from 'fastify';
 import { afterAll, beforeAll, describe, expect, expectTypeOf, it } from 'vitest';
-import { MemoryStore, Webhooks, WebhookHandlerError, WebhookSetupError, WebhookTimeoutError, createNodeMiddleware, openStore, type WebhookEvent } from '../src/index.js';
+import { MemoryStore, Webhooks, WebhookSetupError, WebhookTimeoutError, createNodeMiddleware, openStore, type WebhookEvent } from '../src/index.js';
 import { manualTimers } from './helpers/clock.js';
 import { Webhooks as WebWebhooks, createWebHandler } from '../src/handler/web.js';
 import { signDelivery } from '../src/signing/index.js';
 import { tempDir } from './helpers/cli.js';
+import { app, delivery, SECRET } from './helpers/handler.js';
 import { post } from './helpers/http.js';
 
 // The handler library in Node, in this process, on real sockets: node:http, Express 5 and Fastify 5,
 // the answers, exactly once, a rotation, and the stores listen uses (a file; a real PostgreSQL: test/full/handler.test.ts).
 
-const SECRET = 'whsec_' + Buffer.alloc(32, 5).toString('base64');
 const NEXT = 'whsec_' + Buffer.alloc(32, 6).toString('base64');
-
-function delivery(trigger: string, o: { secret?: string; type?: string; data?: Record<string, unknown>; subscription?: string; timestamp?: number } = {}) {
-  const body = JSON.stringify({
-    type: o.type ?? 'forecast_hour.available',
-    webhook_id: 7,
-    subscription_id: o.subscription ?? '1',
-    trigger_id: trigger,
-    created_at: '2026-11-24T06:00:00Z',
-    test: false,
-    data: o.data ?? { model: 'wm-6', initialization_time: '2026-11-24T00:00:00Z', forecast_hour: 6 },
-  });
-  return { headers: { 'content-type': 'application/json', ...(signDelivery({ secret: o.secret ?? SECRET, body, triggerId: trigger, timestamp: o.timestamp }) as Record<string, string>) }, body };
-}
 
 async function listen(server: Server): Promise<string> {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -43,21 +30,6 @@ function rawRequest(port: number, data: string): Promise<string> {
   });
 }
 const close = (server: Server) => new Promise<void>((resolve) => (server.closeAllConnections(), server.close(() => resolve())));
-
-/** An app as a user writes one: a handler per type, what it saw kept, and a switch to make it throw. */
-function app(options: ConstructorParameters<typeof Webhooks>[0] = { secret: SECRET }) {
-  const webhooks = new Webhooks(options);
-  const seen: string[] = [];
-  const errors: WebhookHandlerError[] = [];
-  const setup: WebhookSetupError[] = [];
-  const failFor = new Set<string>();
-  webhooks.on('forecast_hour.available', async (event) => {
-    if (failFor.delete(event.id)) throw new Error('the database is down');
-    seen.push(`${event.id} +${event.payload.data.forecast_hour}h`);
-  });
-  webhooks.onError((error) => void (error instanceof WebhookHandlerError ? errors.push(error) : setup.push(error)));
-  return { webhooks, seen, errors, setup, failFor };
-}
 
 describe('createNodeMiddleware on node:http', () => {
   const a = app({ secrets: [SECRET, NEXT] });

@@ -9,6 +9,7 @@ import { runCli, tempDir } from './helpers/cli.js';
 import { post } from './helpers/http.js';
 import { startMcpInProcess, unmarked, type McpSession } from './helpers/mcp.js';
 import { startCliInProcess, type Cli } from './helpers/process.js';
+import { publishEvent } from './helpers/published.js';
 import { signed } from './helpers/receiver.js';
 import { sendJson, startServer, type TestServer } from './helpers/server.js';
 
@@ -44,14 +45,7 @@ async function mcp(args: string[] = [], extra: Record<string, string> = {}): Pro
   return s;
 }
 
-async function publish(body: Record<string, unknown>): Promise<void> {
-  const res = await fetch(`${env.WX_BASE_URL}/emulator/v1/events`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${env.WX_API_KEY}`, 'content-type': 'application/json' },
-    body: JSON.stringify(body),
-  });
-  expect(res.status).toBe(202);
-}
+const publish = (body: Record<string, unknown>) => publishEvent(env, body);
 
 beforeAll(async () => {
   dir = tempDir();

@@ -1,5 +1,5 @@
 import { readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { Agent, request } from 'node:http';
+import { Agent } from 'node:http';
 import { connect } from 'node:net';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -8,8 +8,8 @@ import { FilePairStore } from '../src/store/file-pairs.js';
 import type { StoreNotice } from '../src/store/pair-store.js';
 import { tempDir } from './helpers/cli.js';
 import { manualClock } from './helpers/clock.js';
+import { countingApp, deliver, processedOnce } from './helpers/processed-once.js';
 import { signed, startTestReceiver } from './helpers/receiver.js';
-import { sendJson, startServer, type TestServer } from './helpers/server.js';
 
 // Processed once, whatever the clock, the file or the connection does: each fault in turn, against a
 // receiver in this process (real sockets, a real file store, an app that counts what it is forwarded),
@@ -18,54 +18,6 @@ import { sendJson, startServer, type TestServer } from './helpers/server.js';
 // test/full/processed-once.test.ts.
 
 const DAY = 86_400_000;
-
-/** An app that records every delivery forwarded to it, and answers 200 (or holds its answers until told). */
-async function countingApp(): Promise<TestServer & { forwarded: string[]; hold(): void; release(): void }> {
-  const forwarded: string[] = [];
-  let held: (() => void)[] | undefined;
-  const app = await startServer((req, res) => {
-    forwarded.push((req.json as { trigger_id: string }).trigger_id);
-    if (held) held.push(() => sendJson(res, 200, { ok: true }));
-    else sendJson(res, 200, { ok: true });
-  });
-  return Object.assign(app, {
-    forwarded,
-    hold: () => (held = []),
-    release: () => {
-      const waiting = held ?? [];
-      held = undefined;
-      waiting.forEach((answer) => answer());
-    },
-  });
-}
-
-/** POSTs a signed delivery; the status, or 0 when the connection failed. */
-function deliver(url: string, agent: Agent, trigger: string, timestamp?: number): Promise<number> {
-  const { headers, body } = signed(trigger, { timestamp });
-  const u = new URL(url);
-  return new Promise((resolve) => {
-    const req = request({ host: u.hostname, port: u.port, path: '/', method: 'POST', headers, agent }, (res) => {
-      res.resume();
-      res.on('end', () => resolve(res.statusCode ?? 0));
-    });
-    req.on('error', () => resolve(0));
-    req.end(body);
-  });
-}
-
-/** The rule: every delivery forwarded at most once, and every one acknowledged (2xx) forwarded. */
-function processedOnce(forwarded: string[], acknowledged: Iterable<string>): void {
-  const seen = new Map<string, number>();
-  for (const t of forwarded) seen.set(t, (seen.get(t) ?? 0) + 1);
-  expect(
-    [...seen].filter(([, n]) => n > 1),
-    'forwarded twice',
-  ).toEqual([]);
-  expect(
-    [...acknowledged].filter((t) => !seen.has(t)),
-    'acknowledged, never forwarded',
-  ).toEqual([]);
-}
 
 describe('the wall clock', () => {
   it('jumps 2 days forward, then back, while running: the pairs file keeps every pair, and nothing acknowledged is forwarded again', async () => {

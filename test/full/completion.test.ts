@@ -1,13 +1,14 @@
 import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { buildProgram } from '../../src/cli.js';
-import { startEmulator, type RunningEmulator } from '../../src/emulator/server.js';
+import type { RunningEmulator } from '../../src/emulator/server.js';
 import { commandPaths } from '../../src/commands/completion.js';
 import { SUBSCRIPTION_TYPES } from '../../src/vocabulary.js';
 import { BIN, tempDir } from '../helpers/cli.js';
 import { runInProcess, testIo } from '../helpers/context.js';
+import { emulatorFor } from '../helpers/emulator.js';
 
 // Every command path, completed by each shell's own completion machinery (bash's complete -F function,
 // zsh's compadd, fish's complete -C), against what the command tree says. The shells are installed by
@@ -129,11 +130,7 @@ describe('completion, run by each shell, for every command path', () => {
 describe('the values the store holds (#34, section 3)', () => {
   let emu: RunningEmulator;
   let env: Record<string, string>;
-  beforeAll(async () => {
-    emu = await startEmulator({ port: 0 });
-    env = { WX_BASE_URL: emu.url, WX_API_KEY: emu.apiKey, WXHOOKS_CONFIG_DIR: tempDir() };
-  });
-  afterAll(() => emu.close());
+  emulatorFor({}, (made) => ({ emu, env } = made));
 
   it('--webhook <TAB> offers the ids in the secret store, in bash, zsh and fish', async () => {
     const dir = tempDir();

@@ -1,17 +1,14 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startEmulator, type RunningEmulator } from '../../src/emulator/server.js';
-import { runInTerminal, tempDir } from '../helpers/cli.js';
+import { describe, expect, it } from 'vitest';
+import type { RunningEmulator } from '../../src/emulator/server.js';
+import { runInTerminal } from '../helpers/cli.js';
+import { emulatorFor } from '../helpers/emulator.js';
 
 // What a newcomer at a terminal ran into (issue #27), where a pseudo-terminal (python3) is the point; the
 // other points: test/first-ten-minutes.test.ts.
 
 let emu: RunningEmulator;
 let env: Record<string, string>;
-beforeAll(async () => {
-  emu = await startEmulator({ port: 0, retryDelays: [100] });
-  env = { WX_BASE_URL: emu.url, WX_API_KEY: emu.apiKey, WXHOOKS_CONFIG_DIR: tempDir() };
-});
-afterAll(() => emu.close());
+emulatorFor({ retryDelays: [100] }, (made) => ({ emu, env } = made));
 
 describe('small things', () => {
   it('23. Ctrl-C or Ctrl-D at a [y/N] prompt: exit 130, the shell prompt on a line of its own', async () => {

@@ -13,6 +13,7 @@ import { runCli, tempDir } from '../helpers/cli.js';
 import { deliverSigned } from '../helpers/deliver.js';
 import { post } from '../helpers/http.js';
 import { startCliInProcess, type Cli } from '../helpers/process.js';
+import { publishEvent } from '../helpers/published.js';
 import { signed } from '../helpers/receiver.js';
 
 // The inspector page in a real headless Chromium, against a real `listen --inspect` and the emulator, as a
@@ -60,14 +61,7 @@ async function startApp(): Promise<void> {
 }
 const stopApp = () => new Promise<void>((r) => (appServer!.closeAllConnections(), appServer!.close(() => r())));
 
-async function publish(body: Record<string, unknown>): Promise<void> {
-  const res = await fetch(`${env.WX_BASE_URL}/emulator/v1/events`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${env.WX_API_KEY}`, 'content-type': 'application/json' },
-    body: JSON.stringify(body),
-  });
-  expect(res.status).toBe(202);
-}
+const publish = (body: Record<string, unknown>) => publishEvent(env, body);
 
 /** Sends a delivery of our own making, signed with the webhook's secret, straight to listen. */
 async function deliver(trigger: string, data: Record<string, unknown>, type = 'forecast_hour.available'): Promise<number> {

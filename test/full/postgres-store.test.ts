@@ -1,7 +1,7 @@
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { freePort, startPostgres, type Postgres } from '../../scripts/harness.js';
-import { sharedPostgres, type SharedPostgres } from '../helpers/services.js';
+import { sharedPostgresFor, type SharedPostgres } from '../helpers/services.js';
 import { ExitCode, UnreachableError, UsageError, type WxError } from '../../src/errors.js';
 import { MIGRATIONS, PgStore, SCHEMA_VERSION, type PgStoreOptions } from '../../src/store/postgres.js';
 import { HISTORY_DEFAULTS } from '../../src/store/history-limits.js';
@@ -15,16 +15,7 @@ let server: SharedPostgres;
 let admin: pg.Client;
 let schemas = 0;
 
-beforeAll(async () => {
-  server = await sharedPostgres();
-  admin = new pg.Client({ connectionString: server.url });
-  await admin.connect();
-});
-
-afterAll(async () => {
-  await admin?.end();
-  await server?.remove();
-});
+sharedPostgresFor((made) => ({ db: server, admin } = made));
 
 /** A store in a schema of its own. */
 async function open(extra: Partial<PgStoreOptions> = {}): Promise<PgStore> {

@@ -5,6 +5,7 @@ import { startPostgres, type Postgres } from '../../scripts/harness.js';
 import { runCli } from '../helpers/cli.js';
 import { sharedPostgres, type SharedPostgres } from '../helpers/services.js';
 import { deliverSigned } from '../helpers/deliver.js';
+import { readText } from '../helpers/http.js';
 import { startCli, type Running } from '../helpers/process.js';
 import { sendJson, startServer, type TestServer } from '../helpers/server.js';
 
@@ -221,15 +222,8 @@ describe('listen --store postgres://: several receivers, one memory', () => {
     const b = await startListen(server.url, s, [...flags, '--history', '200']);
     const link = new URL((await a.proc.waitFor<{ event?: string; url: string }>((v) => v.event === 'inspector')).url);
     const stream = await fetch(`${link.origin}/api/events${link.search}`);
-    const reader = stream.body!.getReader();
     let streamed = '';
-    const streaming = (async () => {
-      for (;;) {
-        const { value, done } = await reader.read();
-        if (done) return;
-        streamed += Buffer.from(value).toString('utf8');
-      }
-    })().catch(() => undefined);
+    const { reader, streaming } = readText(stream, (text) => (streamed += text));
     const agent = new Agent({ keepAlive: true, maxSockets: 40 });
     const triggers = Array.from({ length: 600 }, (_, i) => `trg_hist_outage_${process.pid}_${i}`);
     const acknowledged = new Set<string>();
@@ -289,15 +283,8 @@ describe('listen --store postgres://: several receivers, one memory', () => {
       expect((await fetch(link)).status).toBe(200); // the link listen printed opens the page
       // the page's live stream, open before the deliveries arrive
       const stream = await fetch(`${inspector}api/events?token=${token}`);
-      const reader = stream.body!.getReader();
       let streamed = '';
-      const streaming = (async () => {
-        for (;;) {
-          const { value, done } = await reader.read();
-          if (done) return;
-          streamed += Buffer.from(value).toString('utf8');
-        }
-      })().catch(() => undefined);
+      const { reader, streaming } = readText(stream, (text) => (streamed += text));
       while (!streamed.includes('event: ready')) await sleep(10);
       expect(await deliver(b.url, agent, 'trg_at_b')).toBe(200);
       expect(await deliver(a.url, agent, 'trg_at_a')).toBe(200);

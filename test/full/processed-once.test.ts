@@ -1,4 +1,4 @@
-import { Agent, request } from 'node:http';
+import { Agent } from 'node:http';
 import { connect } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -11,8 +11,8 @@ import { manualClock } from '../helpers/clock.js';
 import { runInProcess } from '../helpers/context.js';
 import { smallDisk, type SmallDisk } from '../helpers/disk.js';
 import { startCli } from '../helpers/process.js';
-import { signed, startTestReceiver, TEST_SECRET } from '../helpers/receiver.js';
-import { sendJson, startServer, type TestServer } from '../helpers/server.js';
+import { countingApp, deliver, processedOnce } from '../helpers/processed-once.js';
+import { startTestReceiver, TEST_SECRET } from '../helpers/receiver.js';
 
 // Processed once on a full disk (a small tmpfs, mounted as root, as CI runs) and with a closed output
 // pipe (the built binary: its stdout is the point). The clock, the file and the connection:
@@ -22,54 +22,6 @@ const DAY = 86_400_000;
 const HOUR = 3_600_000;
 const disks: SmallDisk[] = [];
 afterAll(() => disks.forEach((d) => d.unmount()));
-
-/** An app that records every delivery forwarded to it, and answers 200 (or holds its answers until told). */
-async function countingApp(): Promise<TestServer & { forwarded: string[]; hold(): void; release(): void }> {
-  const forwarded: string[] = [];
-  let held: (() => void)[] | undefined;
-  const app = await startServer((req, res) => {
-    forwarded.push((req.json as { trigger_id: string }).trigger_id);
-    if (held) held.push(() => sendJson(res, 200, { ok: true }));
-    else sendJson(res, 200, { ok: true });
-  });
-  return Object.assign(app, {
-    forwarded,
-    hold: () => (held = []),
-    release: () => {
-      const waiting = held ?? [];
-      held = undefined;
-      waiting.forEach((answer) => answer());
-    },
-  });
-}
-
-/** POSTs a signed delivery; the status, or 0 when the connection failed. */
-function deliver(url: string, agent: Agent, trigger: string, timestamp?: number): Promise<number> {
-  const { headers, body } = signed(trigger, { timestamp });
-  const u = new URL(url);
-  return new Promise((resolve) => {
-    const req = request({ host: u.hostname, port: u.port, path: '/', method: 'POST', headers, agent }, (res) => {
-      res.resume();
-      res.on('end', () => resolve(res.statusCode ?? 0));
-    });
-    req.on('error', () => resolve(0));
-    req.end(body);
-  });
-}
-
-/** The rule: every delivery forwarded at most once, and every one acknowledged (2xx) forwarded. */
-function processedOnce(forwarded: string[], acknowledged: Iterable<string>): void {
-  const seen = new Map<string, number>();
-  for (const t of forwarded) seen.set(t, (seen.get(t) ?? 0) + 1);
-  expect(
-    [...seen].filter(([, n]) => n > 1),
-    'forwarded twice',
-  ).toEqual([]);
-  expect(
-    [...acknowledged].filter((t) => !seen.has(t)),
-    'acknowledged, never forwarded',
-  ).toEqual([]);
-}
 
 describe('a full disk', () => {
   it('FilePairStore: a write that fails (the disk is full) is undone and rejects; the pair stays processed: a retry is refused 503, never processed again; persistently after giveUpMs', async () => {

@@ -1,8 +1,8 @@
-import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type pg from 'pg';
+import { describe, expect, it } from 'vitest';
 import { openSink, type Sink } from '../../src/sinks/index.js';
 import type { SinkKind } from '../../src/sinks/sink-url.js';
-import { sharedPostgres, type SharedPostgres } from '../helpers/services.js';
+import { sharedPostgresFor, type SharedPostgres } from '../helpers/services.js';
 import { BROKERS, delivery, startWorker, until, type TestBroker, type Worker } from '../helpers/sinks.js';
 
 // Workers of a consumer group in processes of their own (test/helpers/sink-worker.js, the built module),
@@ -15,15 +15,7 @@ let admin: pg.Client;
 let streams = 0;
 const urlOf = (kind: SinkKind) => BROKERS[kind].url(brokers[kind], `e${++streams}`);
 
-beforeAll(async () => {
-  db = await sharedPostgres();
-  admin = new pg.Client({ connectionString: db.url });
-  await admin.connect();
-});
-afterAll(async () => {
-  await admin?.end();
-  await db?.remove();
-});
+sharedPostgresFor((made) => ({ db, admin } = made));
 
 /** The `done` lines of the workers: how many times each key's handler resolved. */
 function doneCounts(workers: Worker[]): Map<string, number> {

@@ -54,3 +54,19 @@ export function rawExchange(port: number, data: string, maxMs: number): Promise<
     socket.on('error', () => undefined);
   });
 }
+
+/**
+ * Reads a streamed answer's body (an inspector's event stream) to its end, handing each piece to `onText`
+ * as it comes; `streaming` settles when the body ends, fails, or `reader` is cancelled.
+ */
+export function readText(res: Response, onText: (text: string) => void): { reader: ReadableStreamDefaultReader<Uint8Array>; streaming: Promise<void> } {
+  const reader = res.body!.getReader();
+  const streaming = (async () => {
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) return;
+      onText(Buffer.from(value).toString('utf8'));
+    }
+  })().catch(() => undefined);
+  return { reader, streaming };
+}

@@ -1,4 +1,5 @@
 import { startEmulator, type RunningEmulator } from '../../src/emulator/server.js';
+import { expect } from 'vitest';
 import type { DeliveryAttempt } from '../../src/emulator/state.js';
 
 /** An emulator in this process that says when each notification's deliveries are over: delivered, or failed for good. */
@@ -45,4 +46,14 @@ export async function publishingEmulator(retryDelays: number[]): Promise<Publish
       return { trigger, attempt: await settled(trigger) };
     },
   };
+}
+
+/** Publishes an event on the emulator that `env` points the CLI at (POST /emulator/v1/events): taken (202), its deliveries on their way. */
+export async function publishEvent(env: Record<string, string>, body: Record<string, unknown>): Promise<void> {
+  const res = await fetch(`${env.WX_BASE_URL}/emulator/v1/events`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${env.WX_API_KEY}`, 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+  expect(res.status).toBe(202);
 }

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { inject } from 'vitest';
+import type pg from 'pg';
+import { afterAll, beforeAll, inject } from 'vitest';
 
 // The full tier's shared services (started once per run by test/full/global-setup.ts), each given to a
 // file apart from the others': a database of its own, streams and keys of its own, a browser context of
@@ -44,6 +45,33 @@ export async function sharedPostgres(): Promise<SharedPostgres> {
     // FORCE: a pool a test left open must not keep the database
     remove: () => admin(server.url, `DROP DATABASE IF EXISTS ${database} WITH (FORCE)`),
   };
+}
+
+/** This file's database, and a client connected to it for the file's own queries. */
+export interface DatabaseWithClient {
+  db: SharedPostgres;
+  admin: pg.Client;
+}
+
+/**
+ * A database of this file's own (`sharedPostgres()`) and a client on it, made before the file's tests and
+ * given to `set`; the client ended and the database dropped after them. Call at the top of the file.
+ */
+export function sharedPostgresFor(set: (made: DatabaseWithClient) => void): void {
+  let made: DatabaseWithClient | undefined;
+  let db: SharedPostgres | undefined;
+  beforeAll(async () => {
+    db = await sharedPostgres();
+    const { default: pg } = await import('pg');
+    const admin = new pg.Client({ connectionString: db.url });
+    await admin.connect();
+    made = { db, admin };
+    set(made);
+  });
+  afterAll(async () => {
+    await made?.admin.end();
+    await db?.remove();
+  });
 }
 
 async function admin(url: string, sql: string): Promise<void> {

@@ -1,14 +1,13 @@
-import { createServer, type Server } from 'node:http';
+import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { runCli, tempDir } from '../helpers/cli.js';
+import { api, endlessReceiver, KEY, serversClosedAfterAll } from '../helpers/hostile-emulator.js';
 import { startCliInProcess, type Cli } from '../helpers/process.js';
 
 // What a hostile client of the emulator, or a hostile receiver of its deliveries (and of `send`), can do;
 // the emulator in this process. (Its memory, measured: test/full/hostile/emulator.hostile.test.ts.)
-
-const KEY = 'hostile_test_key_0123456789abcdef';
 
 async function emulator(args: string[] = []): Promise<{ proc: Cli; url: string }> {
   const proc = startCliInProcess(['emulator', '--port', '0', '--json', '--api-key', KEY, '--client-id', 'tester', ...args]);
@@ -16,38 +15,7 @@ async function emulator(args: string[] = []): Promise<{ proc: Cli; url: string }
   return { proc, url: ready.base_url };
 }
 
-const api = (url: string, path: string, init: { method?: string; body?: unknown; auth?: string } = {}) =>
-  fetch(`${url}${path}`, {
-    method: init.method ?? 'GET',
-    headers: { authorization: init.auth ?? `Bearer ${KEY}`, 'content-type': 'application/json' },
-    body: init.body === undefined ? undefined : typeof init.body === 'string' ? init.body : JSON.stringify(init.body),
-  });
-
-/** A receiver that answers 200 and then streams its answer without end, until the client goes away. */
-async function endlessReceiver(): Promise<{ url: string; server: Server; closedByClient: () => number }> {
-  let closed = 0;
-  const server = createServer((req, res) => {
-    req.resume();
-    res.writeHead(200, { 'content-type': 'text/plain' });
-    const chunk = Buffer.alloc(64 * 1024, 0x7a);
-    const pump = () => {
-      while (res.write(chunk));
-    };
-    res.on('drain', pump);
-    res.on('close', () => closed++);
-    pump();
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/`, server, closedByClient: () => closed };
-}
-
-const servers: Server[] = [];
-afterAll(async () => {
-  for (const s of servers) {
-    s.closeAllConnections();
-    await new Promise((r) => s.close(r));
-  }
-});
+const servers = serversClosedAfterAll();
 
 describe('hostile input: the emulator', () => {
   it('filters nested 20,000 arrays deep: 400 before anything is stored; it stays up, and --data-file keeps saving', async () => {

@@ -1,26 +1,15 @@
 import { createHmac } from 'node:crypto';
 import { mkdirSync, readdirSync } from 'node:fs';
-import { connect, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { signDelivery } from '../../src/signing/index.js';
 import { tempDir } from '../helpers/cli.js';
+import { body, nextSeq, raw, SECRET, signed } from '../helpers/hostile-listen.js';
 import { post } from '../helpers/http.js';
 import { startCliInProcess, type Cli } from '../helpers/process.js';
 
 // What an attacker on the network, or a misbehaving service, can send to `listen`: each case named, with
 // the answer, and the receiver still serving; `listen` in this process. (Its memory read from /proc, under
 // ulimit, and a stdout nobody reads, as the built binary: test/full/hostile/listen.hostile.test.ts.)
-
-const SECRET = 'whsec_' + Buffer.alloc(32, 9).toString('base64');
-let seq = 0;
-
-function body(extra: Record<string, unknown> = {}): Buffer {
-  seq++;
-  return Buffer.from(JSON.stringify({ type: 'forecast_hour.available', webhook_id: '1', subscription_id: '1', trigger_id: `trg_hostile_${process.pid}_${seq}`, data: { model: 'wm-6' }, ...extra }));
-}
-const signed = (b: Buffer, layout: 'standard' | 'stripe' | 'hex-timestamp' = 'standard', triggerId?: string) =>
-  signDelivery({ secret: SECRET, body: b, triggerId: triggerId ?? (JSON.parse(b.toString()) as { trigger_id?: string }).trigger_id ?? 'trg_x', layout }) as Record<string, string>;
 
 interface Listening {
   proc: Cli;
@@ -38,34 +27,6 @@ async function listen(args: string[] = [], options: { env?: Record<string, strin
 async function stillServes(l: Listening): Promise<void> {
   const b = body();
   expect((await post(l.url, signed(b), b)).status).toBe(200);
-}
-
-/** Opens a connection and writes `head` (and, if given, the first `bytes` of a body), then leaves it open. */
-function _stall(port: number, head: string, bytes = 0): Promise<Socket> {
-  return new Promise((resolve) => {
-    const socket = connect(port, '127.0.0.1', () => {
-      socket.write(head);
-      if (bytes) socket.write(Buffer.alloc(bytes, 0x61));
-      resolve(socket);
-    });
-    socket.on('error', () => undefined);
-  });
-}
-
-/** Sends raw bytes and collects everything the server answers until it closes or `ms` pass. */
-function raw(port: number, data: string | Buffer, ms = 3000): Promise<string> {
-  return new Promise((resolve) => {
-    const socket = connect(port, '127.0.0.1', () => socket.write(data));
-    let answer = '';
-    socket.setEncoding('latin1').on('data', (d: string) => (answer += d));
-    const done = () => resolve(answer);
-    socket.on('close', done);
-    socket.on('error', done);
-    setTimeout(() => {
-      socket.destroy();
-      done();
-    }, ms);
-  });
 }
 
 describe('hostile input: listen', () => {
@@ -139,7 +100,7 @@ describe('hostile input: listen', () => {
     const l = await listen();
     try {
       const b = Buffer.from(
-        JSON.stringify({ type: 'forecast_hour.available', trigger_id: `trg_proto_${seq++}`, __proto__: { subscription_id: 'evil', webhook_id: 'evil' }, pad: 'x'.repeat(1100 * 1024) }).replace(
+        JSON.stringify({ type: 'forecast_hour.available', trigger_id: `trg_proto_${nextSeq()}`, __proto__: { subscription_id: 'evil', webhook_id: 'evil' }, pad: 'x'.repeat(1100 * 1024) }).replace(
           '"__proto__"',
           '"__proto__"',
         ),

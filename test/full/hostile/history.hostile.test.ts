@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { Agent, request } from 'node:http';
-import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type pg from 'pg';
+import { describe, expect, it } from 'vitest';
 import { freePort } from '../../../scripts/harness.js';
 import type { ReceiverEvent } from '../../../src/receiver/event.js';
 import { PgHistory } from '../../../src/receiver/history.js';
@@ -12,7 +12,7 @@ import { PgStore } from '../../../src/store/postgres.js';
 import { startCli } from '../../helpers/process.js';
 import { signed, TEST_SECRET } from '../../helpers/receiver.js';
 import { sendJson, startServer } from '../../helpers/server.js';
-import { sharedPostgres, type SharedPostgres } from '../../helpers/services.js';
+import { sharedPostgresFor, type SharedPostgres } from '../../helpers/services.js';
 
 // What an anonymous sender (and a delivery with odd ids) can do to the history kept in PostgreSQL (#32.11):
 // one row the database cannot take must never take the others of its batch with it.
@@ -22,16 +22,7 @@ let admin: pg.Client;
 let schemas = 0;
 const schema = () => `h${++schemas}_${process.pid}`;
 
-beforeAll(async () => {
-  db = await sharedPostgres();
-  admin = new pg.Client({ connectionString: db.url });
-  await admin.connect();
-});
-
-afterAll(async () => {
-  await admin?.end();
-  await db?.remove();
-});
+sharedPostgresFor((made) => ({ db, admin } = made));
 
 /** `n` characters that do not compress (PostgreSQL compresses a long index entry before it measures it). */
 const noise = (n: number) => randomBytes(n).toString('base64url').slice(0, n);

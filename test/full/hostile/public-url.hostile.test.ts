@@ -3,15 +3,15 @@ import { connect, type Socket } from 'node:net';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort, startPostgres, type Postgres } from '../../../scripts/harness.js';
-import { verifyDelivery } from '../../../src/signing/index.js';
 import { runCli } from '../../helpers/cli.js';
 import { startInProcess } from '../../helpers/context.js';
 import { post } from '../../helpers/http.js';
 import { memoryOf } from '../../helpers/memory.js';
 import { startCli } from '../../helpers/process.js';
+import { checkingApp, fetchJson, forged } from '../../helpers/public-url.js';
 import { sharedPostgres, type SharedPostgres } from '../../helpers/services.js';
 import { signed, TEST_SECRET } from '../../helpers/receiver.js';
-import { holdingApp, sendJson, startServer, type TestServer } from '../../helpers/server.js';
+import { holdingApp } from '../../helpers/server.js';
 
 // `listen --public-url` puts the receiver on the internet: what an attacker who knows only the public URL
 // (and anyone on this machine) can do to it, each case named after the probe's finding. Here the cases
@@ -19,52 +19,6 @@ import { holdingApp, sendJson, startServer, type TestServer } from '../../helper
 // others: test/hostile/public-url.hostile.test.ts.
 
 const MiB = 1024 * 1024;
-
-/** An app that records what it is forwarded, and checks each delivery's signature as a real app would. */
-async function checkingApp(): Promise<TestServer & { got: { trigger: string; model?: string; verified: boolean }[] }> {
-  const got: { trigger: string; model?: string; verified: boolean }[] = [];
-  const app = await startServer((req, res) => {
-    const v = verifyDelivery({ secret: TEST_SECRET, headers: req.headers, body: req.body });
-    const body = req.json as { trigger_id: string; data?: { model?: string } };
-    got.push({ trigger: body.trigger_id, model: body.data?.model, verified: v.ok });
-    sendJson(res, v.ok ? 200 : 401, { ok: v.ok });
-  });
-  return Object.assign(app, { got });
-}
-
-/** A forged request: a real delivery's Trigger-Id, the attacker's body, a signature that is not one. */
-function forged(trigger: string): { headers: Record<string, string>; body: Buffer } {
-  const body = Buffer.from(JSON.stringify({ type: 'forecast_hour.available', subscription_id: '1', trigger_id: trigger, data: { model: 'EVIL' } }));
-  return {
-    body,
-    headers: {
-      'content-type': 'application/json',
-      'trigger-id': trigger,
-      'webhook-timestamp': String(Math.floor(Date.now() / 1000)),
-      'webhook-signature': `v1,${Buffer.alloc(32, 3).toString('base64')}`,
-    },
-  };
-}
-
-function fetchJson(url: string, init: { method?: string; headers?: Record<string, string> } = {}): Promise<{ status: number; body: Record<string, unknown> }> {
-  const u = new URL(url);
-  return new Promise((resolve, reject) => {
-    const req = request({ host: u.hostname, port: u.port, path: u.pathname + u.search, method: init.method ?? 'GET', headers: init.headers }, (res) => {
-      let text = '';
-      res.setEncoding('utf8').on('data', (d: string) => (text += d));
-      res.on('end', () => {
-        let body: Record<string, unknown> = {};
-        try {
-          body = JSON.parse(text) as Record<string, unknown>;
-        } catch {
-          body = { text };
-        }
-        resolve({ status: res.statusCode ?? 0, body });
-      });
-    });
-    req.on('error', reject).end();
-  });
-}
 
 describe('2. what anonymous requests can make listen keep', () => {
   it('2,000 unsigned 1 MiB POSTs against --inspect --history 2000: RSS stays within --history-size + --max-inflight + a fixed amount, and the verified record is still there', async () => {
