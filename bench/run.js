@@ -1038,7 +1038,14 @@ const SECTIONS = {
 const only = process.argv.slice(2).filter((a) => !a.startsWith('--'));
 for (const name of only) if (!(name in SECTIONS)) throw new Error(`unknown section ${name}; known: ${Object.keys(SECTIONS).join(', ')}`);
 try {
-  for (const [name, run] of Object.entries(SECTIONS)) if (!only.length || only.includes(name)) await run();
+  for (const [name, run] of Object.entries(SECTIONS)) {
+    if (only.length && !only.includes(name)) continue;
+    // a section that fails is said in the table, and the others' figures are still printed
+    await run().catch((err) => {
+      log(`${name}: failed: ${err.stack ?? err}`);
+      row(name, 'the section failed', String(err.message ?? err).slice(0, 120), '', undefined, { text: 'runs', check: () => false });
+    });
+  }
 } finally {
   for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
 }
