@@ -1041,10 +1041,12 @@ try {
   for (const [name, run] of Object.entries(SECTIONS)) {
     if (only.length && !only.includes(name)) continue;
     // a section that fails is said in the table, and the others' figures are still printed
-    await run().catch((err) => {
-      log(`${name}: failed: ${err.stack ?? err}`);
-      row(name, 'the section failed', String(err.message ?? err).slice(0, 120), '', undefined, { text: 'runs', check: () => false });
-    });
+    await Promise.resolve()
+      .then(run)
+      .catch((err) => {
+        log(`${name}: failed: ${err.stack ?? err}`);
+        row(name, 'the section failed', String(err.message ?? err).slice(0, 120), '', undefined, { text: 'runs', check: () => false });
+      });
   }
 } finally {
   for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
