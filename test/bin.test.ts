@@ -10,9 +10,9 @@ import { tempDir } from './helpers/cli.js';
 
 const ROOT = resolve(import.meta.dirname, '..');
 
-function run(bin: string): Promise<{ code: number; stderr: string; stdout: string }> {
+function run(bin: string, args = ['auth']): Promise<{ code: number; stderr: string; stdout: string }> {
   return new Promise((done) => {
-    execFile(process.execPath, [bin, '--version'], (err, stdout, stderr) => done({ code: err ? Number(err.code) : 0, stdout, stderr }));
+    execFile(process.execPath, [bin, ...args], (err, stdout, stderr) => done({ code: err ? Number(err.code) : 0, stdout, stderr }));
   });
 }
 
@@ -21,6 +21,8 @@ function clone(dist?: string): string {
   const dir = tempDir('wxhooks-clone-');
   mkdirSync(join(dir, 'bin'));
   cpSync(join(ROOT, 'bin', 'wxhooks.js'), join(dir, 'bin', 'wxhooks.js'));
+  cpSync(join(ROOT, 'bin', 'package.json'), join(dir, 'bin', 'package.json'));
+  cpSync(join(ROOT, 'package.json'), join(dir, 'package.json'));
   if (dist !== undefined) {
     mkdirSync(join(dir, 'dist', 'bin'), { recursive: true });
     writeFileSync(join(dir, 'dist', 'bin', 'cli.js'), dist);
@@ -43,6 +45,13 @@ describe('bin/wxhooks.js', () => {
     expect(r.stderr).toContain('its dependencies are not installed');
     expect(r.stderr).toContain('npm ci');
     expect(r.stderr).not.toMatch(/\n\s+at /);
+  });
+
+  it('--version answers from package.json before anything else loads: in a clone not built as in one built', async () => {
+    const { version } = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string };
+    for (const bin of [clone(), clone("throw new Error('the CLI was loaded');\n")]) {
+      for (const flag of ['--version', '-V']) expect(await run(bin, [flag])).toEqual({ code: 0, stdout: `${version}\n`, stderr: '' });
+    }
   });
 
   it('built: runs the CLI', async () => {

@@ -327,7 +327,8 @@ describe("what the cost rules say is not loaded (the built CLI's own imports)", 
 
   it('wxhooks --version loads no @opentelemetry module and no prom-client; a plain listen neither the SDK nor prom-client', async () => {
     const version = await loaded(['--version']);
-    expect(version).toContain('/dist/bin/cli.js');
+    expect(version).toContain('/bin/wxhooks.js');
+    expect(version).not.toContain('/dist/'); // bin/wxhooks.js answers --version itself
     expect(version).not.toMatch(/opentelemetry|prom-client/);
 
     const plain = await loaded(['listen', '--port', '0', '--secret-env', 'WX_SECRET', '--json', '--exit-after', '1'], async (lines) => {
