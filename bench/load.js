@@ -1,10 +1,11 @@
 // The benchmark's load generator, run as its own process:
-//   node bench/load.js PORT[,PORT...] SECRET COUNT CLIENTS [WARMUP] [--tag T] [--offset K] [--retry-409] [--path /in/CHANNEL] [--github]
+//   node bench/load.js PORT[,PORT...] SECRET COUNT CLIENTS [WARMUP] [--tag T] [--offset K] [--retry-409] [--path /in/CHANNEL] [--github] [--no-forecast]
 // With several ports, client i sends to port (i + K) mod n. --tag names the deliveries (two generators
 // with one tag send the same ones); --retry-409 sends a request answered 409 (held by a claim) or 503
 // again after 5 ms, as the service would later, and counts it in `retries`, not `failures`. --github signs
 // the same bodies the way GitHub does (X-Hub-Signature-256: sha256=HMAC(secret, body), X-GitHub-Event
-// push, the Trigger-Id as X-GitHub-Delivery), for @octokit/webhooks' middleware. Plain sockets with every request pre-built as bytes, one request at a time per connection (no
+// push, the Trigger-Id as X-GitHub-Delivery), for @octokit/webhooks' middleware. --no-forecast
+// sends bodies that name no forecast (no model, no run). Plain sockets with every request pre-built as bytes, one request at a time per connection (no
 // pipelining): it costs the machine far less per request than an HTTP client library, so what is measured
 // is the server. Prints one JSON line: {"rps", "p50", "p99", "failures"} (latencies in milliseconds).
 import { createHmac } from 'node:crypto';
@@ -17,6 +18,7 @@ for (let i = 2; i < process.argv.length; i++) {
   const a = process.argv[i];
   if (a === '--retry-409') flags.retry = true;
   else if (a === '--github') flags.github = true;
+  else if (a === '--no-forecast') flags.noForecast = true;
   else if (a === '--tag' || a === '--offset' || a === '--path') flags[a.slice(2)] = process.argv[++i];
   else positional.push(a);
 }
@@ -36,7 +38,8 @@ function requests(n, tag) {
         subscription_id: '1',
         trigger_id: trigger,
         test: false,
-        data: { model: 'wm-6', initialization_time: '2026-11-21T00:00:00Z', forecast_hour: i % 48 },
+        // --no-forecast: a body that names no forecast (no model nor run), so no forecast pair is claimed beside the delivery's
+        data: flags.noForecast ? { forecast_hour: i % 48 } : { model: 'wm-6', initialization_time: '2026-11-21T00:00:00Z', forecast_hour: i % 48 },
       }),
     );
     const signed = flags.github

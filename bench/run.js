@@ -503,7 +503,11 @@ async function octokit() {
   const WARM = 20000;
   const MANY = 5000;
   const ONE = 1000;
-  const names = ['wxhooks', 'octokit'];
+  // wxhooks twice: deliveries of a forecast hour, as the service sends (the delivery's pair and the forecast's,
+  // src/delivery/forecast.ts), and the same bodies naming no forecast (the delivery's pair alone): what
+  // catching up exactly once costs each delivery
+  const names = ['wxhooks', 'wxhooks-plain', 'octokit'];
+  const kind = (name) => (name === 'octokit' ? 'octokit' : 'wxhooks');
   const cpuUs = async (port) => {
     const res = await request(`http://127.0.0.1:${port}/cpu`);
     return (await res.body.json()).us;
@@ -511,7 +515,7 @@ async function octokit() {
   /** `count` deliveries on `clients` connections: their rate, latencies, and the server's CPU per delivery in µs. */
   const at = async (name, server, count, clients) => {
     const before = await cpuUs(server.port);
-    const args = [join(ROOT, 'bench/load.js'), server.port, secret, String(count), String(clients), '0', ...(name === 'octokit' ? ['--github'] : [])];
+    const args = [join(ROOT, 'bench/load.js'), server.port, secret, String(count), String(clients), '0', ...({ octokit: ['--github'], 'wxhooks-plain': ['--no-forecast'] }[name] ?? [])];
     const r = spawnSync(process.execPath, args, { encoding: 'utf8' });
     const after = await cpuUs(server.port);
     if (r.status !== 0) throw new Error(`bench/load.js failed: ${r.stderr}`);
@@ -525,7 +529,7 @@ async function octokit() {
     const servers = {};
     try {
       for (const name of names) {
-        const s = await startChild([join(ROOT, 'bench/octokit-server.js'), name, join(ROOT, 'dist/index.js'), secret], cleanEnv());
+        const s = await startChild([join(ROOT, 'bench/octokit-server.js'), kind(name), join(ROOT, 'dist/index.js'), secret], cleanEnv());
         servers[name] = { child: s.child, port: s.first.trim() };
       }
       for (const name of names) await at(name, servers[name], WARM, 50);
@@ -542,7 +546,7 @@ async function octokit() {
     }
   }
   const m = (name, phase, k) => median(results[name][phase].map((x) => x[k]));
-  const ratio = (phase, k) => median(results.wxhooks[phase].map((x, i) => x[k] / results.octokit[phase][i][k]));
+  const ratio = (phase, k, name = 'wxhooks') => median(results[name][phase].map((x, i) => x[k] / results.octokit[phase][i][k]));
   for (const [phase, clients] of [
     ['many', '50 clients'],
     ['one', '1 client'],
@@ -555,6 +559,13 @@ async function octokit() {
       `${m('octokit', phase, 'cpuUs').toFixed(1)} µs (octokit, same cycles)`,
       cpu,
       within(1.0),
+    );
+    row(
+      'middleware',
+      `server CPU per delivery, ${clients}: the same, deliveries that name no forecast (the delivery's pair alone, no catch-up's), against @octokit/webhooks'`,
+      `${m('wxhooks-plain', phase, 'cpuUs').toFixed(1)} µs`,
+      `${m('octokit', phase, 'cpuUs').toFixed(1)} µs (octokit, same cycles)`,
+      ratio(phase, 'cpuUs', 'wxhooks-plain'),
     );
     row(
       'middleware',
