@@ -242,10 +242,10 @@ function treeCpuMs(pid) {
  * `count` deliveries on `concurrency` connections, with no warm-up of its own (the caller warms up).
  * `alsoPid`: another process whose CPU (with its children's) is counted per delivery too, in `alsoUs`.
  */
-function load(pid, port, secret, count, concurrency, alsoPid) {
+function load(pid, port, secret, count, concurrency, alsoPid, loadFlags = []) {
   const before = cpuMs(pid);
   const alsoBefore = alsoPid && treeCpuMs(alsoPid);
-  const r = spawnSync(process.execPath, [join(ROOT, 'bench/load.js'), String(port), secret, String(count), String(concurrency), '0'], { encoding: 'utf8' });
+  const r = spawnSync(process.execPath, [join(ROOT, 'bench/load.js'), String(port), secret, String(count), String(concurrency), '0', ...loadFlags], { encoding: 'utf8' });
   const after = cpuMs(pid);
   const alsoAfter = alsoPid && treeCpuMs(alsoPid);
   if (r.status !== 0) throw new Error(`bench/load.js failed: ${r.stderr}`);
@@ -310,6 +310,8 @@ async function listenThroughput() {
   };
   const starts = {
     text: listen([]),
+    // `listen` again, sent bodies that name no forecast (--no-forecast): what the forecast's own pairs cost
+    plain: listen([]),
     json: listen(['--json']),
     // --metrics: its port served (not scraped during the load: a scrape costs the scrape, not the deliveries)
     metrics: listen(['--metrics', '0']),
@@ -333,7 +335,7 @@ async function listenThroughput() {
     const servers = {};
     try {
       for (const name of names) servers[name] = await starts[name]();
-      const at = (name, count, concurrency) => load(servers[name].child.pid, servers[name].port, secret, count, concurrency);
+      const at = (name, count, concurrency) => load(servers[name].child.pid, servers[name].port, secret, count, concurrency, undefined, name === 'plain' ? ['--no-forecast'] : []);
       // the order turns each time, so none of the three always follows the same one
       const inTurn = () => names.map((_, k) => names[(turn + k) % names.length]);
       for (const name of inTurn()) results[name].cold.push(at(name, COLD, 50));
@@ -404,9 +406,10 @@ async function listenThroughput() {
     if (results.before)
       row('listen', `deliveries/s, ${clients}: \`listen\` of ${process.env.BENCH_COMPARE} (BENCH_COMPARE)`, `${Math.round(m(x('before'), 'rps'))}/s`, floor(phase), ratio('before', phase, 'rps'));
     if (phase === 'many' && x('text')[0].cpuUs !== undefined) {
-      for (const name of ['text', 'json', 'fsync', 'inspect', 'metrics', ...(results.before ? ['before'] : [])]) {
+      for (const name of ['text', 'plain', 'json', 'fsync', 'inspect', 'metrics', ...(results.before ? ['before'] : [])]) {
         const label = {
           text: '`listen`',
+          plain: "`listen`, deliveries that name no forecast (the delivery's pair alone, no catch-up's)",
           json: '`listen --json`',
           fsync: '`listen --fsync`',
           inspect: '`listen --inspect` (stream read)',
