@@ -2,7 +2,7 @@ import { ANSWERS, type Answer } from '../delivery/answers.js';
 import * as DEFAULTS from '../delivery/defaults.js';
 import type { Outcome } from '../delivery/outcomes.js';
 import type { Pair, Verified } from '../delivery/pair.js';
-import { andThen, keyed, verifyAndSettle, type Receiving, type Verdict } from '../delivery/receive.js';
+import { keyed, verifyAndSettle, type Receiving, type Verdict } from '../delivery/receive.js';
 import { markOf } from '../delivery/replay-mark.js';
 import { handlerTimeoutFor, type Timers } from '../delivery/runner.js';
 import type { Handled } from '../delivery/steps.js';
@@ -13,6 +13,8 @@ import { isKnownType, SUBSCRIPTION_TYPES, suggestion } from '../vocabulary.js';
 import { MemoryStore } from '../delivery/memory-store.js';
 import { librarySpan } from '../observe/library.js';
 import { watchedReceiving } from '../observe/steps.js';
+import { utf8 } from '../signing/encoding.js';
+import { andThen } from '../util/then.js';
 import type { DeliveryType, WebhookEvent, WebhookEventOf } from './types.js';
 
 /**
@@ -123,8 +125,7 @@ export interface Engine {
   sha256(prefix: string, body: Uint8Array): Uint8Array | Promise<Uint8Array>;
 }
 
-const encoder = new TextEncoder();
-const bytesOf = (body: RawBody): Uint8Array => (typeof body === 'string' ? encoder.encode(body) : body instanceof Uint8Array ? body : new Uint8Array(body));
+const bytesOf = (body: RawBody): Uint8Array => (typeof body === 'string' ? utf8(body) : body instanceof Uint8Array ? body : new Uint8Array(body));
 
 export function secretsFrom(options: WebhooksOptions): string[] {
   const secrets = [...(options.secrets ?? []), ...(options.secret !== undefined ? [options.secret] : [])];

@@ -1,4 +1,5 @@
 import { context, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Attributes, type Context, type Link, type Span, type TextMapGetter } from '@opentelemetry/api';
+import { isPromise } from '../util/then.js';
 
 /**
  * OpenTelemetry spans of a delivery, through `@opentelemetry/api` alone: a no-op (one span object that
@@ -80,8 +81,6 @@ export interface SpanStart {
 }
 
 const KINDS = { server: SpanKind.SERVER, client: SpanKind.CLIENT, producer: SpanKind.PRODUCER, consumer: SpanKind.CONSUMER, internal: SpanKind.INTERNAL } as const;
-
-const isPromise = <T>(x: T | PromiseLike<T>): x is PromiseLike<T> => typeof (x as { then?: unknown })?.then === 'function';
 
 /**
  * Runs `work` inside a new span (the active span while it runs, and in whatever it starts: the app's
