@@ -2,7 +2,8 @@ import type { HeaderSource } from '../signing/rules.js';
 import { readWithin, type BodyGatherer, type BodyLimits, type BodyRefused, type BodySource } from '../util/bodies.js';
 import type { Timers } from '../util/clock.js';
 import { isPromise } from '../util/then.js';
-import { ANSWERS, type Answer } from './answers.js';
+import * as ANSWERS from './answers.js';
+import type { Answer } from './answers.js';
 
 export { declaredLength, lengthRefused, readWithin, type BodyLimits, type BodyRefused, type ChunkSink } from '../util/bodies.js';
 

@@ -1,6 +1,7 @@
 import { utf8 } from '../signing/encoding.js';
 import type { HeaderSource, VerifyFailure, VerifyResult, VerifySuccess } from '../signing/rules.js';
-import { ANSWERS, type Answer } from './answers.js';
+import * as ANSWERS from './answers.js';
+import type { Answer } from './answers.js';
 import { hashedPair, pairFrom, unkeyableIds, withHashedIds, type Pair } from './pair.js';
 import { settle, type Settled, type Timers } from './runner.js';
 import type { Handled } from './steps.js';

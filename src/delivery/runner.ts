@@ -1,4 +1,5 @@
-import { ANSWERS, type Answer } from './answers.js';
+import * as ANSWERS from './answers.js';
+import type { Answer } from './answers.js';
 import * as DEFAULTS from './defaults.js';
 import { claimWithForecast, completeWithForecast, releaseWithForecast, type Keyed } from './forecast.js';
 import type { Pair } from './pair.js';

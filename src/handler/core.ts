@@ -1,4 +1,5 @@
-import { ANSWERS, type Answer } from '../delivery/answers.js';
+import * as ANSWERS from '../delivery/answers.js';
+import type { Answer } from '../delivery/answers.js';
 import * as DEFAULTS from '../delivery/defaults.js';
 import type { Outcome } from '../delivery/outcomes.js';
 import type { Pair, Verified } from '../delivery/pair.js';

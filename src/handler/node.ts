@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { ANSWERS, bodyTimeoutMs, type Answer } from '../delivery/answers.js';
+import * as ANSWERS from '../delivery/answers.js';
+import { bodyTimeoutMs, type Answer } from '../delivery/answers.js';
 import * as DEFAULTS from '../delivery/defaults.js';
 import { door, pathOf, type DoorIO } from '../delivery/door.js';
 import type { PairStore, StoreNotice } from '../delivery/store.js';

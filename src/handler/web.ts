@@ -1,4 +1,5 @@
-import { ANSWERS, bodyTimeoutMs, type Answer } from '../delivery/answers.js';
+import * as ANSWERS from '../delivery/answers.js';
+import { bodyTimeoutMs, type Answer } from '../delivery/answers.js';
 import { InflightBudget, webBody } from '../util/bodies.js';
 import * as DEFAULTS from '../delivery/defaults.js';
 import { door, type DoorIO } from '../delivery/door.js';
