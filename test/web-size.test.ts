@@ -26,6 +26,7 @@ async function distWeb(): Promise<string> {
     format: 'esm',
     platform: 'neutral',
     target: 'es2022',
+    tsconfigRaw: { compilerOptions: { useDefineForClassFields: false } },
     write: false,
     logLevel: 'silent',
   });
