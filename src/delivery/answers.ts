@@ -26,10 +26,8 @@ export interface Answer {
 export const OK_BODY = '{"ok":true}';
 export const DUPLICATE_BODY = '{"ok":true,"duplicate":true}';
 
-/** A refusal's body: what went wrong in words, a code where the status alone does not say it, and what to do. */
-export function refusalBody(error: string, reason?: string, hint?: string): string {
-  return JSON.stringify(reason === undefined && hint === undefined ? { error } : hint === undefined ? { error, reason } : reason === undefined ? { error, hint } : { error, reason, hint });
-}
+/** A refusal's body: what went wrong in words, a code where the status alone does not say it, and what to do (JSON leaves out what is undefined). */
+export const refusalBody = (error: string, reason?: string, hint?: string): string => JSON.stringify({ error, reason, hint });
 
 /** Every 503 says when to try again. */
 const RETRY_LATER = { 'retry-after': String(DEFAULTS.retryAfterSeconds) } as const;
