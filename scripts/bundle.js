@@ -50,6 +50,9 @@ writeFileSync(
 // to a ceiling by test/web-size.test.ts.
 // @opentelemetry/api is imported, not bundled: it is one copy per app (an SDK the app registers must be
 // the API the handler asks), and an app's bundler or runtime brings it from wxhooks' dependencies.
+// Class fields are assigned in the constructor, as TypeScript does below ES2022, rather than also declared
+// (`errors; event;` after each class for its parameter properties): −108 B of its 13.1 KB min+gzip. No
+// class on its path depends on the difference (no field shadows an accessor or is redeclared by a subclass).
 await build({
   entryPoints: [new URL('../src/handler/web.ts', import.meta.url).pathname],
   outfile: new URL('../dist/web.js', import.meta.url).pathname,
@@ -58,6 +61,7 @@ await build({
   format: 'esm',
   platform: 'neutral',
   target: 'es2022',
+  tsconfigRaw: { compilerOptions: { useDefineForClassFields: false } },
   logLevel: 'warning',
 });
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ANSWERS } from '../src/delivery/answers.js';
+import * as ANSWERS from '../src/delivery/answers.js';
 import { BodyGatherer, InflightBudget } from '../src/util/bodies.js';
 import { OUTCOMES, OUTCOME_NAMES } from '../src/delivery/outcomes.js';
 import { settle } from '../src/delivery/runner.js';

@@ -1,7 +1,9 @@
 import type { HeaderSource } from '../signing/rules.js';
 import { readWithin, type BodyGatherer, type BodyLimits, type BodyRefused, type BodySource } from '../util/bodies.js';
 import type { Timers } from '../util/clock.js';
-import { ANSWERS, type Answer } from './answers.js';
+import { isPromise } from '../util/then.js';
+import * as ANSWERS from './answers.js';
+import type { Answer } from './answers.js';
 
 export { declaredLength, lengthRefused, readWithin, type BodyLimits, type BodyRefused, type ChunkSink } from '../util/bodies.js';
 
@@ -95,8 +97,6 @@ export interface DoorRules<Req, Res, B extends Uint8Array, R> extends BodyLimits
   /** A delivery that failed inside wxhooks (a bug): true when the door answered it itself (Express's `next(error)`); else it is answered 500. */
   failed?(req: Req, res: Res, error: unknown): boolean;
 }
-
-const isPromise = <T>(x: T | Promise<T>): x is Promise<T> => typeof (x as { then?: unknown })?.then === 'function';
 
 /** What a body refused is answered, and what then becomes of its connection. */
 function refusedBody(refused: BodyRefused, rules: BodyLimits & { timeoutMs?: number }): { answer: Answer; how: Written } {

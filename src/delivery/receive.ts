@@ -1,9 +1,12 @@
+import { utf8 } from '../signing/encoding.js';
 import type { HeaderSource, VerifyFailure, VerifyResult, VerifySuccess } from '../signing/rules.js';
-import { ANSWERS, type Answer } from './answers.js';
+import * as ANSWERS from './answers.js';
+import type { Answer } from './answers.js';
 import { hashedPair, pairFrom, unkeyableIds, withHashedIds, type Pair } from './pair.js';
 import { settle, type Settled, type Timers } from './runner.js';
 import type { Handled } from './steps.js';
 import type { PairStore } from './store.js';
+import { andThen, isPromise } from '../util/then.js';
 
 /**
  * What every door does with a delivery whose body is in, once: `verified` (by the door's verifier: Node's
@@ -33,12 +36,6 @@ export type Verdict<W extends Accepted> =
   | { verified: false; failure: VerifyFailure; answer: Answer }
   | { verified: true; v: VerifySuccess; pair: Pair; keyed: Pair; work: W; settled: Settled; answer: Answer };
 
-const isPromise = <T>(x: T | PromiseLike<T>): x is PromiseLike<T> => typeof (x as { then?: unknown })?.then === 'function';
-/** `f(x)` now if `x` is here, else once it is. */
-export const andThen = <T, U>(x: T | PromiseLike<T>, f: (t: T) => U | PromiseLike<U>): U | PromiseLike<U> => (isPromise(x) ? x.then(f) : f(x));
-
-const encoder = new TextEncoder();
-
 /**
  * The pair of a verified delivery (the rule: src/delivery/pair.ts), and the pair as a store keys it (an
  * id no store can key by replaced by its hash): hashed with the door's SHA-256, at once when it is Node's.
@@ -52,7 +49,7 @@ export function keyed(v: VerifySuccess, body: Uint8Array, sha256: Receiving<Uint
     const digests: Partial<Record<(typeof odd)[number], Uint8Array>> = {};
     let pending: PromiseLike<unknown> | undefined;
     for (const k of odd) {
-      const d = sha256('', encoder.encode(p[k]!));
+      const d = sha256('', utf8(p[k]!));
       if (isPromise(d)) pending = Promise.all([pending, d.then((x) => void (digests[k] = x))]);
       else digests[k] = d;
     }

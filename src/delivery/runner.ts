@@ -1,10 +1,12 @@
-import { ANSWERS, type Answer } from './answers.js';
+import * as ANSWERS from './answers.js';
+import type { Answer } from './answers.js';
 import * as DEFAULTS from './defaults.js';
 import { claimWithForecast, completeWithForecast, releaseWithForecast, type Keyed } from './forecast.js';
 import type { Pair } from './pair.js';
 import { decide, type Facts, type Handled } from './steps.js';
 import type { PairStore } from './store.js';
 import { systemTimers, type Timers } from '../util/clock.js';
+import { isPromise } from '../util/then.js';
 
 /**
  * The runner every door uses for a verified delivery: claim its pair, handle it while the claim is
@@ -44,8 +46,6 @@ export interface Settled extends Facts {
  */
 export const handlerTimeoutFor = (leaseMs: number): number => DEFAULTS.handlerTimeoutLeases * (leaseMs > 0 ? leaseMs : DEFAULTS.claimLeaseMs);
 
-const isPending = (h: Handled | PromiseLike<Handled>): h is PromiseLike<Handled> => typeof (h as { then?: unknown }).then === 'function';
-
 /** Claims, handles, completes or releases one verified delivery; resolves with its answer. */
 export async function settle(o: SettleOptions): Promise<Settled> {
   // the forecast it names is claimed, completed and released with its pair: handed over once, by the service or a catch-up (src/delivery/forecast.ts)
@@ -65,7 +65,7 @@ export async function settle(o: SettleOptions): Promise<Settled> {
       case 'handle': {
         // a handling done at once is not awaited: listen's plain path keeps the ticks it had before the runner
         const handled = handleWithLease(o, out);
-        out.handled = isPending(handled) ? await handled : handled;
+        out.handled = isPromise(handled) ? await handled : handled;
         break;
       }
       case 'complete':
@@ -99,7 +99,7 @@ function handleWithLease(o: SettleOptions, out: Settled): Handled | Promise<Hand
   } catch (error) {
     return { ok: false, answer: ANSWERS.internal, error };
   }
-  if (!isPending(handling)) return handling;
+  if (!isPromise(handling)) return handling;
   const { store, pair } = o;
   const timers = o.timers ?? systemTimers;
   const timeoutMs = o.timeoutMs ?? handlerTimeoutFor(store.leaseMs);

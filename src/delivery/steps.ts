@@ -1,4 +1,5 @@
-import { ANSWERS, type Answer } from './answers.js';
+import * as ANSWERS from './answers.js';
+import type { Answer } from './answers.js';
 import type { ForwardResult } from './report.js';
 import type { Claim } from './store.js';
 

@@ -1,8 +1,9 @@
-import { ANSWERS, type Answer } from '../delivery/answers.js';
+import * as ANSWERS from '../delivery/answers.js';
+import type { Answer } from '../delivery/answers.js';
 import * as DEFAULTS from '../delivery/defaults.js';
 import type { Outcome } from '../delivery/outcomes.js';
 import type { Pair, Verified } from '../delivery/pair.js';
-import { andThen, keyed, verifyAndSettle, type Receiving, type Verdict } from '../delivery/receive.js';
+import { verifyAndSettle, type Receiving, type Verdict } from '../delivery/receive.js';
 import { markOf } from '../delivery/replay-mark.js';
 import { handlerTimeoutFor, type Timers } from '../delivery/runner.js';
 import type { Handled } from '../delivery/steps.js';
@@ -13,6 +14,8 @@ import { isKnownType, SUBSCRIPTION_TYPES, suggestion } from '../vocabulary.js';
 import { MemoryStore } from '../delivery/memory-store.js';
 import { librarySpan } from '../observe/library.js';
 import { watchedReceiving } from '../observe/steps.js';
+import { utf8 } from '../signing/encoding.js';
+import { andThen } from '../util/then.js';
 import type { DeliveryType, WebhookEvent, WebhookEventOf } from './types.js';
 
 /**
@@ -123,8 +126,7 @@ export interface Engine {
   sha256(prefix: string, body: Uint8Array): Uint8Array | Promise<Uint8Array>;
 }
 
-const encoder = new TextEncoder();
-const bytesOf = (body: RawBody): Uint8Array => (typeof body === 'string' ? encoder.encode(body) : body instanceof Uint8Array ? body : new Uint8Array(body));
+const bytesOf = (body: RawBody): Uint8Array => (typeof body === 'string' ? utf8(body) : body instanceof Uint8Array ? body : new Uint8Array(body));
 
 export function secretsFrom(options: WebhooksOptions): string[] {
   const secrets = [...(options.secrets ?? []), ...(options.secret !== undefined ? [options.secret] : [])];
@@ -321,15 +323,6 @@ export class WebhooksCore {
     return receiptOf(settled.answer, error === undefined ? { event: work.event } : { event: work.event, error });
   }
 
-  /**
-   * A verified delivery as the handlers get it, and its pair as the store keys it: one rule for every way
-   * in (a request, a sink's message).
-   */
-  protected async eventOf(v: VerifySuccess, bytes: Uint8Array): Promise<{ event: WebhookEvent; stored: Pair }> {
-    const k = await keyed(v, bytes, this.engine.sha256);
-    return { event: eventFrom(v, k.pair), stored: k.keyed };
-  }
-
   /** Gives an error to every `onError` handler; with none, says `line()` (if any) to the log. */
   protected async tell(error: WebhookHandlerError | WebhookSetupError, line: () => string | undefined): Promise<void> {
     if (!this.errorHandlers.length) {
@@ -347,8 +340,11 @@ export class WebhooksCore {
   }
 }
 
-/** A verified delivery as the handlers get it (its payload typed by what the service sends: its type is not checked, only verified). */
-function eventFrom(v: Verified, pair: Pair): WebhookEvent {
+/**
+ * A verified delivery as the handlers get it (its payload typed by what the service sends: its type is not
+ * checked, only verified): one rule for every way in (a request, a sink's message in the Node entry).
+ */
+export function eventFrom(v: Verified, pair: Pair): WebhookEvent {
   const payload = v.payload;
   const event = {
     type: payload.type as DeliveryType,

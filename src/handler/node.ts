@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { ANSWERS, bodyTimeoutMs, type Answer } from '../delivery/answers.js';
+import * as ANSWERS from '../delivery/answers.js';
+import { bodyTimeoutMs, type Answer } from '../delivery/answers.js';
 import * as DEFAULTS from '../delivery/defaults.js';
 import { door, pathOf, type DoorIO } from '../delivery/door.js';
 import type { PairStore, StoreNotice } from '../delivery/store.js';
@@ -8,10 +9,11 @@ import type { Clock } from '../util/clock.js';
 import { Verifier } from '../signing/verify.js';
 import { InflightBudget, nodeBody } from '../util/read-body.js';
 import type { Pair } from '../delivery/pair.js';
+import { keyed } from '../delivery/receive.js';
 import { MessageRefusedError, WorkerStoppedError, type ConsumedMessage } from '../sinks/consumer.js';
 import type { ConsumeOptions, SinkConsumer } from '../sinks/sink.js';
 import { isoMillis } from '../util/clock.js';
-import { hooksOf, WebhooksCore, WebhookHandlerError, WebhookSetupError, WebhookTimeoutError, secretsFrom, type WebhooksOptions } from './core.js';
+import { eventFrom, hooksOf, WebhooksCore, WebhookHandlerError, WebhookSetupError, WebhookTimeoutError, secretsFrom, type WebhooksOptions } from './core.js';
 import type { WebhookEvent } from './types.js';
 import { ConsumerWatch } from '../observe/consumer.js';
 import { version } from '../version.js';
@@ -130,8 +132,10 @@ export class Webhooks extends WebhooksCore {
   private async openMessage(m: ConsumedMessage): Promise<Opened> {
     const v = await this.engine.verify(m.headers, m.body, m.storedAt);
     if (!v.ok) throw new MessageRefusedError(`it does not verify with this webhook's secret as of when the broker stored it (${isoMillis(m.storedAt)}): ${v.message}`);
-    const { event, stored } = await this.eventOf(v, m.body);
-    return { pair: stored, type: typeof v.payload.type === 'string' ? v.payload.type : undefined, timestamp: v.timestamp, event };
+    // the pair as the store keys it; the event as the handlers get a delivery
+    const k = await keyed(v, m.body, this.engine.sha256);
+    const event = eventFrom(v, k.pair);
+    return { pair: k.keyed, type: typeof v.payload.type === 'string' ? v.payload.type : undefined, timestamp: v.timestamp, event };
   }
 
   private async runMessage(event: WebhookEvent, signal: AbortSignal, timeoutMs: number): Promise<void> {

@@ -1,8 +1,9 @@
-import { ANSWERS, bodyTimeoutMs, type Answer } from '../delivery/answers.js';
+import * as ANSWERS from '../delivery/answers.js';
+import { bodyTimeoutMs, type Answer } from '../delivery/answers.js';
 import { InflightBudget, webBody } from '../util/bodies.js';
 import * as DEFAULTS from '../delivery/defaults.js';
 import { door, type DoorIO } from '../delivery/door.js';
-import { utf8 } from '../signing/encoding.js';
+import { prefixed } from '../signing/encoding.js';
 import { WebVerifier } from '../signing/verify-web.js';
 import { hooksOf, WebhooksCore, WebhookSetupError, secretsFrom, type WebhooksOptions } from './core.js';
 
@@ -33,13 +34,7 @@ export class Webhooks extends WebhooksCore {
       {
         verify: (headers, body, now) => verifier.verify(headers, body, now),
         verifyMark: (headers, body, now) => marks.verify(headers, body, now),
-        sha256: async (prefix, body) => {
-          const p = utf8(prefix);
-          const all = new Uint8Array(p.length + body.length);
-          all.set(p);
-          all.set(body, p.length);
-          return new Uint8Array(await crypto.subtle.digest('SHA-256', all as Digestible));
-        },
+        sha256: async (prefix, body) => new Uint8Array(await crypto.subtle.digest('SHA-256', prefixed(prefix, body) as Digestible)),
       },
       options,
     );

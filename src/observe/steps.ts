@@ -2,6 +2,7 @@ import type { Receiving } from '../delivery/receive.js';
 import type { PairStore } from '../delivery/store.js';
 import type { HeaderSource, VerifyResult } from '../signing/rules.js';
 import type { Counter, Histogram } from './series.js';
+import { isPromise } from '../util/then.js';
 import { recording, step } from './trace.js';
 
 /**
@@ -22,8 +23,6 @@ const now = () => performance.now();
 
 /** A store operation's event, once it is done. */
 const DONE: Record<string, string> = { claim: 'claim', extend: 'extended', complete: 'completed', release: 'released', peek: 'looked' };
-
-const isPromise = <T>(x: T | PromiseLike<T>): x is PromiseLike<T> => typeof (x as { then?: unknown })?.then === 'function';
 
 /** The verifier, its result told to the span (and its time to `timed`). */
 function watchedVerify<B extends Uint8Array>(verify: Receiving<B>['verify'], timed?: Timed): Receiving<B>['verify'] {

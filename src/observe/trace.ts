@@ -1,4 +1,5 @@
 import { context, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Attributes, type Context, type Link, type Span, type TextMapGetter } from '@opentelemetry/api';
+import { isPromise } from '../util/then.js';
 
 /**
  * OpenTelemetry spans of a delivery, through `@opentelemetry/api` alone: a no-op (one span object that
@@ -79,9 +80,7 @@ export interface SpanStart {
   attributes?: Attributes;
 }
 
-const KINDS = { server: SpanKind.SERVER, client: SpanKind.CLIENT, producer: SpanKind.PRODUCER, consumer: SpanKind.CONSUMER, internal: SpanKind.INTERNAL } as const;
-
-const isPromise = <T>(x: T | PromiseLike<T>): x is PromiseLike<T> => typeof (x as { then?: unknown })?.then === 'function';
+const kindOf = (kind: SpanStart['kind']): SpanKind => SpanKind[kind.toUpperCase() as Uppercase<SpanStart['kind']>];
 
 /**
  * Runs `work` inside a new span (the active span while it runs, and in whatever it starts: the app's
@@ -92,7 +91,7 @@ export function inSpan<R>(name: string, start: SpanStart, work: (span: Span) => 
   const parent = start.parent ?? context.active();
   const linked = start.link && trace.getSpanContext(start.link);
   const links: Link[] | undefined = linked && trace.isSpanContextValid(linked) ? [{ context: linked }] : undefined;
-  const span = tracer().startSpan(name, { kind: KINDS[start.kind], links, startTime: start.startTime, attributes: start.attributes }, parent);
+  const span = tracer().startSpan(name, { kind: kindOf(start.kind), links, startTime: start.startTime, attributes: start.attributes }, parent);
   if (!span.isRecording() && !trace.isSpanContextValid(span.spanContext())) {
     // no SDK: the work runs as it would without a span (the middleware's cost with the API alone)
     return work(span);
@@ -121,7 +120,7 @@ export function inSpan<R>(name: string, start: SpanStart, work: (span: Span) => 
 
 /** A span begun (ended by the caller: a stream's message, whose work is several calls). */
 export function startSpan(name: string, start: SpanStart): Span {
-  return tracer().startSpan(name, { kind: KINDS[start.kind], startTime: start.startTime, attributes: start.attributes }, start.parent ?? context.active());
+  return tracer().startSpan(name, { kind: kindOf(start.kind), startTime: start.startTime, attributes: start.attributes }, start.parent ?? context.active());
 }
 
 /** Runs `work` with `span` active (when there is one worth carrying: an SDK registered). */

@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Dispatcher } from 'undici';
-import { ANSWERS, type Answer } from '../delivery/answers.js';
+import * as ANSWERS from '../delivery/answers.js';
+import type { Answer } from '../delivery/answers.js';
 import * as DEFAULTS from '../delivery/defaults.js';
 import type { Pair } from '../delivery/pair.js';
 import { verifyAndSettle, type Receiving } from '../delivery/receive.js';

@@ -1,6 +1,7 @@
 import { createServer, STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
-import { ANSWERS, bodyTimeoutMs, OK_BODY, type Answer } from '../delivery/answers.js';
+import * as ANSWERS from '../delivery/answers.js';
+import { bodyTimeoutMs, OK_BODY, type Answer } from '../delivery/answers.js';
 import * as DEFAULTS from '../delivery/defaults.js';
 import { BODY_READS } from '../delivery/defaults.js';
 import { door, pathOf, type DoorEnd, type DoorIO, type Sent, type Written } from '../delivery/door.js';

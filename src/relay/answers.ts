@@ -1,5 +1,6 @@
 import * as DEFAULTS from '../delivery/defaults.js';
-import { ANSWERS, refusalBody, type Answer as CoreAnswer } from '../delivery/answers.js';
+import * as ANSWERS from '../delivery/answers.js';
+import { refusalBody, type Answer as CoreAnswer } from '../delivery/answers.js';
 import type { Outcome } from '../delivery/outcomes.js';
 import type { VerifyFailure } from '../signing/rules.js';
 

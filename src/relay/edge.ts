@@ -1,4 +1,4 @@
-import { ANSWERS } from '../delivery/answers.js';
+import * as ANSWERS from '../delivery/answers.js';
 import { LAYOUTS } from '../signing/layouts.js';
 import { examine, failures, rowsFor, type HeaderSource } from '../signing/rules.js';
 import { equalBytes, utf8 } from '../signing/encoding.js';

@@ -1,7 +1,7 @@
 import { SCHEMES, type Scheme } from '../signing/layouts.js';
 import { examineHeaders } from '../signing/rules.js';
 import { WebVerifier } from '../signing/verify-web.js';
-import { ANSWERS } from '../delivery/answers.js';
+import * as ANSWERS from '../delivery/answers.js';
 import { declaredLength, door, type DoorIO } from '../delivery/door.js';
 import { webBody } from '../util/bodies.js';
 import { answers, said, type Answer } from './answers.js';

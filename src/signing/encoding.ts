@@ -14,6 +14,16 @@ const encoder = new TextEncoder();
 /** The UTF-8 bytes of a text. */
 export const utf8 = (text: string): Uint8Array => encoder.encode(text);
 
+/** The UTF-8 of `prefix`, then `bytes`, in one buffer: what a layout signs, for a crypto that takes one buffer (Web Crypto). */
+export function prefixed(prefix: string, bytes: Uint8Array): Uint8Array {
+  if (!prefix) return bytes;
+  const p = utf8(prefix);
+  const all = new Uint8Array(p.length + bytes.length);
+  all.set(p);
+  all.set(bytes, p.length);
+  return all;
+}
+
 /**
  * Small byte strings (a signature, a key) are cut from a shared 8 KiB block, as Node's Buffer does: a
  * `new Uint8Array` of its own allocates a backing store outside V8's heap each time, which made

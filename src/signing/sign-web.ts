@@ -1,4 +1,4 @@
-import { utf8 } from './encoding.js';
+import { prefixed, utf8 } from './encoding.js';
 import { layoutNamed } from './layouts.js';
 import type { SignedHeaders, SignOptions } from './sign.js';
 
@@ -16,10 +16,7 @@ export async function signDelivery(options: SignOptions): Promise<SignedHeaders>
   if (!row) throw new TypeError(`unknown layout "${String(options.layout)}"`);
   const ts = String(options.timestamp ?? Math.floor(Date.now() / 1000));
   const body = typeof options.body === 'string' ? utf8(options.body) : options.body;
-  const prefix = utf8(row.prefix(options.triggerId, ts));
-  const signed = new Uint8Array(prefix.length + body.length);
-  signed.set(prefix);
-  signed.set(body, prefix.length);
+  const signed = prefixed(row.prefix(options.triggerId, ts), body);
   const key = await crypto.subtle.importKey('raw', row.keys(options.secret)[0]! as Bytes, { name: 'HMAC', hash: 'SHA-256' }, false, ['sign']);
   const signature = new Uint8Array(await crypto.subtle.sign('HMAC', key, signed as Bytes));
   return { 'Trigger-Id': options.triggerId, 'Webhook-Timestamp': ts, 'Webhook-Signature': row.format(signature, ts) };

@@ -1,4 +1,4 @@
-import { equalBytes, utf8 } from './encoding.js';
+import { equalBytes, prefixed, utf8 } from './encoding.js';
 import type { VerifyOptions } from './verify.js';
 import { DEFAULT_SCHEME, LAYOUTS, type Layout } from './layouts.js';
 import {
@@ -87,14 +87,7 @@ export class WebVerifier {
     const found = examine(headers, now, this.tolerance, this.rows);
     if (!found.ok) return found;
     const { id, ts, candidates } = found;
-    const signedBy = (row: Layout, what: Uint8Array) => {
-      const prefix = utf8(row.prefix(id, ts));
-      if (!prefix.length) return what;
-      const all = new Uint8Array(prefix.length + what.length);
-      all.set(prefix);
-      all.set(what, prefix.length);
-      return all;
-    };
+    const signedBy = (row: Layout, what: Uint8Array) => prefixed(row.prefix(id, ts), what);
     for (const { row, signatures } of candidates) {
       const index = await this.matches(row, signatures, signedBy(row, bytes));
       if (index === -1) continue;

@@ -1,4 +1,4 @@
-import { ANSWERS } from '../delivery/answers.js';
+import * as ANSWERS from '../delivery/answers.js';
 import * as DEFAULTS from '../delivery/defaults.js';
 import type { Outcome } from '../delivery/outcomes.js';
 import type { Pair } from '../delivery/pair.js';
