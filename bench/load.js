@@ -38,8 +38,11 @@ function requests(n, tag) {
         subscription_id: '1',
         trigger_id: trigger,
         test: false,
-        // --no-forecast: a body that names no forecast (no model nor run), so no forecast pair is claimed beside the delivery's
-        data: flags.noForecast ? { forecast_hour: i % 48 } : { model: 'wm-6', initialization_time: '2026-11-21T00:00:00Z', forecast_hour: i % 48 },
+        // each delivery of a forecast of its own, as the service sends them (a forecast hour once per run and
+        // subscription; its retries keep their trigger): the tag in the model, so no two runs of the generator
+        // name one forecast. --no-forecast: a body that names none (no model, no run), so no forecast pair is
+        // claimed beside the delivery's.
+        data: flags.noForecast ? { forecast_hour: i } : { model: `wm-6-${tag}`, initialization_time: '2026-11-21T00:00:00Z', forecast_hour: i },
       }),
     );
     const signed = flags.github
