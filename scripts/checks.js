@@ -1,7 +1,10 @@
-// What `npm test` and `npm run test:all` do before the tests: the build, the formatter and linter, and the
+// What `npm test` and `npm run test:all` do around the tests: the build, the formatter and linter, and the
 // type checks, side by side (none waits on another: the type checks read the sources, not dist/), each
-// one's output printed whole when it ends. Exits 1 if any failed, after all have ended.
+// one's output printed whole when it ends. `node scripts/checks.js -- <command…>` also runs the command
+// (the tests) as soon as the build is done, beside the checks still running: the tests need dist/, not
+// the checks. Exits 1 if any check failed, else with the command's code, after all have ended.
 import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 
 const ROOT = resolve(import.meta.dirname, '..');
@@ -13,6 +16,9 @@ const STEPS = [
   { name: 'type check of the tests', command: bin('tsc'), args: ['-p', 'test/tsconfig.json', '--noEmit'] },
   { name: 'format and lint (biome check), type check of the page', command: 'sh', args: ['-c', `"${bin('biome')}" check && "${bin('tsc')}" -p src/page/tsconfig.json`] },
 ];
+
+const dash = process.argv.indexOf('--');
+const then = dash === -1 ? [] : process.argv.slice(dash + 1);
 
 function run(step) {
   const started = Date.now();
@@ -26,13 +32,42 @@ function run(step) {
   });
 }
 
-const results = await Promise.all(
-  STEPS.map((step) =>
-    run(step).then((r) => {
-      const seconds = (r.ms / 1000).toFixed(1);
-      process.stdout.write(`${r.ok ? '✓' : '✗'} ${r.step.name} (${seconds} s)\n${r.out.trim() ? `${r.out.trimEnd()}\n` : ''}`);
-      return r;
-    }),
-  ),
+/** The command, its output the terminal's own; resolves with its exit code. */
+function runThen() {
+  return new Promise((done) => {
+    // the package's own binary (vitest) when it is one, as npm's scripts find it
+    const command = existsSync(bin(then[0])) ? bin(then[0]) : then[0];
+    const child = spawn(command, then.slice(1), { cwd: ROOT, stdio: 'inherit' });
+    child.on('error', (err) => (process.stderr.write(`${then[0]}: ${err.message}\n`), done(1)));
+    child.on('close', (code, signal) => done(code ?? (signal ? 1 : 0)));
+  });
+}
+
+const report = (r) => `${r.ok ? '✓' : '✗'} ${r.step.name} (${(r.ms / 1000).toFixed(1)} s)\n${r.out.trim() ? `${r.out.trimEnd()}\n` : ''}`;
+
+// While the command runs, a check that ends is held back (its lines would cut into the command's own
+// progress on the terminal) and printed when the command ends; a failure is said at once, in one line.
+let running;
+const held = [];
+const results = STEPS.map((step) =>
+  run(step).then((r) => {
+    if (!running) process.stdout.write(report(r));
+    else {
+      held.push(r);
+      if (!r.ok) process.stdout.write(`\n✗ ${r.step.name} failed (its output follows the tests)\n`);
+    }
+    return r;
+  }),
 );
-if (results.some((r) => !r.ok)) process.exit(1);
+let code = 0;
+if (then.length) {
+  const built = await results[0];
+  if (built.ok) {
+    running = runThen();
+    code = await running;
+  }
+}
+const all = await Promise.all(results);
+for (const r of held) process.stdout.write(report(r));
+if (all.some((r) => !r.ok)) process.exit(1);
+process.exit(code);
