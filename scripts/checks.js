@@ -1,10 +1,8 @@
-// What `npm test` and `npm run test:all` run: the build, the formatter and linter, the type checks, and
-// the tests.
-//   node scripts/checks.js [COMMAND...]
-// The build comes first (the tests run what it writes); the tests (COMMAND: `vitest run …`) start as soon
-// as it is done, while the tests' type check and Biome (neither reads what another writes) run beside the
-// build and then beside the tests. Each check's output is printed whole when it ends (after the tests,
-// when they are running). Exits 1 if any check failed, else with the tests' code.
+// What `npm test` and `npm run test:all` do around the tests: the build, the formatter and linter, and the
+// type checks, side by side (none waits on another: the type checks read the sources, not dist/), each
+// one's output printed whole when it ends. `node scripts/checks.js -- <command…>` also runs the command
+// (the tests) as soon as the build is done, beside the checks still running: the tests need dist/, not
+// the checks. Exits 1 if any check failed, else with the command's code, after all have ended.
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
@@ -12,12 +10,15 @@ import { resolve } from 'node:path';
 const ROOT = resolve(import.meta.dirname, '..');
 const bin = (name) => resolve(ROOT, 'node_modules', '.bin', name);
 
-// the build as `npm run build` runs it: tsc (which type checks src/), then the bundles
-const BUILD = { name: 'build', command: 'npm', args: ['run', '--silent', 'build'] };
-const CHECKS = [
+const STEPS = [
+  // the build: tsc, then the bundles (scripts/bundle.js, bundle-relay.js), as `npm run build` does
+  { name: 'build', command: 'npm', args: ['run', '--silent', 'build'] },
   { name: 'type check of the tests', command: bin('tsc'), args: ['-p', 'test/tsconfig.json', '--noEmit'] },
   { name: 'format and lint (biome check), type check of the page', command: 'sh', args: ['-c', `"${bin('biome')}" check && "${bin('tsc')}" -p src/page/tsconfig.json`] },
 ];
+
+const dash = process.argv.indexOf('--');
+const then = dash === -1 ? [] : process.argv.slice(dash + 1);
 
 function run(step) {
   const started = Date.now();
@@ -31,33 +32,42 @@ function run(step) {
   });
 }
 
-const say = (r) => process.stdout.write(`${r.ok ? '✓' : '✗'} ${r.step.name} (${(r.ms / 1000).toFixed(1)} s)\n${r.out.trim() ? `${r.out.trimEnd()}\n` : ''}`);
+/** The command, its output the terminal's own; resolves with its exit code. */
+function runThen() {
+  return new Promise((done) => {
+    // the package's own binary (vitest) when it is one, as npm's scripts find it
+    const command = existsSync(bin(then[0])) ? bin(then[0]) : then[0];
+    const child = spawn(command, then.slice(1), { cwd: ROOT, stdio: 'inherit' });
+    child.on('error', (err) => (process.stderr.write(`${then[0]}: ${err.message}\n`), done(1)));
+    child.on('close', (code, signal) => done(code ?? (signal ? 1 : 0)));
+  });
+}
 
-const command = process.argv.slice(2);
-let testing = false;
+const report = (r) => `${r.ok ? '✓' : '✗'} ${r.step.name} (${(r.ms / 1000).toFixed(1)} s)\n${r.out.trim() ? `${r.out.trimEnd()}\n` : ''}`;
+
+// While the command runs, a check that ends is held back (its lines would cut into the command's own
+// progress on the terminal) and printed when the command ends; a failure is said at once, in one line.
+let running;
 const held = [];
-const checks = CHECKS.map((step) =>
+const results = STEPS.map((step) =>
   run(step).then((r) => {
-    if (testing) held.push(r);
-    else say(r);
+    if (!running) process.stdout.write(report(r));
+    else {
+      held.push(r);
+      if (!r.ok) process.stdout.write(`\n✗ ${r.step.name} failed (its output follows the tests)\n`);
+    }
     return r;
   }),
 );
-const built = await run(BUILD);
-say(built);
-let code = built.ok ? 0 : 1;
-if (built.ok && command.length) {
-  testing = true;
-  code = await new Promise((done) => {
-    // `vitest` is the project's own, with or without npm's PATH
-    const program = existsSync(bin(command[0])) ? bin(command[0]) : command[0];
-    const tests = spawn(program, command.slice(1), { cwd: ROOT, stdio: 'inherit' });
-    tests.on('error', (err) => (process.stderr.write(`${command[0]}: ${err.message}\n`), done(1)));
-    tests.on('close', (c, signal) => done(c ?? (signal ? 1 : 0)));
-  });
-  testing = false;
-  for (const r of held) say(r);
+let code = 0;
+if (then.length) {
+  const built = await results[0];
+  if (built.ok) {
+    running = runThen();
+    code = await running;
+  }
 }
-const results = await Promise.all(checks);
-if (results.some((r) => !r.ok)) process.exit(1);
+const all = await Promise.all(results);
+for (const r of held) process.stdout.write(report(r));
+if (all.some((r) => !r.ok)) process.exit(1);
 process.exit(code);

@@ -26,7 +26,9 @@ async function startListen(dir: string, appUrl: string): Promise<{ proc: Running
 describe('acknowledged means stored: listen answers 2xx only after the pair is written', () => {
   // One run: with the pairs written after the answer (the order this replaced), a run found 30-45
   // deliveries forwarded twice (DECISIONS.md, "Acknowledged means stored"); three runs were one rule by
-  // one path three times.
+  // one path three times. What it finds is what the 40 clients have in flight at the kill, not how many
+  // came before: 1,500 deliveries, killed at the 500th acknowledged (3,000 and the 1,000th, before, found
+  // the same in twice the time).
   it('kill -9 under load from 40 clients, restart, every delivery sent again: none acknowledged is forwarded twice, none is lost', async () => {
     const forwarded = new Map<string, number>();
     const app = await startServer((req, res) => {
@@ -35,7 +37,7 @@ describe('acknowledged means stored: listen answers 2xx only after the pair is w
       sendJson(res, 200, { ok: true });
     });
     const dir = tempDir();
-    const triggers = Array.from({ length: 3000 }, (_, i) => `trg_crash_${process.pid}_${Date.now()}_${i}`);
+    const triggers = Array.from({ length: 1500 }, (_, i) => `trg_crash_${process.pid}_${Date.now()}_${i}`);
     const acknowledged = new Set<string>();
     try {
       const first = await startListen(dir, `${app.url}/hooks`);
@@ -47,7 +49,7 @@ describe('acknowledged means stored: listen answers 2xx only after the pair is w
           const t = triggers[next++]!;
           const status = await deliver(first.url, agent, t);
           if (status >= 200 && status < 300) acknowledged.add(t);
-          if (!killed && acknowledged.size >= 1000) {
+          if (!killed && acknowledged.size >= 500) {
             killed = true;
             first.proc.child.kill('SIGKILL');
           }
@@ -57,7 +59,7 @@ describe('acknowledged means stored: listen answers 2xx only after the pair is w
       await first.proc.exited;
       agent.destroy();
       expect(killed).toBe(true);
-      expect(acknowledged.size).toBeGreaterThanOrEqual(1000);
+      expect(acknowledged.size).toBeGreaterThanOrEqual(500);
       expect(acknowledged.size).toBeLessThan(triggers.length); // the kill cut it short
 
       // the service's retries: every delivery again, to a listen started on the same store
@@ -82,12 +84,14 @@ describe('acknowledged means stored: listen answers 2xx only after the pair is w
     } finally {
       await app.close();
     }
-  }, 120_000); // 8 s here; 29 s beside four CPU hogs
+  }, 120_000); // 8 s here with 3,000; 29 s beside four CPU hogs
 });
 
 describe('compaction never drops a live pair, even when the process dies in the middle of it', () => {
-  const LIVE = 150_000;
-  const EXPIRED = 100_000;
+  // a file of 17 MB whose compaction writes 6.4 MB, long enough to be killed in the middle of (twice these
+  // showed the same in twice the time, most of it reading the file, three times a test)
+  const LIVE = 75_000;
+  const EXPIRED = 50_000;
   const COPIES = 4;
 
   /**
@@ -148,7 +152,7 @@ describe('compaction never drops a live pair, even when the process dies in the 
 
   it.each([
     ['as soon as the new file appears', (size: number | undefined) => size !== undefined],
-    ['half way through writing the new file', (size: number | undefined) => size !== undefined && size > 3_000_000],
+    ['half way through writing the new file', (size: number | undefined) => size !== undefined && size > 1_500_000],
     ['once the new file has been renamed into place', (size: number | undefined, seenTmp: boolean) => seenTmp && size === undefined],
   ])(
     'killed %s',
@@ -171,7 +175,7 @@ describe('compaction never drops a live pair, even when the process dies in the 
         await proc.stop();
       }
     },
-    180_000, // 6-10 s each here; 34-60 s and more beside four CPU hogs
+    180_000, // 3-5 s each here; 34-60 s and more beside four CPU hogs before the file was halved
   );
 });
 

@@ -64,14 +64,15 @@ async function countingApp(hold?: (trigger: string, attempt: number) => boolean)
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe('listen --store postgres://: several receivers, one memory', () => {
-  it('three instances, each delivery sent to two of them at the same moment, 2,000 times: exactly one forwarded per pair, counted at the app', async () => {
+  it('three instances, each delivery sent to two of them at the same moment, 1,000 times: exactly one forwarded per pair, counted at the app', async () => {
     const { app, processed } = await countingApp();
     const s = schema();
     const instances: Instance[] = [];
     try {
       for (let i = 0; i < 3; i++) instances.push(await startListen(server.url, s, ['--forward-to', `${app.url}/hooks`]));
       const agent = new Agent({ keepAlive: true, maxSockets: 64 });
-      const triggers = Array.from({ length: 2000 }, (_, i) => `trg_pair_${process.pid}_${i}`);
+      // 1,000 races, 16 at a time over the three pairs of instances (2,000 proved the same in twice the time)
+      const triggers = Array.from({ length: 1000 }, (_, i) => `trg_pair_${process.pid}_${i}`);
       const statuses = new Map<number, number>();
       let next = 0;
       const worker = async () => {
@@ -110,7 +111,7 @@ describe('listen --store postgres://: several receivers, one memory', () => {
       expect(i.proc.stderr()).not.toContain(server.password);
     }
     const outcomes = instances.flatMap((i) => i.proc.lines.map((l) => (JSON.parse(l) as { outcome?: string }).outcome)).filter(Boolean);
-    expect(outcomes.filter((o) => o === 'accepted')).toHaveLength(2000);
+    expect(outcomes.filter((o) => o === 'accepted')).toHaveLength(1000);
     expect(outcomes.filter((o) => o === 'duplicate').length).toBeGreaterThan(0);
   }, 120_000);
 
@@ -158,7 +159,9 @@ describe('listen --store postgres://: several receivers, one memory', () => {
     const a = await startListen(server.url, s, flags);
     const b = await startListen(server.url, s, flags);
     const agent = new Agent({ keepAlive: true, maxSockets: 40 });
-    const triggers = Array.from({ length: 1500 }, (_, i) => `trg_outage_${process.pid}_${i}`);
+    // the restart at the 400th acknowledged, with 20 clients in flight; 500 more after it show the count exact
+    // once it is back (1,500 in all showed the same in more time)
+    const triggers = Array.from({ length: 900 }, (_, i) => `trg_outage_${process.pid}_${i}`);
     const acknowledged = new Set<string>();
     const statuses = new Map<number, number>();
     let restarting: Promise<void> | undefined;
@@ -225,7 +228,7 @@ describe('listen --store postgres://: several receivers, one memory', () => {
     let streamed = '';
     const { reader, streaming } = readText(stream, (text) => (streamed += text));
     const agent = new Agent({ keepAlive: true, maxSockets: 40 });
-    const triggers = Array.from({ length: 600 }, (_, i) => `trg_hist_outage_${process.pid}_${i}`);
+    const triggers = Array.from({ length: 400 }, (_, i) => `trg_hist_outage_${process.pid}_${i}`); // the restart at the 200th (600 in all before)
     const acknowledged = new Set<string>();
     const unexpected: number[] = [];
     let restarting: Promise<void> | undefined;
