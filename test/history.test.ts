@@ -4,6 +4,8 @@ import type { ReceiverEvent } from '../src/receiver/event.js';
 import { History, KEEP_BODY } from '../src/receiver/history.js';
 import { startInspector } from '../src/receiver/inspector.js';
 import { fromRow, LISTED, listedRow, type Listed } from '../src/receiver/listed.js';
+import * as DEFAULTS from '../src/delivery/defaults.js';
+import { RunTracker } from '../src/delivery/runs.js';
 
 // The history (what the inspector and replay read), in-process: its rings, its byte budget, and the slabs
 // small bodies are copied into.
@@ -234,5 +236,39 @@ describe("the inspector's event stream, from a history that is slow to read (the
     } finally {
       await inspector.close();
     }
+  });
+});
+
+describe('the runs view', () => {
+  const init = (k: number) => new Date(Date.UTC(2026, 0, 1) + k * 6 * 3_600_000).toISOString().replace('.000Z', 'Z');
+  const hourOf = (k: number, hour: number): ReceiverEvent => ({
+    ...event(k * 1000 + hour, 10),
+    type: 'forecast_hour.available',
+    model: 'wm-6',
+    initialization_time: init(k),
+    forecast_hour: hour,
+  });
+
+  it(`keeps the newest ${DEFAULTS.historyRuns} runs by initialisation time, however they arrive: a receiver that runs for months holds no more`, async () => {
+    const history = new History({ rows: 10 });
+    const total = DEFAULTS.historyRuns + 50;
+    // runs arriving out of order (a late run's hours after newer ones'), three hours each
+    const order = Array.from({ length: total }, (_, k) => (k * 7) % total);
+    for (const k of order) for (const hour of [0, 6, 12]) history.add(hourOf(k, hour));
+    const { runs } = await history.runs();
+    expect(runs).toHaveLength(DEFAULTS.historyRuns);
+    expect(runs.map((r) => r.initialization_time)).toEqual(Array.from({ length: DEFAULTS.historyRuns }, (_, i) => init(total - DEFAULTS.historyRuns + i)));
+    expect(runs.every((r) => r.hours.join() === '0,6,12')).toBe(true);
+    // a kept run still gathers its hours
+    history.add(hourOf(total - 1, 18));
+    expect((await history.runs()).runs.at(-1)!.hours).toEqual([0, 6, 12, 18]);
+  });
+
+  it('a RunTracker with a target never forgets the target run, even the oldest', () => {
+    const t = new RunTracker({ model: 'wm-6', init: init(0), expect: [0, 6], needInit: false }, 3);
+    for (let k = 0; k < 10; k++) t.add(hourOf(k, 0));
+    expect(t.runs().map((r) => r.initialization_time)).toEqual([init(0), init(8), init(9)]);
+    t.add(hourOf(0, 6));
+    expect(t.progress()).toMatchObject({ complete: true, have: [0, 6] });
   });
 });

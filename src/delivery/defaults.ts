@@ -98,6 +98,11 @@ export const historyBytes = mib(64);
 export const historyPartBytes = 4096;
 /** The history: how many refused requests are kept, apart from the verified ones. */
 export const historyRefusedRows = 100;
+/**
+ * The history's runs view (`--inspect`): how many model runs it keeps, the newest by initialisation time.
+ * Each run holds its hours, so a receiver that runs for months would otherwise hold every hour it ever saw.
+ */
+export const historyRuns = 200;
 /** `reconcile`, `catchUp` and the run watch: the runs looked at, by initialisation time, when no window is given (`--since`). */
 export const reconcileSinceMs = hours(24);
 /** `listen --watch-runs`, `runs watch`: how often the forecast API is asked what it published (`--watch-interval`). */

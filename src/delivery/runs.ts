@@ -106,7 +106,14 @@ export class RunTracker {
   private readonly byKey = new Map<string, Run>();
   private target: RunTarget | undefined;
 
-  constructor(target?: RunTarget) {
+  /**
+   * `maxRuns`: at most this many runs are kept; past it, the one with the oldest initialisation time is
+   * forgotten (never the target's). None: every run seen (a command's one look at a history).
+   */
+  constructor(
+    target?: RunTarget,
+    private readonly maxRuns?: number,
+  ) {
     this.target = target && { ...target, init: target.init === undefined ? undefined : sameInstant(target.init) };
   }
 
@@ -120,7 +127,10 @@ export class RunTracker {
     const init = sameInstant(facts.initialization_time!);
     const key = `${model}\u0000${init}`;
     let run = this.byKey.get(key);
-    if (!run) this.byKey.set(key, (run = { model, initialization_time: init, hours: new Set(), initEvent: false }));
+    if (!run) {
+      this.byKey.set(key, (run = { model, initialization_time: init, hours: new Set(), initEvent: false }));
+      if (this.maxRuns !== undefined && this.byKey.size > this.maxRuns) this.forgetOldest();
+    }
     let fresh = false;
     if (facts.type === INIT_TIME) {
       fresh = !run.initEvent;
@@ -141,6 +151,18 @@ export class RunTracker {
     }
     const counted = fresh && t !== undefined && run.model === t.model && init === t.init && (facts.type === INIT_TIME ? t.needInit : t.expect.includes(facts.forecast_hour!));
     return { run, counted };
+  }
+
+  /** The run with the oldest initialisation time (once per new run past `maxRuns`: a walk of at most that many). */
+  private forgetOldest(): void {
+    const t = this.target;
+    let oldest: [string, Run] | undefined;
+    for (const entry of this.byKey) {
+      const r = entry[1];
+      if (t && r.model === t.model && r.initialization_time === t.init) continue;
+      if (!oldest || r.initialization_time < oldest[1].initialization_time) oldest = entry;
+    }
+    if (oldest) this.byKey.delete(oldest[0]);
   }
 
   /** Every run seen, oldest initialisation first. */

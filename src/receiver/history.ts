@@ -5,6 +5,7 @@ import { textOrBase64 } from '../util/bytes.js';
 import { verified, type ReceiverEvent } from './event.js';
 import { listedRow } from './listed.js';
 import { isDelivered } from '../delivery/outcomes.js';
+import * as DEFAULTS from '../delivery/defaults.js';
 import type { DeliveryRecord, FullRecord } from '../delivery/report.js';
 import { RunTracker, runView, type RunView, type RunsView } from '../delivery/runs.js';
 import { flatHeaders } from './saved.js';
@@ -168,7 +169,7 @@ export class History implements HistorySource {
   readonly limits: HistoryLimits;
   private next = 1;
   private readonly listeners = new Set<(row: unknown[], id: number) => void>();
-  private readonly tracker = new RunTracker();
+  private readonly tracker = new RunTracker(undefined, DEFAULTS.historyRuns);
   private readonly slabs = new Slabs();
   /** Body bytes the verified records hold, against `limits.bytes`. */
   private held = 0;
