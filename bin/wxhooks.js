@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // The entry point: the built CLI, nothing else. CommonJS (bin/package.json says so) for one reason:
 // `wxhooks --version` answers here, from package.json, before any ES module loads. Node's ES module loader
-// alone costs a start-up about a tenth of `node -e 0` (1.13× against 1.06× for the same line printed by a
+// alone costs a start-up about 7% of `node -e 0` (1.13× against 1.06× for the same line printed by a
 // CommonJS file; the whole CLI's fast path measured 1.24×, this one 1.08×: farm-bench -n 40, 2026-11-28).
 const args = process.argv.slice(2);
 if (args.length === 1 && (args[0] === '--version' || args[0] === '-V')) {
