@@ -84,7 +84,20 @@ export abstract class PgHistoryStore<O extends PgHistoryOptions> extends PgConne
    * that fails all the same is written again row by row, so that only the row it cannot take is lost,
    * and said (a `history_dropped` notice).
    */
-  private async flushHistory(): Promise<void> {
+  /** The history's writes, one after another (see flushHistory). */
+  private historyWrites: Promise<void> = Promise.resolve();
+
+  /**
+   * Writes the rows queued so far once the batch before has been written: two batches written at once, on
+   * two of the pool's connections, could take their ids out of order, and the history lists by id (one
+   * instance's requests were seen out of the order it received them). A write never rejects.
+   */
+  private flushHistory(): Promise<void> {
+    this.historyWrites = this.historyWrites.then(() => this.writeHistory());
+    return this.historyWrites;
+  }
+
+  private async writeHistory(): Promise<void> {
     const batch = this.pendingHistory;
     this.pendingHistory = [];
     const limits = this.options.history;

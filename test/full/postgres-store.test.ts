@@ -269,6 +269,27 @@ describe('PgStore: schema', () => {
     }
   });
 
+  it("one instance's history rows keep the order it recorded them in, however its batches are written (ids in order)", async () => {
+    const schema = `t${++schemas}_${process.pid}`;
+    const s = await PgStore.open({ url: server.url, schema, ttlMs: 3600_000, leaseMs: 60_000, history: { ...HISTORY_DEFAULTS, rows: 1000 } });
+    const order: string[] = [];
+    try {
+      // each row in a turn of its own (a batch of its own), some with a body large enough to be written in a
+      // statement of its own: batches written at once on two connections took their ids out of order
+      for (let i = 0; i < 300; i++) {
+        const trigger = `trg_order_${i}`;
+        order.push(trigger);
+        const body = Buffer.alloc(i % 7 === 0 ? 100 * 1024 : 200, 'x');
+        s.record({ record: { outcome: 'accepted', layout: 'standard' }, verified: true, outcome: 'accepted', trigger, body, size: body.length });
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+    } finally {
+      await s.close();
+    }
+    const rows = (await admin.query(`SELECT trigger_id FROM "${schema}".deliveries ORDER BY id`)).rows as { trigger_id: string }[];
+    expect(rows.map((r) => r.trigger_id)).toEqual(order);
+  });
+
   it('a newer version is refused (exit 2), and left as it was', async () => {
     const schema = `t${++schemas}_${process.pid}`;
     await admin.query(`CREATE SCHEMA "${schema}"`);
