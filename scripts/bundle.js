@@ -6,6 +6,7 @@
 // prom-client (only with --metrics): each is one copy, the app's and the SDK's API the same.
 import { build } from 'esbuild';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { WEB_BUNDLE } from './web-bundle.js';
 
 const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8'));
 
@@ -45,25 +46,10 @@ writeFileSync(
   readFileSync(new URL('../node_modules/uplot/dist/uPlot.min.css', import.meta.url), 'utf8') + readFileSync(new URL('../src/page/app.css', import.meta.url), 'utf8'),
 );
 
-// wxhooks/web: the handler library for any runtime with Web Crypto, one file, no Node module (esbuild's
-// neutral platform fails the build on a node: import). Its size is measured by `npm run bench`, and held
-// to a ceiling by test/web-size.test.ts.
-// @opentelemetry/api is imported, not bundled: it is one copy per app (an SDK the app registers must be
-// the API the handler asks), and an app's bundler or runtime brings it from wxhooks' dependencies.
-// Class fields are assigned in the constructor, as TypeScript does below ES2022, rather than also declared
-// (`errors; event;` after each class for its parameter properties): −108 B of its 13.1 KB min+gzip. No
-// class on its path depends on the difference (no field shadows an accessor or is redeclared by a subclass).
-await build({
-  entryPoints: [new URL('../src/handler/web.ts', import.meta.url).pathname],
-  outfile: new URL('../dist/web.js', import.meta.url).pathname,
-  bundle: true,
-  external: ['@opentelemetry/api'],
-  format: 'esm',
-  platform: 'neutral',
-  target: 'es2022',
-  tsconfigRaw: { compilerOptions: { useDefineForClassFields: false } },
-  logLevel: 'warning',
-});
+// wxhooks/web: the handler library for any runtime with Web Crypto, one file (its options, and why each:
+// scripts/web-bundle.js). Its size is measured by `npm run bench`, and held to a ceiling by
+// test/web-size.test.ts.
+await build({ ...WEB_BUNDLE, outfile: new URL('../dist/web.js', import.meta.url).pathname, logLevel: 'warning' });
 
 // Every command's help, rendered once here, so `--help` needs no commander at run time.
 const { renderAllHelp } = await import(new URL('../dist/bin/help.js', import.meta.url).href);

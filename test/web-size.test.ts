@@ -2,6 +2,7 @@ import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { build } from 'esbuild';
 import { describe, expect, it } from 'vitest';
+import { WEB_BUNDLE } from '../scripts/web-bundle.js';
 
 // What `wxhooks/web` costs an app that bundles it (a Worker, Deno, Bun): src/handler/web.ts built as
 // scripts/bundle.js builds dist/web.js, then bundled again and minified as `npm run bench` measures it,
@@ -20,17 +21,7 @@ const WITH_OTEL_CEILING = 15.4 * KB;
 
 /** dist/web.js as scripts/bundle.js writes it. */
 async function distWeb(): Promise<string> {
-  const r = await build({
-    entryPoints: [join(ROOT, 'src/handler/web.ts')],
-    bundle: true,
-    external: ['@opentelemetry/api'],
-    format: 'esm',
-    platform: 'neutral',
-    target: 'es2022',
-    tsconfigRaw: { compilerOptions: { useDefineForClassFields: false } },
-    write: false,
-    logLevel: 'silent',
-  });
+  const r = await build({ ...WEB_BUNDLE, write: false, logLevel: 'silent' });
   return r.outputFiles[0]!.text;
 }
 
