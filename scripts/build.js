@@ -1,33 +1,30 @@
-// The build (`npm run build`), in two parts that need nothing of each other:
-// - the code, by esbuild (about 1 s): the library's modules one for one (dist/**/*.js, what the package's
-//   `wxhooks` entry loads), then the bundles (scripts/bundle.js: the CLI, the inspector page, wxhooks/web;
-//   scripts/bundle-relay.js: the relay's Worker);
-// - the declarations, by tsc (about 12 s on this project's 2 cores, most of it the type check of src/ that
-//   writing them needs): dist/**/*.d.ts.
-// `node scripts/build.js` empties dist/ and builds both; `--code` or `--types` builds one into dist/ as it
-// is (scripts/checks.js empties it, runs the two side by side, and starts the tests once the code is built).
-// The modules are transpiled file by file, as tsc would emit them: the sources keep to what that allows
-// (isolatedModules in tsconfig.json: a type is imported and exported as a type).
-import { execFileSync } from 'node:child_process';
-import { readdirSync, rmSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+// The build (`npm run build`): dist/, written file by file, checking no types (about 2 s):
+// - the library's modules, one for one (dist/**/*.js, what the package's `wxhooks` entry loads), by esbuild;
+// - their declarations (dist/**/*.d.ts), by TypeScript's declaration transpiler;
+// - the bundles: scripts/bundle.js (the CLI, the inspector page, wxhooks/web), scripts/bundle-relay.js (the
+//   relay's Worker).
+// Each source file is compiled alone, which the sources allow: tsconfig.json's isolatedModules (a type is
+// imported and exported as a type) and isolatedDeclarations (what a file exports says its own types). The
+// types are checked apart, once: by the tests' type check in `npm test` and `npm run test:all` (test/tsconfig.json
+// includes src/), by `npm run typecheck`, and before `npm pack` (prepack).
+import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 
 const ROOT = resolve(import.meta.dirname, '..');
 
-/** Empties dist/: the files of an earlier build (a module since moved or removed) would be packed. */
-export function clean() {
-  rmSync(join(ROOT, 'dist'), { recursive: true, force: true });
-}
-
-/** The library's modules, one for one: src/**\/*.ts (not the page, which is bundled) to dist/**\/*.js. */
-async function modules() {
-  const { build } = await import('esbuild');
-  const entryPoints = readdirSync(join(ROOT, 'src'), { recursive: true })
+/** The library's sources: src/**\/*.ts but the page (bundled for the browser by scripts/bundle.js). */
+function sources() {
+  return readdirSync(join(ROOT, 'src'), { recursive: true })
     .filter((f) => f.endsWith('.ts') && !f.endsWith('.d.ts') && !f.startsWith('page/'))
     .map((f) => join(ROOT, 'src', f));
+}
+
+/** The modules, one for one: src/x.ts to dist/x.js. */
+async function modules(files) {
+  const { build } = await import('esbuild');
   await build({
-    entryPoints,
+    entryPoints: files,
     outdir: join(ROOT, 'dist'),
     outbase: join(ROOT, 'src'),
     bundle: false,
@@ -39,29 +36,39 @@ async function modules() {
   });
 }
 
-export async function buildCode() {
-  await modules();
+/** The declarations, one for one: src/x.ts to dist/x.d.ts. Throws naming each file that cannot be. */
+async function declarations(files) {
+  const { default: ts } = await import('typescript');
+  const config = ts.readConfigFile(join(ROOT, 'tsconfig.json'), ts.sys.readFile);
+  const { options } = ts.parseJsonConfigFileContent(config.config, ts.sys, ROOT);
+  const problems = [];
+  for (const file of files) {
+    const out = ts.transpileDeclaration(readFileSync(file, 'utf8'), { fileName: file, compilerOptions: options, reportDiagnostics: true });
+    for (const d of out.diagnostics ?? []) {
+      const at = d.file && d.start !== undefined ? `:${d.file.getLineAndCharacterOfPosition(d.start).line + 1}` : '';
+      problems.push(`${file.slice(ROOT.length + 1)}${at}: ${ts.flattenDiagnosticMessageText(d.messageText, '\n')}`);
+    }
+    const target = join(ROOT, 'dist', file.slice(join(ROOT, 'src').length + 1).replace(/\.ts$/, '.d.ts'));
+    mkdirSync(dirname(target), { recursive: true });
+    writeFileSync(target, out.outputText);
+  }
+  if (problems.length) throw new Error(`the declarations cannot be written file by file:\n${problems.join('\n')}`);
+}
+
+/** Empties dist/ and writes it again. */
+async function build() {
+  rmSync(join(ROOT, 'dist'), { recursive: true, force: true });
+  const files = sources();
+  await Promise.all([modules(files), declarations(files)]);
   await import('./bundle.js');
   await import('./bundle-relay.js');
 }
 
-export function buildTypes() {
-  execFileSync(join(ROOT, 'node_modules', '.bin', 'tsc'), ['-p', 'tsconfig.json', '--emitDeclarationOnly'], { cwd: ROOT, stdio: 'inherit' });
-}
-
 if (import.meta.url === pathToFileURL(process.argv[1]).href) {
-  const only = process.argv[2];
-  if (only !== undefined && only !== '--code' && only !== '--types') {
-    process.stderr.write(`scripts/build.js: unknown option ${only} (--code or --types, or neither for both)\n`);
-    process.exit(2);
-  }
   try {
-    if (only === undefined) clean();
-    if (only !== '--types') await buildCode();
-    if (only !== '--code') buildTypes();
+    await build();
   } catch (err) {
-    // tsc has said its errors (stdio inherited), esbuild its own
-    if (!(err && typeof err === 'object' && 'status' in err)) process.stderr.write(`${err instanceof Error ? err.message : err}\n`);
+    process.stderr.write(`${err instanceof Error ? err.message : err}\n`);
     process.exit(1);
   }
 }

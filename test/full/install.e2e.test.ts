@@ -4,7 +4,6 @@ import { join, relative, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { eachLine, freePort } from '../../scripts/harness.js';
-import { typesBuilt } from '../helpers/build.js';
 import { cleanEnv, tempDir } from '../helpers/cli.js';
 import { doc, shBlockAfter } from '../helpers/guide.js';
 
@@ -25,7 +24,6 @@ let installed: { stdout: string; stderr: string };
 let env: Record<string, string>;
 
 beforeAll(async () => {
-  await typesBuilt(); // the tarball holds the declarations
   const out = tempDir('wxhooks-pack-');
   // dist/ is built by `npm test`; --ignore-scripts keeps prepack from rebuilding it under the other tests
   const packed = await run('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', out], { cwd: ROOT, env: cleanEnv() });

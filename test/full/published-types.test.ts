@@ -3,7 +3,6 @@ import { cpSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'nod
 import { dirname, join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
-import { typesBuilt } from '../helpers/build.js';
 import { tempDir } from '../helpers/cli.js';
 
 // The published types compile alone (#41.10): an app with only wxhooks installed (its package.json and
@@ -37,7 +36,6 @@ export const receipt = (r: Receipt) => r.status;
 
 describe('the published types', () => {
   it('an app with only wxhooks installed compiles with tsc --strict, no skipLibCheck', async () => {
-    await typesBuilt();
     const app = tempDir('wxhooks-types-app-');
     const modules = join(app, 'node_modules');
     const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { dependencies: Record<string, string> };
