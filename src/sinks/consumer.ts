@@ -42,7 +42,15 @@ export interface VerifiedMessage {
 }
 
 /** The outcomes a consumer reports: the core's names (src/delivery/outcomes.ts). */
-export const CONSUMER_OUTCOMES: readonly ['accepted', 'duplicate', 'in_progress', 'store_failed', 'handler_failed', 'handler_timed_out', 'dead_lettered'] = ['accepted', 'duplicate', 'in_progress', 'store_failed', 'handler_failed', 'handler_timed_out', 'dead_lettered'] as const satisfies readonly Outcome[];
+export const CONSUMER_OUTCOMES: readonly ['accepted', 'duplicate', 'in_progress', 'store_failed', 'handler_failed', 'handler_timed_out', 'dead_lettered'] = [
+  'accepted',
+  'duplicate',
+  'in_progress',
+  'store_failed',
+  'handler_failed',
+  'handler_timed_out',
+  'dead_lettered',
+] as const satisfies readonly Outcome[];
 export type ConsumerOutcome = (typeof CONSUMER_OUTCOMES)[number];
 
 /** Why a message went to the dead letters. */
