@@ -84,43 +84,43 @@ export class WxError extends Error {
 }
 
 export class UsageError extends WxError {
-  override readonly exitCode = ExitCode.USAGE;
+  override readonly exitCode: typeof ExitCode.USAGE = ExitCode.USAGE;
 }
 
 export class AuthError extends WxError {
-  override readonly exitCode = ExitCode.AUTH;
+  override readonly exitCode: typeof ExitCode.AUTH = ExitCode.AUTH;
 }
 
 export class NotFoundError extends WxError {
-  override readonly exitCode = ExitCode.NOT_FOUND;
+  override readonly exitCode: typeof ExitCode.NOT_FOUND = ExitCode.NOT_FOUND;
 }
 
 export class RefusedError extends WxError {
-  override readonly exitCode = ExitCode.REFUSED;
+  override readonly exitCode: typeof ExitCode.REFUSED = ExitCode.REFUSED;
 }
 
 export class UnreachableError extends WxError {
-  override readonly exitCode = ExitCode.UNREACHABLE;
+  override readonly exitCode: typeof ExitCode.UNREACHABLE = ExitCode.UNREACHABLE;
 }
 
 /** A delivery attempt failed (exit 7): the service's test delivery (`ping`), or `send`'s receiver answering other than 2xx. */
 export class DeliveryFailedError extends WxError {
-  override readonly exitCode = ExitCode.DELIVERY_FAILED;
+  override readonly exitCode: typeof ExitCode.DELIVERY_FAILED = ExitCode.DELIVERY_FAILED;
 }
 
 /** Not verified (exit 9): a delivery that does not verify, or verified deliveries that did not come in time. */
 export class NotVerifiedError extends WxError {
-  override readonly exitCode = ExitCode.NOT_VERIFIED;
+  override readonly exitCode: typeof ExitCode.NOT_VERIFIED = ExitCode.NOT_VERIFIED;
 }
 
 /** Local storage failed while running (exit 10): what was acknowledged is stored; what was not, the service retries. */
 export class StorageError extends WxError {
-  override readonly exitCode = ExitCode.STORAGE_FAILED;
+  override readonly exitCode: typeof ExitCode.STORAGE_FAILED = ExitCode.STORAGE_FAILED;
 }
 
 /** Something is missing (exit 11): `reconcile` found notifications that were not processed here, a CI gate's failure. */
 export class MissingError extends WxError {
-  override readonly exitCode = ExitCode.MISSING;
+  override readonly exitCode: typeof ExitCode.MISSING = ExitCode.MISSING;
 }
 
 /** Why a long-running command was told to stop: a signal, or its stdout closed by the reader (`listen | head`). */
@@ -140,7 +140,7 @@ export class InterruptedError extends WxError {
 
 /** The webhook exists but its one-time secret is not in the store. Carries the secret so the CLI can print it on stderr. */
 export class SecretNotSavedError extends WxError {
-  override readonly exitCode = ExitCode.SECRET_NOT_SAVED;
+  override readonly exitCode: typeof ExitCode.SECRET_NOT_SAVED = ExitCode.SECRET_NOT_SAVED;
   constructor(
     message: string,
     readonly webhookId: string,

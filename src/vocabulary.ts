@@ -82,7 +82,7 @@ export function idProblem(text: string): string | undefined {
 export const MAX_JSON_DEPTH = 64;
 
 /** Whether a parsed JSON value nests deeper than `max` (without recursion, so it cannot overflow the stack). */
-export function nestsDeeperThan(value: unknown, max = MAX_JSON_DEPTH): boolean {
+export function nestsDeeperThan(value: unknown, max: number = MAX_JSON_DEPTH): boolean {
   const stack: [unknown, number][] = [[value, 0]];
   while (stack.length) {
     const [v, depth] = stack.pop()!;
@@ -99,7 +99,7 @@ export function isoSeconds(time: Date | number | string): string {
 }
 
 /** The latest 6-hourly model cycle (00, 06, 12, 18 UTC) at or before `now`. */
-export function latestCycle(now = new Date()): string {
+export function latestCycle(now: Date = new Date()): string {
   const d = new Date(now);
   d.setUTCHours(Math.floor(d.getUTCHours() / 6) * 6, 0, 0, 0);
   return isoSeconds(d);

@@ -89,7 +89,7 @@ export function currentKeyParts(key: string, variable: string, clientId?: string
  * A legacy Basic password: a JSON Web Token signed with the key (HS256), claims `client_id` and `iat`
  * (now, in whole seconds), as the service's own client mints them. `jose` is loaded only here.
  */
-export async function legacyToken(clientId: string, key: string, nowMs = Date.now()): Promise<string> {
+export async function legacyToken(clientId: string, key: string, nowMs: number = Date.now()): Promise<string> {
   const { SignJWT } = await import('jose');
   return new SignJWT({ client_id: clientId })
     .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })

@@ -154,7 +154,7 @@ function oneLine(text: string, max = 300): string {
 }
 
 /** `Retry-After` as milliseconds (seconds or an HTTP date), or undefined. */
-export function parseRetryAfter(value: string | string[] | undefined, now = Date.now()): number | undefined {
+export function parseRetryAfter(value: string | string[] | undefined, now: number = Date.now()): number | undefined {
   const text = Array.isArray(value) ? value[0] : value;
   if (!text) return undefined;
   if (/^\d+$/.test(text.trim())) return Number(text.trim()) * 1000;

@@ -11,7 +11,7 @@ import { secretStoreFor } from '../tasks/secrets.js';
  * global ones included. (The completion libraries on npm want a runtime hook in the binary; a static
  * script is faster at every Tab.)
  */
-export const SHELLS = ['bash', 'zsh', 'fish'];
+export const SHELLS: string[] = ['bash', 'zsh', 'fish'];
 
 /**
  * What a script offers in place of values known when it is made: the webhook ids of the secret store,

@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import type { Scheme } from '../signing/layouts.js';
 import { line, type Act, type Context } from '../context.js';
 import { UsageError } from '../errors.js';
 import { describeCheck, describeListenNotice, formatEvent } from '../output/listen.js';
@@ -8,10 +9,11 @@ import { reportWriter } from '../output/report-writer.js';
 import { progressBar, progressLine, StatusLine } from '../output/run-progress.js';
 import { styleFor, type Style } from '../output/style.js';
 import { checkRelayOptions } from '../receiver/relay-target.js';
-import { describeRoutes, forwardRoute, shownRoutes } from '../receiver/routes.js';
+import { describeRoutes, type ForwardRoutes, forwardRoute, shownRoutes } from '../receiver/routes.js';
 import type { RunningReceiver } from '../receiver/server.js';
 import { parseRunName, RunTracker } from '../delivery/runs.js';
 import { sinkFlagHelp } from '../sinks/kinds.js';
+import type { SinkTarget } from '../sinks/sink.js';
 import { sinkUrls } from '../sinks/sink-url.js';
 import * as DEFAULTS from '../delivery/defaults.js';
 import { BODY_READS } from '../delivery/defaults.js';
@@ -20,10 +22,10 @@ import { storeKind } from '../store/store-url.js';
 import { formatDuration } from '../util/duration.js';
 import type { LineBuffer } from '../util/line-buffer.js';
 import { isLoopback } from '../util/net.js';
-import { collect, duration, hostPort, hours, integer, isoTime, size, timeLimit, url } from '../util/parse.js';
+import { collect, duration, type HostPort, hostPort, hours, integer, isoTime, size, timeLimit, url } from '../util/parse.js';
 import { printable } from '../util/printable.js';
 import { isKnownType, SUBSCRIPTION_TYPES, suggestion } from '../vocabulary.js';
-import { declare, type OptionsOf } from '../flags/option-types.js';
+import { type Declared, declare, type Expect, type OptionsOf, type Same } from '../flags/option-types.js';
 import { accumulated, msDefault, portOption, schemeOption, sizeDefault, toleranceOption, valued } from '../flags/options.js';
 import type { SecretSource } from '../tasks/secrets.js';
 import { secretSourceOptions } from '../flags/sources.js';
@@ -122,8 +124,53 @@ function declareListen(cmd: Command) {
     );
 }
 
-/** What `runListen` is given: every flag of `declareListen`, parsed. */
-export type ListenOptions = OptionsOf<ReturnType<typeof declareListen>>;
+/**
+ * What `runListen` is given: every flag of `declareListen`, parsed. Written out, as a declaration emitted
+ * file by file (isolatedDeclarations) cannot infer it, and checked below to be exactly what the flags give.
+ */
+export type ListenOptions = Pick<SecretSource, 'webhook' | 'secretEnv'> & {
+  port: number;
+  host: string;
+  path: string;
+  relay?: string | undefined;
+  scheme: Scheme;
+  tolerance: number;
+  publicUrl?: string | undefined;
+  subscribe?: string[] | undefined;
+  clean?: true | undefined;
+  check?: true | undefined;
+  forwardTo?: ForwardRoutes | undefined;
+  forwardTimeout: number;
+  sink?: SinkTarget<unknown>[] | undefined;
+  saveDir?: string | undefined;
+  respondStatus?: number | undefined;
+  dedupeTtl: number;
+  fsync?: true | undefined;
+  store?: string | undefined;
+  storeSchema: string;
+  claimTimeout: number;
+  exitAfter?: number | undefined;
+  until?: string | undefined;
+  untilRun?: string | true | undefined;
+  expectHours?: number[] | undefined;
+  initEvent: boolean;
+  within?: number | undefined;
+  maxBody: number;
+  maxInflight: number;
+  readTimeout: number;
+  inspect?: HostPort | undefined;
+  inspectAllowRemote?: true | undefined;
+  inspectHost?: string[] | undefined;
+  history: number;
+  historySize: number;
+  watchRuns?: true | undefined;
+  watchInterval: number;
+  lateAfter: number;
+  onLate?: string | undefined;
+  watchModel?: string[] | undefined;
+  metrics?: HostPort | undefined;
+};
+type _ListenOptionsDeclared = Expect<Same<OptionsOf<ReturnType<typeof declareListen>>, OptionsOf<Declared<ListenOptions>>>>;
 
 /** The three commonest uses, at the top of `listen --help` (the help is long: its examples came last). */
 const FIRST_USES = `

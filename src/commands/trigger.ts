@@ -51,7 +51,7 @@ export interface TriggerOptions {
 }
 
 /** The hours `trigger run` publishes, in the order it publishes them. */
-export function runOrder(o: Pick<TriggerOptions, 'hours' | 'skipHours' | 'repeatHours' | 'shuffle'>, random = Math.random): number[] {
+export function runOrder(o: Pick<TriggerOptions, 'hours' | 'skipHours' | 'repeatHours' | 'shuffle'>, random: () => number = Math.random): number[] {
   const skip = new Set(o.skipHours ?? []);
   const kept = o.hours.filter((h) => !skip.has(h));
   const order = [...kept, ...(o.repeatHours ?? []).filter((h) => kept.includes(h))];

@@ -1,4 +1,4 @@
-import { DEFAULT_SCHEME, type LayoutName } from '../signing/layouts.js';
+import { DEFAULT_SCHEME, type LayoutName, type Scheme } from '../signing/layouts.js';
 import { DEFAULT_TOLERANCE } from '../signing/rules.js';
 
 // A bundle drops a default it does not read only when its value is known to have no side effect: to
@@ -32,7 +32,7 @@ export const inspectPort = 8789;
 /** How long a request to the service may take, retries included: `--timeout`, `catchUp`'s `timeoutMs`. */
 export const requestTimeoutMs = 30_000;
 /** How long a processed (trigger, subscription) pair is remembered: `--dedupe-ttl`, the stores' `ttlMs`. */
-export const pairTtlMs = hours(24);
+export const pairTtlMs: number = hours(24);
 /** How long a claim holds unless extended: `--claim-timeout`, the stores' `leaseMs`. The core extends a claim every third of it. */
 export const claimLeaseMs = 60_000;
 /**
@@ -45,13 +45,13 @@ export const schema = 'wxhooks';
 /** Where processed pairs are kept when no store is named (`--store`, else WXHOOKS_STORE_URL, else this). */
 export const storeUrl = 'file';
 /** Which signature layouts are tried: `--scheme`, the handlers' `scheme` (its home is the layout table's). */
-export const scheme = DEFAULT_SCHEME;
+export const scheme: Scheme = DEFAULT_SCHEME;
 /** Seconds a timestamp may be off the clock, either way: `--tolerance`, the handlers' `tolerance`. */
-export const toleranceSeconds = DEFAULT_TOLERANCE;
+export const toleranceSeconds: typeof DEFAULT_TOLERANCE = DEFAULT_TOLERANCE;
 /** The largest body read: `--max-body`, the handlers' `maxBody`. Larger is answered 413. */
-export const maxBodyBytes = mib(25);
+export const maxBodyBytes: number = mib(25);
 /** The body bytes all requests together may hold while they are read and handled: `--max-inflight`, `maxInflight`. */
-export const maxInflightBytes = mib(256);
+export const maxInflightBytes: number = mib(256);
 /** How long your app may take to answer a forwarded delivery: `--forward-timeout`. */
 export const forwardTimeoutMs = 30_000;
 /** Headers must arrive within this (`--read-timeout`), and a whole body within BODY_READS times it. */
@@ -93,7 +93,7 @@ export const storeBriefWaitMs = 60_000;
 /** The history (`--inspect`, a postgres store's): how many verified requests are kept (`--history`). */
 export const historyRows = 500;
 /** The history: the body bytes the kept verified requests may hold together (`--history-size`). */
-export const historyBytes = mib(64);
+export const historyBytes: number = mib(64);
 /** The history: how much of an older verified body is kept past `historyBytes`, and of a refused one. */
 export const historyPartBytes = 4096;
 /** The history: how many refused requests are kept, apart from the verified ones. */
@@ -104,17 +104,17 @@ export const historyRefusedRows = 100;
  */
 export const historyRuns = 200;
 /** `reconcile`, `catchUp` and the run watch: the runs looked at, by initialisation time, when no window is given (`--since`). */
-export const reconcileSinceMs = hours(24);
+export const reconcileSinceMs: number = hours(24);
 /** `listen --watch-runs`, `runs watch`: how often the forecast API is asked what it published (`--watch-interval`). */
 export const watchIntervalMs = 60_000;
 /** `listen --watch-runs`, `runs watch`: a forecast hour available this long and not delivered is late (`--late-after`). */
-export const lateAfterMs = minutes(10);
+export const lateAfterMs: number = minutes(10);
 /** How many pairs the in-memory store keeps at most; past it, the oldest are forgotten. */
 export const memoryPairs = 100_000;
 /** A sink's `?dedupe=`: the JetStream duplicate window of a stream we create, the life of a Redis dedupe key (as `--dedupe-ttl`). */
-export const sinkDedupeMs = hours(24);
+export const sinkDedupeMs: number = hours(24);
 /** A sink's `?keep=`: how long a message stays in the stream (JetStream's max_age; Redis trims older entries at each append). */
-export const sinkKeepMs = days(7);
+export const sinkKeepMs: number = days(7);
 /** How long a publish waits for the broker's acknowledgement before the delivery is answered 503. */
 export const sinkPublishTimeoutMs = 5_000;
 /** How long a sink or a consumer waits for its broker to answer at start before it gives up (exit 6). */
@@ -143,7 +143,7 @@ export const mcpWaitSeconds = 30;
 export const sendType = 'forecast_hour.available';
 export const sendWebhookId = '1';
 export const sendSubscriptionId = '1';
-export const sendLayout = 'standard' satisfies LayoutName;
+export const sendLayout: 'standard' = 'standard' satisfies LayoutName;
 
 // The relay (`relay serve`, the Worker, `listen --relay`): its flags and vars, its protocol, its client.
 /** `relay serve --port`. */
@@ -153,11 +153,11 @@ export const relayStore = 'file';
 /** `relay serve --schema`: the PostgreSQL schema of the relay's tables. */
 export const relaySchema = 'wxhooks_relay';
 /** How long a delivery waits for `listen`, and a channel unused is kept: `--keep`, RELAY_KEEP_SECONDS. */
-export const relayKeepMs = days(7);
+export const relayKeepMs: number = days(7);
 /** The bytes of deliveries kept at most, as the store takes them (a file's whole blocks): `--max-bytes`, RELAY_MAX_BYTES. */
-export const relayMaxBytes = mib(256);
+export const relayMaxBytes: number = mib(256);
 /** Body bytes read at once across every inbound request, in both hosts (a Worker has 128 MB): `--max-inflight`. */
-export const relayMaxInflightBytes = mib(32);
+export const relayMaxInflightBytes: number = mib(32);
 /** The channels a relay keeps at most (a token holder cannot make more): `--max-channels`, RELAY_MAX_CHANNELS. */
 export const relayMaxChannels = 100;
 /** How often `relay serve` drops what is older than kept. */
@@ -167,14 +167,14 @@ export const relayWorkerSweepIntervalMs = 3_600_000;
 /** What a 503 for a spent byte budget tells the service to wait, in seconds: room comes back only as `listen` acknowledges. */
 export const relayFullRetryAfterSeconds = 60;
 /** `relay serve --store file`: the bytes of the newest deliveries also kept in memory, so that handing them over reads no file. */
-export const relayMemoryBytes = mib(32);
+export const relayMemoryBytes: number = mib(32);
 /** A channel's replaced secret still verifies, at `listen`, what the relay received before the change, for this long. */
-export const relaySecretGraceMs = hours(24);
+export const relaySecretGraceMs: number = hours(24);
 /** The protocol's window: deliveries, and body bytes, handed over and not yet acknowledged, unless the client asks otherwise. */
 export const relayWindow = 32;
-export const relayWindowBytes = mib(8);
+export const relayWindowBytes: number = mib(8);
 /** The most body bytes a client may ask to have handed over and not acknowledged. */
-export const relayMaxWindowBytes = mib(32);
+export const relayMaxWindowBytes: number = mib(32);
 /** The relay client connects again after a failed connection after this, doubling (with jitter) up to the most. */
 export const relayRetryFirstMs = 500;
 export const relayRetryMostMs = 30_000;

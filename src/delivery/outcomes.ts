@@ -74,7 +74,14 @@ export const OUTCOMES = {
   method_not_allowed: { label: 'method not allowed', refused: true, check: 'not_verified', means: 'not a POST: 405' },
   not_found: { label: 'not found', refused: true, check: 'not_verified', means: 'another path: 404' },
   error: { label: 'error', means: 'something failed inside the receiver (the delivery could not be saved, a bug): 500' },
-} as const satisfies Record<string, OutcomeRow>;
+} as const;
+
+/**
+ * Every row is an OutcomeRow, with no key OutcomeRow lacks: the check `satisfies` would make, as a type,
+ * since a declaration written file by file (isolatedDeclarations) cannot take its type from `satisfies`.
+ */
+type Rows<T extends { readonly [K in keyof T]: OutcomeRow & { readonly [P in Exclude<keyof T[K], keyof OutcomeRow>]: never } }> = T;
+type _OutcomesAreRows = Rows<typeof OUTCOMES>;
 
 export type Outcome = keyof typeof OUTCOMES;
 

@@ -50,7 +50,7 @@ function same(a: string, b: string): boolean {
  * `client_id`, `iat` within 5 minutes either way) or the key itself (as the service's own text
  * describes). Returns undefined when accepted, else what failed, in words.
  */
-export async function authProblem(header: string | undefined, creds: EmulatorCredentials, nowMs = Date.now()): Promise<string | undefined> {
+export async function authProblem(header: string | undefined, creds: EmulatorCredentials, nowMs: number = Date.now()): Promise<string | undefined> {
   if (!header) return 'no Authorization header: send Authorization: Bearer <API key>';
   const space = header.indexOf(' ');
   const scheme = header.slice(0, space).toLowerCase(); // schemes are case-insensitive (RFC 9110)

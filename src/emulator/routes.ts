@@ -42,7 +42,7 @@ class HttpError extends Error {
   }
 }
 
-export function errorBody(code: string, message: string) {
+export function errorBody(code: string, message: string): { error: { code: string; message: string } } {
   return { error: { code, message } };
 }
 

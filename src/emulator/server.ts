@@ -41,7 +41,7 @@ export interface RunningEmulator {
   close(): Promise<void>;
 }
 
-export const MAX_REQUEST_BODY = 1024 * 1024;
+export const MAX_REQUEST_BODY: number = 1024 * 1024;
 
 function send(res: ServerResponse, r: EmuResponse): void {
   if (res.headersSent) return;
@@ -63,7 +63,7 @@ function send(res: ServerResponse, r: EmuResponse): void {
 }
 
 /** The body bytes all requests together may hold while they are read: past it, 503 (as `listen --max-inflight`). */
-export const MAX_INFLIGHT = 64 * 1024 * 1024;
+export const MAX_INFLIGHT: number = 64 * 1024 * 1024;
 
 /** Starts the emulator's HTTP server; binds 127.0.0.1 unless told otherwise. */
 export async function startEmulator(options: EmulatorOptions = {}): Promise<RunningEmulator> {

@@ -78,10 +78,10 @@ const WRITE_DELAY_MS = 250;
  * each), and at once on close, so that no change it answered is lost on a clean exit.
  */
 export class EmulatorState {
-  webhooks = new Map<string, EmuWebhook>();
+  webhooks: Map<string, EmuWebhook> = new Map<string, EmuWebhook>();
   deliveries: DeliveryAttempt[] = [];
   /** What the emulator published, as its forecast API answers it. */
-  readonly forecasts = new ForecastRecord();
+  readonly forecasts: ForecastRecord = new ForecastRecord();
   private nextWebhookId = 1;
   private nextSubscriptionId = 1;
   private nextAttemptId = 1;

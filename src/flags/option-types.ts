@@ -40,6 +40,11 @@ export interface Declared<O> {
 /** The options the declarations give: `type XxxOptions = OptionsOf<ReturnType<typeof declareXxx>>`. */
 export type OptionsOf<D> = D extends Declared<infer O> ? Flatten<O> : never;
 
+/** `true` when A and B are the same type (an options type written out, and the one its flags give), else `false`. */
+export type Same<A, B> = (<T>() => T extends A ? 1 : 2) extends <T>() => T extends B ? 1 : 2 ? true : false;
+/** A type error unless `T` is `true`: `type _Checked = Expect<Same<A, B>>`. */
+export type Expect<T extends true> = T;
+
 /** Starts declaring `cmd`'s options; each call goes to commander unchanged. */
 export function declare(cmd: Command): Declared<object> {
   const self: Declared<object> = {

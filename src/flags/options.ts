@@ -55,13 +55,15 @@ export function accumulated<F extends string, T>(flags: F, description: string, 
 export { collect };
 
 /** `--port`, with each command's own default. */
-export const portOption = (fallback: number, what = 'port to listen on (0 picks a free one)') => valued('--port <port>', what, port, [fallback, String(fallback)]);
+export const portOption = (fallback: number, what = 'port to listen on (0 picks a free one)'): TypedOption<'--port <port>', number> =>
+  valued('--port <port>', what, port, [fallback, String(fallback)]);
 
 /** `--scheme`: its choices are the layout table's names. */
 export const schemeOption = (description: string) => new Option('--scheme <name>', description).choices(SCHEMES).default(DEFAULTS.scheme) as TypedOption<'--scheme <name>', Scheme>;
 
 /** `--tolerance`: the same limits wherever a timestamp is checked. */
-export const toleranceOption = (description: string) => valued('--tolerance <seconds>', description, toleranceSeconds, [DEFAULTS.toleranceSeconds, String(DEFAULTS.toleranceSeconds)]);
+export const toleranceOption = (description: string): TypedOption<'--tolerance <seconds>', number> =>
+  valued('--tolerance <seconds>', description, toleranceSeconds, [DEFAULTS.toleranceSeconds, String(DEFAULTS.toleranceSeconds)]);
 
 /** An identifier argument (a webhook or subscription id), checked as it is read: safe in a URL path. */
-export const idArgument = (name: string, description: string) => new Argument(name, description).argParser((text: string) => identifier(text, `The ${description.replace(/^the /, '')}`));
+export const idArgument = (name: string, description: string): Argument => new Argument(name, description).argParser((text: string) => identifier(text, `The ${description.replace(/^the /, '')}`));

@@ -14,7 +14,7 @@ import { redact } from '../util/redact.js';
 export const PAGE = { default: 20, max: 100 } as const;
 
 /** Bytes of a body in one answer: the default, and the most a caller may ask for. */
-export const BODY = { default: 16 * 1024, max: 1024 * 1024 } as const;
+export const BODY: { readonly default: number; readonly max: number } = { default: 16 * 1024, max: 1024 * 1024 } as const;
 
 /**
  * The marks this server puts around content from outside: a request's headers and body (verified or not:

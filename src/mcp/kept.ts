@@ -36,7 +36,7 @@ export class KeptHistory implements Attachment {
     readonly about: Attached,
     private readonly replayTo: KeptReplay | undefined,
     /** A folder's: reads its new files (before each answer, and while someone watches). */
-    private readonly folder?: SavedFolder,
+    private readonly folder?: SavedFolder | undefined,
     private readonly onClose: () => Promise<void> = async () => undefined,
   ) {}
 

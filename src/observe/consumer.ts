@@ -18,11 +18,11 @@ import { carried, endSpan, inSpanOf, ROOT_CONTEXT, startSpan, type Span } from '
 const FINAL = new Set(['accepted', 'duplicate', 'dead_lettered', 'handler_failed', 'handler_timed_out']);
 
 export class ConsumerWatch {
-  readonly messages = new Counter('wxhooks_consumer_messages_total', "Messages a worker finished with, by group and outcome (the consumer's outcomes).", ['group', 'outcome']);
-  readonly deadLetters = new Counter('wxhooks_consumer_dead_letters_total', 'Messages moved to the dead letters, by group and cause.', ['group', 'cause']);
-  readonly retries = new Counter('wxhooks_consumer_retries_total', 'Messages given back or kept to be tried again, by group and outcome.', ['group', 'outcome']);
-  readonly lag = new Histogram('wxhooks_consumer_lag_seconds', 'How long a message waited in the stream (the broker stored it, a worker took it), by group.', ['group'], BOUNDS.stream);
-  readonly handlers = new Histogram('wxhooks_consumer_handler_duration_seconds', "How long the app's handlers took, by group and outcome.", ['group', 'outcome'], BOUNDS.call);
+  readonly messages: Counter = new Counter('wxhooks_consumer_messages_total', "Messages a worker finished with, by group and outcome (the consumer's outcomes).", ['group', 'outcome']);
+  readonly deadLetters: Counter = new Counter('wxhooks_consumer_dead_letters_total', 'Messages moved to the dead letters, by group and cause.', ['group', 'cause']);
+  readonly retries: Counter = new Counter('wxhooks_consumer_retries_total', 'Messages given back or kept to be tried again, by group and outcome.', ['group', 'outcome']);
+  readonly lag: Histogram = new Histogram('wxhooks_consumer_lag_seconds', 'How long a message waited in the stream (the broker stored it, a worker took it), by group.', ['group'], BOUNDS.stream);
+  readonly handlers: Histogram = new Histogram('wxhooks_consumer_handler_duration_seconds', "How long the app's handlers took, by group and outcome.", ['group', 'outcome'], BOUNDS.call);
   private inflight = 0;
   private brokerLost?: string;
   /** Each message's span, from its check to its end, by the broker's id. */

@@ -49,26 +49,26 @@ const round = (v: number | undefined, digits: number): number | null => (v === u
 /** listen's series: those its reports give (always, when anything reads them), and those its steps give (with --metrics). */
 export class ListenFigures {
   readonly started: number;
-  readonly requests = new Counter('wxhooks_requests_total', 'Requests answered, by outcome (the outcome vocabulary) and delivery type (empty when it did not verify).', ['outcome', 'type']);
-  readonly refusals = new Counter('wxhooks_refusals_total', "Requests refused before or at verification, by reason (the verifier's reason, else the outcome).", ['reason']);
-  readonly forward = new Histogram(
+  readonly requests: Counter = new Counter('wxhooks_requests_total', 'Requests answered, by outcome (the outcome vocabulary) and delivery type (empty when it did not verify).', ['outcome', 'type']);
+  readonly refusals: Counter = new Counter('wxhooks_refusals_total', "Requests refused before or at verification, by reason (the verifier's reason, else the outcome).", ['reason']);
+  readonly forward: Histogram = new Histogram(
     'wxhooks_app_response_duration_seconds',
     "Your app's answers to forwarded deliveries, by status class (error: no answer), and how long they took.",
     ['status_class'],
     BOUNDS.call,
   );
-  readonly lag = new Histogram(
+  readonly lag: Histogram = new Histogram(
     'wxhooks_delivery_lag_seconds',
     "The forecast's delivery lag: received minus the notification's created_at, for new verified deliveries, by type and model.",
     ['type', 'model'],
     BOUNDS.lag,
   );
-  readonly verify = new Histogram('wxhooks_verification_duration_seconds', "How long a delivery's signature check took, by result (ok, failed).", ['result'], BOUNDS.verify);
-  readonly store = new Histogram('wxhooks_store_operation_duration_seconds', 'How long each operation on the processed pairs took, by operation.', ['operation'], BOUNDS.call);
-  readonly storeErrors = new Counter('wxhooks_store_errors_total', 'Operations on the processed pairs that failed, by operation.', ['operation']);
-  readonly sinks = new Histogram('wxhooks_sink_publish_duration_seconds', 'How long a broker took to acknowledge a delivery (--sink), by sink.', ['sink'], BOUNDS.call);
-  readonly sinkErrors = new Counter('wxhooks_sink_errors_total', 'Publishes a broker did not acknowledge, by sink and kind (unavailable, refused).', ['sink', 'kind']);
-  readonly lateSaid = new Counter('wxhooks_late_notifications_total', '--watch-runs: notifications found late (available longer than --late-after, not delivered), by type and model.', [
+  readonly verify: Histogram = new Histogram('wxhooks_verification_duration_seconds', "How long a delivery's signature check took, by result (ok, failed).", ['result'], BOUNDS.verify);
+  readonly store: Histogram = new Histogram('wxhooks_store_operation_duration_seconds', 'How long each operation on the processed pairs took, by operation.', ['operation'], BOUNDS.call);
+  readonly storeErrors: Counter = new Counter('wxhooks_store_errors_total', 'Operations on the processed pairs that failed, by operation.', ['operation']);
+  readonly sinks: Histogram = new Histogram('wxhooks_sink_publish_duration_seconds', 'How long a broker took to acknowledge a delivery (--sink), by sink.', ['sink'], BOUNDS.call);
+  readonly sinkErrors: Counter = new Counter('wxhooks_sink_errors_total', 'Publishes a broker did not acknowledge, by sink and kind (unavailable, refused).', ['sink', 'kind']);
+  readonly lateSaid: Counter = new Counter('wxhooks_late_notifications_total', '--watch-runs: notifications found late (available longer than --late-after, not delivered), by type and model.', [
     'type',
     'model',
   ]);

@@ -30,7 +30,7 @@ export interface RelayWatchOptions {
 const routeOf = (path: string) => path.replace(/^\/(in|connect|channels)\/[^/]+/, '/$1/{channel}');
 
 export class RelayWatch {
-  readonly requests = new Counter('wxhooks_relay_requests_total', 'Requests the relay answered, by outcome.', ['outcome']);
+  readonly requests: Counter = new Counter('wxhooks_relay_requests_total', 'Requests the relay answered, by outcome.', ['outcome']);
   private tracing?: Tracing;
   private server?: RunningObserveServer;
   /** Given to the relay's host: each request in a span of its own (with an SDK). */

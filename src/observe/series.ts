@@ -31,7 +31,7 @@ export const labelsOf = (key: string): string[] => key.split(SEP);
 /** A count that only grows (requests, errors, late hours said). */
 export class Counter implements Family {
   readonly type = 'counter';
-  readonly values = new Map<string, number>();
+  readonly values: Map<string, number> = new Map<string, number>();
   constructor(
     readonly name: string,
     readonly help: string,
@@ -116,7 +116,7 @@ export class Buckets {
 /** A distribution of values by label set (latencies, lags), in fixed buckets. */
 export class Histogram implements Family {
   readonly type = 'histogram';
-  readonly values = new Map<string, Buckets>();
+  readonly values: Map<string, Buckets> = new Map<string, Buckets>();
   constructor(
     readonly name: string,
     readonly help: string,

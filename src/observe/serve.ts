@@ -37,7 +37,7 @@ export interface RunningObserveServer {
 }
 
 /** Each check's answer: `ok`, or why not (redacted: a reason quotes what a store or broker said). */
-export async function readiness(checks: ReadyCheck[], timeoutMs = DEFAULTS.readyCheckMs): Promise<{ ready: boolean; checks: Record<string, string> }> {
+export async function readiness(checks: ReadyCheck[], timeoutMs: number = DEFAULTS.readyCheckMs): Promise<{ ready: boolean; checks: Record<string, string> }> {
   const answers = await Promise.all(
     checks.map(async (c) => {
       let timer: ReturnType<typeof setTimeout> | undefined;

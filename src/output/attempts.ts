@@ -19,7 +19,7 @@ export function attemptResult(a: AttemptSummary): string {
 }
 
 /** What comes next for a failed attempt: its retry, or nothing more (a ping is never retried). */
-export function attemptNext(a: AttemptSummary, now = Date.now()): string {
+export function attemptNext(a: AttemptSummary, now: number = Date.now()): string {
   if (a.outcome !== 'failed') return '';
   if (a.next_attempt_at) {
     const at = Date.parse(a.next_attempt_at);
@@ -34,7 +34,7 @@ export function attemptNext(a: AttemptSummary, now = Date.now()): string {
  * attempt, the receiver's answer or error, the next retry), the ids last (webhook, subscription,
  * trigger), so that a line cut to the terminal's width loses the ids, not the answer.
  */
-export function attemptLine(a: AttemptSummary, style: Style, width?: number, now = Date.now()): string {
+export function attemptLine(a: AttemptSummary, style: Style, width?: number, now: number = Date.now()): string {
   const time = style.dim((a.started_at ?? new Date(now).toISOString()).slice(11, 19));
   const mark = a.outcome === 'delivered' ? style.green('✓') : a.outcome === 'pending' ? style.yellow('…') : style.red('✗');
   const what = `${printable(a.type ?? '?')}${a.test ? style.cyan(' ping') : ''}`;
@@ -45,7 +45,7 @@ export function attemptLine(a: AttemptSummary, style: Style, width?: number, now
 }
 
 /** The attempts as a table (`wxhooks emulator deliveries`): aligned on a terminal (the receiver's answer last, cut first), tab-separated when piped. */
-export function attemptsTable(attempts: AttemptSummary[], tty: boolean, width?: number, now = Date.now()): string {
+export function attemptsTable(attempts: AttemptSummary[], tty: boolean, width?: number, now: number = Date.now()): string {
   return table(
     ['TIME', 'WEBHOOK', 'SUBSCRIPTION', 'TYPE', 'TRIGGER', 'ATTEMPT', 'RESULT', 'NEXT', 'ANSWER'],
     attempts.map((a) => [

@@ -2,7 +2,7 @@ import { createInterface } from 'node:readline';
 import type { Context } from '../context.js';
 import { InterruptedError, UsageError } from '../errors.js';
 
-export const interactive = (ctx: Context) => Boolean(ctx.stdin.isTTY && ctx.stderr.isTTY);
+export const interactive = (ctx: Context): boolean => Boolean(ctx.stdin.isTTY && ctx.stderr.isTTY);
 
 /** Asks a yes/no question on the terminal; without one, `--yes` is required. */
 export async function confirm(ctx: Context, question: string, yes: boolean | undefined, flagHint: string): Promise<boolean> {

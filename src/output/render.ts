@@ -26,7 +26,7 @@ export function succeeded(ctx: Context, json: unknown, message: string): void {
 
 // eslint-disable-next-line no-control-regex
 const ANSI = /\u001b\[[0-9;]*m/g;
-export const visibleLength = (s: string) => s.replace(ANSI, '').length;
+export const visibleLength = (s: string): number => s.replace(ANSI, '').length;
 
 /**
  * A line cut to `width` columns, its colours kept (and closed), with `…` where it was cut: so that a

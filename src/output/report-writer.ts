@@ -3,7 +3,7 @@ import { LineBuffer } from '../util/line-buffer.js';
 import type { StatusLine } from './run-progress.js';
 
 /** What a long-running command keeps unwritten for a stdout nobody reads before it drops lines (and counts them). */
-export const OUTPUT_LIMIT = 8 * 1024 * 1024;
+export const OUTPUT_LIMIT: number = 8 * 1024 * 1024;
 
 /**
  * A long-running command's report lines, gathered and written at most every 20 ms (a burst costs one

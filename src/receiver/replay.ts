@@ -82,8 +82,17 @@ export interface ReplayRefused {
 
 const refused = (rule: ReplayRule, status: 404 | 409, error: string): ReplayRefused => ({ ok: false, rule, status, error });
 
+/** The rules' words, one for each rule. */
+export interface ReplayRefusals {
+  readonly gone: () => ReplayRefused;
+  readonly notVerified: (r: Pick<DeliveryRecord, 'id' | 'message' | 'outcome'>) => ReplayRefused;
+  readonly noBody: () => ReplayRefused;
+  readonly partial: (kept: number, why?: string) => ReplayRefused;
+  readonly notRouted: (type: string | undefined) => ReplayRefused;
+}
+
 /** The rules' words. */
-export const REPLAY_REFUSALS = {
+export const REPLAY_REFUSALS: ReplayRefusals = {
   gone: () => refused('gone', 404, 'that delivery is no longer kept (see --history)'),
   // what did not verify is never signed with the webhook's secret: it would make an attacker's bytes authentic
   notVerified: (r: Pick<DeliveryRecord, 'id' | 'message' | 'outcome'>) =>

@@ -226,7 +226,7 @@ const SHORT_ESCAPES = new Map<number, number>([
  * a body is written as text (a JSON body's quotes escaped: under twice its size) or base64 (4/3): 128 MiB
  * holds any of those whole. A larger file is passed over (and said), never read.
  */
-export const SAVED_FILE_LIMIT = 128 * 1024 * 1024;
+export const SAVED_FILE_LIMIT: number = 128 * 1024 * 1024;
 
 /**
  * One saved delivery's file, read safely: a regular file only (a FIFO does not hang it, a device is
@@ -262,8 +262,13 @@ export function parseHeadersText(text: string): Record<string, string> {
   return out;
 }
 
+/** A captured delivery read back: from a saved file (with when it was received), or from a headers file and a body file. */
+export type Captured =
+  | { headers: Record<string, string>; body: Buffer; receivedAt: number; saved: SavedDelivery }
+  | { headers: Record<string, string>; body: Buffer; receivedAt: undefined; saved: undefined };
+
 /** The headers and raw body of a captured delivery: a saved file, or a headers file and a body file. */
-export async function readCaptured(saved: string | undefined, headersFile?: string, bodyFile?: string) {
+export async function readCaptured(saved: string | undefined, headersFile?: string, bodyFile?: string): Promise<Captured> {
   if (saved !== undefined) {
     if (headersFile || bodyFile) throw new UsageError('Give a saved delivery, or --headers and --body, not both.');
     let parsed: SavedDelivery;

@@ -69,7 +69,7 @@ export function sourceOf(o: { dir?: string; store?: string; storeSchema?: string
 }
 
 /** The source for messages: the folder, or the store's URL without its password. */
-export const whereOf = (source: DeliverySource) => ('dir' in source ? source.dir : shownUrl(source.store));
+export const whereOf = (source: DeliverySource): string => ('dir' in source ? source.dir : shownUrl(source.store));
 
 function fromFile(d: SavedFile, secrets: readonly string[] = []): StoredDelivery {
   const p = d.payload;

@@ -1,5 +1,5 @@
 import * as ANSWERS from '../delivery/answers.js';
-import { LAYOUTS } from '../signing/layouts.js';
+import { type Layout, LAYOUTS } from '../signing/layouts.js';
 import { examine, failures, rowsFor, type HeaderSource } from '../signing/rules.js';
 import { equalBytes, utf8 } from '../signing/encoding.js';
 import { answers, type Answer } from './answers.js';
@@ -57,7 +57,7 @@ export function route(method: string, path: string, query = ''): Route {
 }
 
 /** The layouts the relay checks at its edge: those that sign the timestamp (a `--scheme auto` listen's). */
-export const AUTO_ROWS = rowsFor('auto', LAYOUTS);
+export const AUTO_ROWS: Layout[] = rowsFor('auto', LAYOUTS);
 type Digestible = Parameters<typeof crypto.subtle.digest>[1];
 const sha256 = async (text: string) => new Uint8Array(await crypto.subtle.digest('SHA-256', utf8(text) as Digestible));
 

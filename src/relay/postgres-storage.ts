@@ -46,7 +46,7 @@ export const RELAY_MIGRATIONS: Migration[] = [
   },
 ];
 
-export const RELAY_SCHEMA_VERSION = RELAY_MIGRATIONS.at(-1)!.version;
+export const RELAY_SCHEMA_VERSION: number = RELAY_MIGRATIONS.at(-1)!.version;
 
 export interface PgRelayStorageOptions {
   url: string;

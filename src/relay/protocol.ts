@@ -23,7 +23,7 @@ export const CHANNELS_PREFIX = '/channels/';
 export const HEALTH_PATH = '/health';
 
 /** A channel's name: what goes in the inbound URL. */
-export const CHANNEL_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
+export const CHANNEL_NAME: RegExp = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
 
 /**
  * At most this many deliveries are sent and not yet acknowledged on a connection (a client may ask for
@@ -36,11 +36,11 @@ export const MAX_WINDOW = 64;
  * The body bytes in one frame: a larger delivery is sent in several. Cloudflare closes a WebSocket whose
  * message is over 1 MiB (1009), and a smaller frame lets the window move sooner.
  */
-export const FRAME_BODY = 512 * 1024;
+export const FRAME_BODY: number = 512 * 1024;
 /** The largest delivery a client assembles from frames (the relay's own limit, --max-body, is below it). */
-export const MAX_DELIVERY = 256 * 1024 * 1024;
+export const MAX_DELIVERY: number = 256 * 1024 * 1024;
 /** Client messages are small (an ack, an open): a larger one closes the connection. */
-export const MAX_CLIENT_MESSAGE = 64 * 1024;
+export const MAX_CLIENT_MESSAGE: number = 64 * 1024;
 
 /**
  * A channel's connection is let go of when nothing came from it for this many of the client's
@@ -49,7 +49,7 @@ export const MAX_CLIENT_MESSAGE = 64 * 1024;
 export const STALE_HEARTBEATS = 2.5;
 
 /** A client's name for itself: the same across its reconnections, so that its own new connection takes over its old one. */
-export const SESSION_NAME = /^[A-Za-z0-9_-]{8,64}$/;
+export const SESSION_NAME: RegExp = /^[A-Za-z0-9_-]{8,64}$/;
 
 /** The text a client sends to keep the connection alive, and the answer (a Durable Object answers it without waking). */
 export const PING = 'ping';

@@ -158,7 +158,7 @@ export class RelayState {
   readonly storage: RelayStorage;
   readonly settings: Settings;
   readonly now: () => number;
-  readonly channels = new Map<string, LiveChannel>();
+  readonly channels: Map<string, LiveChannel> = new Map<string, LiveChannel>();
   /** The bytes of the deliveries stored, and of those verified and being stored. */
   used = 0;
   reserved = 0;

@@ -7,12 +7,12 @@
  * small members (and the small members of `data`) are parsed: what `listen`
  * shows. Both paths accept and refuse the same texts.
  */
-export const LARGE_BODY = 1024 * 1024;
+export const LARGE_BODY: number = 1024 * 1024;
 const SMALL_MEMBER = 64 * 1024;
 
 export type BodyObject = Record<string, unknown>;
 
-export function parseBodyObject(body: Buffer, largeAt = LARGE_BODY): BodyObject | undefined {
+export function parseBodyObject(body: Buffer, largeAt: number = LARGE_BODY): BodyObject | undefined {
   if (body.length <= largeAt) {
     let value: unknown;
     try {

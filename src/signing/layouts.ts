@@ -39,7 +39,7 @@ const HEX = /^[0-9a-fA-F]+$/;
 const BASE64 = /^[A-Za-z0-9+/]+={0,2}$/;
 
 /** Whether `text` is base64 in the standard alphabet, with at most two `=` at the end. */
-export const isBase64 = (text: string) => BASE64.test(text);
+export const isBase64 = (text: string): boolean => BASE64.test(text);
 
 /** `whsec_` + base64 is decoded; any other secret is used as its UTF-8 bytes. */
 export function standardKey(secret: string): Uint8Array {
@@ -70,7 +70,7 @@ function hexSignatures(header: string): ParsedHeader {
 const row = <const N extends string>(layout: Layout & { name: N }) => layout;
 
 /** The table. */
-export const LAYOUTS = [
+export const LAYOUTS: readonly [Layout & { name: 'standard' }, Layout & { name: 'stripe' }, Layout & { name: 'hex-timestamp' }, Layout & { name: 'hex-body' }] = [
   row({
     name: 'standard',
     signsTimestamp: true,

@@ -52,7 +52,7 @@ export type VerifyResult = VerifySuccess | VerifyFailure;
 
 export const MAX_SIGNATURE_HEADER = 4096;
 /** Bodies up to this size are re-serialised, after a failure, to tell "re-formatted on the way" from "wrong secret". */
-export const REFORMAT_DIAGNOSIS_MAX = 64 * 1024;
+export const REFORMAT_DIAGNOSIS_MAX: number = 64 * 1024;
 /** Seconds a timestamp may be off the clock, either way, unless told. */
 export const DEFAULT_TOLERANCE = 300;
 /** How many further looks for why a request failed a receiver facing anonymous senders takes a minute (`listen`, the handlers). */

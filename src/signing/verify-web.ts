@@ -82,7 +82,7 @@ export class WebVerifier {
   }
 
   /** Verifies one delivery: its headers, and its body's raw bytes (a string is taken as its UTF-8). */
-  async verify(headers: HeaderSource, body: Uint8Array | string, now = Date.now()): Promise<VerifyResult> {
+  async verify(headers: HeaderSource, body: Uint8Array | string, now: number = Date.now()): Promise<VerifyResult> {
     const bytes = typeof body === 'string' ? utf8(body) : body;
     const found = examine(headers, now, this.tolerance, this.rows);
     if (!found.ok) return found;

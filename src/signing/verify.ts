@@ -173,7 +173,7 @@ export class Verifier {
     };
   }
 
-  verify(headers: HeaderSource, body: Buffer, now = Date.now()): SessionVerifyResult {
+  verify(headers: HeaderSource, body: Buffer, now: number = Date.now()): SessionVerifyResult {
     this.now = now;
     const result = check(this.rules, now, headers, body);
     if (result.ok && !this.pinned && this.pins) {

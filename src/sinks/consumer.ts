@@ -42,7 +42,15 @@ export interface VerifiedMessage {
 }
 
 /** The outcomes a consumer reports: the core's names (src/delivery/outcomes.ts). */
-export const CONSUMER_OUTCOMES = ['accepted', 'duplicate', 'in_progress', 'store_failed', 'handler_failed', 'handler_timed_out', 'dead_lettered'] as const satisfies readonly Outcome[];
+export const CONSUMER_OUTCOMES: readonly ['accepted', 'duplicate', 'in_progress', 'store_failed', 'handler_failed', 'handler_timed_out', 'dead_lettered'] = [
+  'accepted',
+  'duplicate',
+  'in_progress',
+  'store_failed',
+  'handler_failed',
+  'handler_timed_out',
+  'dead_lettered',
+] as const satisfies readonly Outcome[];
 export type ConsumerOutcome = (typeof CONSUMER_OUTCOMES)[number];
 
 /** Why a message went to the dead letters. */
@@ -276,7 +284,12 @@ export async function handleInbound(inbound: Inbound, s: ConsumerSettings): Prom
 }
 
 /** A consumer's limits, each an option of `consume` and its default in the one table (src/delivery/defaults.ts). */
-const LIMITS = {
+const LIMITS: {
+  readonly concurrency: typeof DEFAULTS.consumerConcurrency;
+  readonly retryDelayMs: typeof DEFAULTS.consumerRetryDelayMs;
+  readonly maxDeliveries: typeof DEFAULTS.consumerMaxDeliveries;
+  readonly claimTimeoutMs: typeof DEFAULTS.consumerClaimTimeoutMs;
+} = {
   concurrency: DEFAULTS.consumerConcurrency,
   retryDelayMs: DEFAULTS.consumerRetryDelayMs,
   maxDeliveries: DEFAULTS.consumerMaxDeliveries,

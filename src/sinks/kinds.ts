@@ -7,7 +7,7 @@ import type { SinkDefinition } from './sink.js';
  * The URL parser, `listen --sink`'s help, `deliveries list --sink` and the tests' broker table read it.
  * A new broker is its own file (a `defineSink`, as nats.ts ends with) and its line here.
  */
-export const SINKS = [NATS, REDIS] as const satisfies readonly SinkDefinition[];
+export const SINKS: readonly [typeof NATS, typeof REDIS] = [NATS, REDIS] as const satisfies readonly SinkDefinition[];
 
 /** A kind's name: `nats`, `redis`. */
 export type SinkKind = (typeof SINKS)[number]['kind'];
@@ -25,10 +25,10 @@ export function sinkNamed(kind: string): SinkDefinition {
 }
 
 /** The URL shapes, as help and messages show them: `nats://host:4222/SUBJECT or redis://host:6379/STREAM`. */
-export const sinkExamples = (separator = ' or ') => SINKS.map((s) => s.example).join(separator);
+export const sinkExamples = (separator = ' or '): string => SINKS.map((s) => s.example).join(separator);
 
 /** Every scheme a sink URL may have, as `nats://`. */
-export const sinkSchemes = () => SINKS.flatMap((s) => Object.keys(s.schemes).map((scheme) => `${scheme}://`));
+export const sinkSchemes = (): string[] => SINKS.flatMap((s) => Object.keys(s.schemes).map((scheme) => `${scheme}://`));
 
 /** `listen --sink`'s help: each broker, and its URL's shape. */
 export const sinkFlagHelp = () =>

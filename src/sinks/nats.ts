@@ -17,6 +17,7 @@ import {
   type DropRisk,
   type Sink,
   type SinkConsumer,
+  type SinkDefinition,
   type SinkOptions,
   type SinkStream,
   type SinkTarget,
@@ -50,7 +51,7 @@ const where = (t: Target) => `${t.host}:${t.port}`;
 export const deadSubjectOf = (subject: string) => `${subject}.dead`;
 
 /** The JetStream stream a subject gets when none holds it yet: the subject, its dots (and slashes) as underscores (`wxhooks.deliveries` → `wxhooks_deliveries`). */
-export const streamNameFor = (subject: string) => subject.replace(/[./\\]/g, '_');
+export const streamNameFor = (subject: string): string => subject.replace(/[./\\]/g, '_');
 
 /** A JetStream subject we publish to: dot-separated tokens, none empty, no wildcard, no whitespace. */
 function subjectProblem(subject: string): string | undefined {
@@ -570,7 +571,7 @@ export async function readNats(t: Target, limit: number): Promise<SinkView> {
 }
 
 /** NATS JetStream, as the registry (kinds.ts) holds it. */
-export const NATS = defineSink<'nats', NatsSettings>({
+export const NATS: SinkDefinition<NatsSettings> & { kind: 'nats' } = defineSink<'nats', NatsSettings>({
   kind: 'nats',
   label: 'NATS JetStream',
   schemes: { nats: { tls: false } },

@@ -6,7 +6,20 @@ import { NotFoundError, UnreachableError, UsageError } from '../errors.js';
 import { printable } from '../util/printable.js';
 import { handleInbound, runSettings, type Inbound } from './consumer.js';
 import { BODY_FIELD, decodeMessage, encodeMessage, type FieldName } from './message.js';
-import { BrokerState, checkGroup, defineSink, SinkUnavailableError, watchEvery, type ConsumeOptions, type DropRisk, type Sink, type SinkConsumer, type SinkOptions, type SinkTarget } from './sink.js';
+import {
+  BrokerState,
+  checkGroup,
+  defineSink,
+  SinkUnavailableError,
+  watchEvery,
+  type ConsumeOptions,
+  type DropRisk,
+  type Sink,
+  type SinkConsumer,
+  type SinkDefinition,
+  type SinkOptions,
+  type SinkTarget,
+} from './sink.js';
 import { entryOf, type SinkView } from './view.js';
 
 /**
@@ -556,7 +569,7 @@ export async function readRedis(t: Target, limit: number): Promise<SinkView> {
 }
 
 /** Redis Streams, as the registry (kinds.ts) holds it. */
-export const REDIS = defineSink<'redis', RedisSettings>({
+export const REDIS: SinkDefinition<RedisSettings> & { kind: 'redis' } = defineSink<'redis', RedisSettings>({
   kind: 'redis',
   label: 'a Redis stream',
   schemes: { redis: { tls: false }, rediss: { tls: true } },

@@ -214,7 +214,7 @@ export class BrokerState {
   private started = 0;
   private changedAt = 0;
 
-  constructor(private readonly listener?: ConnectionListener) {}
+  constructor(private readonly listener?: ConnectionListener | undefined) {}
 
   get connected(): boolean {
     return !this.lost;

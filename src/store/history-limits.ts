@@ -15,7 +15,7 @@ export interface HistoryLimits {
 }
 
 /** A verified body larger than this is kept in part (its start) even within the budget. */
-export const KEEP_BODY = 1024 * 1024;
+export const KEEP_BODY: number = 1024 * 1024;
 
 /** The limits when none are given: DEFAULTS' (src/delivery/defaults.ts). */
 export const HISTORY_DEFAULTS: HistoryLimits = { rows: DEFAULTS.historyRows, bytes: DEFAULTS.historyBytes, partBytes: DEFAULTS.historyPartBytes, refusedRows: DEFAULTS.historyRefusedRows };

@@ -14,7 +14,7 @@ export function configDir(env: Record<string, string | undefined>): string {
 }
 
 /** The advice for a store folder, or a file in it, that cannot be used. */
-export const STORE_HINT = `Fix it, or set WXHOOKS_CONFIG_DIR to a folder you can write (unset, it is ${defaultConfigDir()}).`;
+export const STORE_HINT: string = `Fix it, or set WXHOOKS_CONFIG_DIR to a folder you can write (unset, it is ${defaultConfigDir()}).`;
 
 /**
  * The settings file could not be read (a file-system error) or parsed (a SyntaxError): a usage error

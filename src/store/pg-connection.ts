@@ -21,7 +21,7 @@ export interface PgConnectionOptions {
 export abstract class PgConnection<O extends PgConnectionOptions> {
   readonly where: string;
   /** This process, in the claims it holds and the history rows it writes: host, pid and a random part. */
-  readonly instance = `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
+  readonly instance: string = `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
   /** The schema, quoted, as every statement writes it. */
   protected readonly s: string;
   private scheduled = false;

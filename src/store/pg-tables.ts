@@ -55,7 +55,7 @@ export const MIGRATIONS: Migration[] = [
   },
 ];
 
-export const SCHEMA_VERSION = MIGRATIONS.at(-1)!.version;
+export const SCHEMA_VERSION: number = MIGRATIONS.at(-1)!.version;
 
 /** Raised when the schema is newer than this wxhooks knows: it is left as it is. */
 function newer(schema: string, version: number): UsageError {

@@ -5,7 +5,7 @@ import { FileRefusedError, fsReason, readRegularFile } from '../util/files.js';
 import { checkStoreFolder, STORE_HINT, trustedOwner } from './paths.js';
 
 /** The most a file of the store folder may hold: they are small (a few KiB; secrets.json ~200 bytes a webhook). */
-export const STORE_FILE_LIMIT = 16 * 1024 * 1024;
+export const STORE_FILE_LIMIT: number = 16 * 1024 * 1024;
 
 /**
  * Why a file in the store folder is not the user's to trust, in words, or undefined: it belongs to

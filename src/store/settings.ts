@@ -14,7 +14,7 @@ export const SETTINGS: Record<string, { describe: string; check: (value: string)
 };
 
 /** The settings file in the store folder: plain JSON, as conf wrote it before (tab-indented). */
-export const settingsFile = (env: Record<string, string | undefined>) => join(configDir(env), 'settings.json');
+export const settingsFile = (env: Record<string, string | undefined>): string => join(configDir(env), 'settings.json');
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 

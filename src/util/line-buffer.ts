@@ -15,7 +15,7 @@ export class LineBuffer {
     /** Receives each write: the bytes, and how many lines they hold. */
     private readonly sink: (chunk: Buffer, lines: number) => void,
     private readonly delayMs = 20,
-    private readonly chunkBytes = 64 * 1024,
+    private readonly chunkBytes: number = 64 * 1024,
   ) {}
 
   /** Adds `line` and a newline. */

@@ -96,13 +96,13 @@ export function networkReason(err: unknown, timeoutMs?: number): string {
 }
 
 /** At most this much of another server's answer is read: its start is what is shown. */
-export const ANSWER_START = 64 * 1024;
+export const ANSWER_START: number = 64 * 1024;
 
 /**
  * The start of an answer's body (at most `max` bytes), as text; then it stops reading and lets the
  * body go, so that a server answering without end costs neither memory nor time.
  */
-export async function readStart(body: AsyncIterable<unknown> & { destroy?(): unknown }, max = ANSWER_START): Promise<string> {
+export async function readStart(body: AsyncIterable<unknown> & { destroy?(): unknown }, max: number = ANSWER_START): Promise<string> {
   const chunks: Buffer[] = [];
   let size = 0;
   try {

@@ -13,7 +13,7 @@ export type Parser<T> = (text: string, what: string) => T;
 
 /** A whole number from `min` to `max`. */
 export const integer =
-  (min: number, max = Number.MAX_SAFE_INTEGER): Parser<number> =>
+  (min: number, max: number = Number.MAX_SAFE_INTEGER): Parser<number> =>
   (text, what) => {
     const n = Number(text);
     if (!/^\d+$/.test(text) || n < min || n > max) {
@@ -22,10 +22,10 @@ export const integer =
     return n;
   };
 
-export const port = integer(0, 65535);
+export const port: Parser<number> = integer(0, 65535);
 
 /** Seconds a timestamp may be off the clock: 1 s to 366 days (0 would accept only the very second). */
-export const toleranceSeconds = integer(1, 366 * 86_400);
+export const toleranceSeconds: Parser<number> = integer(1, 366 * 86_400);
 
 const UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
 
@@ -70,7 +70,7 @@ export const isoTime: Parser<string> = (text, what) => {
 };
 
 /** Unix seconds, as a signature's timestamp. */
-export const unixSeconds = integer(0, 9_999_999_999_999);
+export const unixSeconds: Parser<number> = integer(0, 9_999_999_999_999);
 
 /** An identifier that is safe in a URL path (see idProblem). */
 export const identifier: Parser<string> = (text, what) => {
