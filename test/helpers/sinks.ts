@@ -126,9 +126,9 @@ export async function startWorker(options: Record<string, unknown>): Promise<Wor
 }
 
 /** Resolves when `check` holds (looked at every 25 ms); rejects after `timeoutMs`, saying what did not come. */
-export async function until(check: () => boolean, what: string, timeoutMs = 20_000): Promise<void> {
+export async function until(check: () => boolean | Promise<boolean>, what: string, timeoutMs = 20_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
-  while (!check()) {
+  while (!(await check())) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 25));
   }
