@@ -1,4 +1,4 @@
-// The build (`npm run build`): dist/, written file by file, checking no types (about 2 s):
+// The build (`npm run build`): dist/, written file by file, checking no types (about 4 s):
 // - the library's modules, one for one (dist/**/*.js, what the package's `wxhooks` entry loads), by esbuild;
 // - their declarations (dist/**/*.d.ts), by TypeScript's declaration transpiler;
 // - the bundles: scripts/bundle.js (the CLI, the inspector page, wxhooks/web), scripts/bundle-relay.js (the

@@ -1,7 +1,7 @@
 // What `npm test` and `npm run test:all` do around the tests: the build, the formatter and linter, and the
 // type checks, side by side (none waits on another: the type checks read the sources, not dist/), each
 // one's output printed whole when it ends. `node scripts/checks.js -- <command…>` also runs the command
-// (the tests) as soon as the build is done (about 2 s: it checks no types, scripts/build.js), beside the
+// (the tests) as soon as the build is done (about 4 s: it checks no types, scripts/build.js), beside the
 // checks still running: the tests need dist/, not the checks. Exits 1 if any check failed, else with the
 // command's code, after all have ended.
 import { spawn } from 'node:child_process';
