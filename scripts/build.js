@@ -52,7 +52,7 @@ async function declarations(files) {
     mkdirSync(dirname(target), { recursive: true });
     writeFileSync(target, out.outputText);
   }
-  if (problems.length) throw new Error(`the declarations cannot be written file by file:\n${problems.join('\n')}`);
+  if (problems.length) throw new Error(`the declarations cannot be written file by file: write these exports' types out (isolatedDeclarations, tsconfig.json)\n${problems.join('\n')}`);
 }
 
 /** Empties dist/ and writes it again. */
