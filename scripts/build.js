@@ -38,7 +38,7 @@ async function modules(files) {
 
 /** The declarations, one for one: src/x.ts to dist/x.d.ts. Throws naming each file that cannot be. */
 async function declarations(files) {
-  const { default: ts } = await import('typescript');
+  const { default: ts } = await import('@typescript/typescript6');
   const config = ts.readConfigFile(join(ROOT, 'tsconfig.json'), ts.sys.readFile);
   const { options } = ts.parseJsonConfigFileContent(config.config, ts.sys, ROOT);
   const problems = [];
