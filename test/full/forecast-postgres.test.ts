@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort, startPostgres, type Postgres } from '../../scripts/harness.js';
+import { freePort } from '../../scripts/harness.js';
+import { sharedPostgres, type SharedPostgres } from '../helpers/services.js';
 import { claimWithForecast, completeWithForecast, forecastKey, forecastOf, releaseWithForecast, type ForecastNamed } from '../../src/delivery/forecast.js';
 import type { PairStore } from '../../src/delivery/store.js';
 import type { RunningEmulator } from '../../src/emulator/server.js';
@@ -16,12 +17,12 @@ import { startServer } from '../helpers/server.js';
 
 // The forecast's identity in the PostgreSQL store (#45.4), and reconcile --catch-up with two receivers
 // sharing it: the catch-up goes through the listen that runs, once; the service's late retry to the other
-// receiver is then a duplicate. A real server, thrown away after.
+// receiver is then a duplicate. A database of its own on the run's server, dropped after.
 
-let db: Postgres;
+let db: SharedPostgres;
 let schemas = 0;
 beforeAll(async () => {
-  db = await startPostgres();
+  db = await sharedPostgres();
 }, 60_000);
 afterAll(async () => {
   await db?.remove();

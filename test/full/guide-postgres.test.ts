@@ -1,20 +1,21 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { freePort, startPostgres, type Postgres } from '../../scripts/harness.js';
+import { freePort } from '../../scripts/harness.js';
+import { sharedPostgres, type SharedPostgres } from '../helpers/services.js';
 import { runCli, tempDir } from '../helpers/cli.js';
 import { startInProcess, type InProcessRun } from '../helpers/context.js';
 import { doc, shBlockAfter, swapped, wxhooksCommands } from '../helpers/guide.js';
 import { sendJson, startServer, type TestServer } from '../helpers/server.js';
 
-// docs/postgres.md's block, its lines run as written against a real PostgreSQL (a throwaway server from
-// the machine's binaries) and the emulator: WXHOOKS_STORE_URL names that server, the fixed ports are
+// docs/postgres.md's block, its lines run as written against a real PostgreSQL (a database of its own on
+// the run's server) and the emulator: WXHOOKS_STORE_URL names that database, the fixed ports are
 // swapped for free ones, and `localhost:3000` for an app of the test's own. Two receivers of webhook 1
 // share the database: what one processed, the other answers as a duplicate; the history and the runs
 // are read from the store.
 
-let server: Postgres;
+let server: SharedPostgres;
 const stops: (() => Promise<unknown>)[] = [];
 beforeAll(async () => {
-  server = await startPostgres();
+  server = await sharedPostgres();
 }, 60_000);
 afterAll(async () => {
   for (const stop of stops.reverse()) await stop();
