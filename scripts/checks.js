@@ -11,7 +11,7 @@ import { resolve } from 'node:path';
 const ROOT = resolve(import.meta.dirname, '..');
 const bin = (name) => resolve(ROOT, 'node_modules', '.bin', name);
 // TypeScript 7's compiler, by its path: node_modules/.bin/tsc may be TypeScript 6's (@typescript/typescript6,
-// whose JS API scripts/build.js and three tests use, brings it too)
+// whose JS API scripts/build.js and test/helpers/exports.ts use, brings one too)
 const TSC = resolve(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
 
 const STEPS = [

@@ -1,11 +1,11 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
-import ts from '@typescript/typescript6';
 import { describe, expect, it } from 'vitest';
 import { commandPages, readmeCommands } from '../scripts/docs.js';
 import { GROUPS } from '../src/cli.js';
 import { EXIT_CODE_WORDS } from '../src/errors.js';
 import { renderAllHelp } from '../src/help.js';
+import { exportedNames } from './helpers/exports.js';
 import { anchors, doc, ROOT, shBlocks } from './helpers/guide.js';
 
 // The documentation is held to the program: the command reference and the README's command list are
@@ -99,14 +99,7 @@ describe('every link leads somewhere', () => {
 });
 
 describe('docs/library.md: one heading per exported name of wxhooks and wxhooks/web', () => {
-  // their declarations as published (dist/, built by `npm test`): the names without checking a program (test/exports.test.ts)
-  const entries = ['dist/index.d.ts', 'dist/handler/web.d.ts'];
-  const program = ts.createProgram(
-    entries.map((f) => join(ROOT, f)),
-    { module: ts.ModuleKind.NodeNext, moduleResolution: ts.ModuleResolutionKind.NodeNext, target: ts.ScriptTarget.ES2022, noLib: true, types: [], noEmit: true },
-  );
-  const checker = program.getTypeChecker();
-  const names = new Set(entries.flatMap((f) => checker.getExportsOfModule(checker.getSymbolAtLocation(program.getSourceFile(join(ROOT, f))!)!).map((s) => s.name)));
+  const names = new Set([...exportedNames('wxhooks'), ...exportedNames('wxhooks/web')]);
   const headings = new Set([...doc('docs/library.md').matchAll(/^#{2,4} `([A-Za-z]+)`$/gm)].map((m) => m[1]!));
 
   it('each name has its heading (`### `Name``), with its signature and an example below it', () => {
