@@ -30,8 +30,8 @@ export default defineConfig({
           isolate: false,
           // Four files at a time: the tier's longest files are its end-to-end ones, which wait on real
           // HTTP timeouts (6 × --read-timeout) and on servers more than they compute; two at a time left
-          // the cores a quarter idle. `vitest run --project fast` 43-47 s → 33 s, its CPU the same
-          // (2026-11-28, BENCHMARKS.md).
+          // the cores a quarter idle. `vitest run --project fast` 44.6 s → 29.0 s back to back, its CPU
+          // the same (2026-11-28, BENCHMARKS.md).
           maxWorkers: 4,
           sequence: { groupOrder: 1 },
         },
